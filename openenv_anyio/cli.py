@@ -1,0 +1,45 @@
+"""The ``openenv-anyio`` command: one sub-command per job, each in the module that owns it.
+
+A sub-command module provides ``configure(parser)`` (add its arguments; keep imports light)
+and ``run(args) -> int`` (do the work; import what it needs there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+#: name -> (module, one-line summary)
+COMMANDS: dict[str, tuple[str, str]] = {}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every sub-command."""
+    parser = argparse.ArgumentParser(
+        prog="openenv-anyio",
+        description="Serve, drive, check and document OpenEnv environments (protocol v1).",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module_name, summary) in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        command = sub.add_parser(name, help=summary, description=summary)
+        module.configure(command)
+        command.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args._module.run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

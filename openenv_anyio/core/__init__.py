@@ -1,0 +1,56 @@
+"""The sans-IO core: spec loading, validation, frames and error codes. No I/O imports."""
+
+from .errors import ErrorCode, ProtocolError
+from .frames import (
+    ClientFrame,
+    Close,
+    Error,
+    Frame,
+    FrameCodec,
+    Observation,
+    Reset,
+    ServerFrame,
+    State,
+    StateRequest,
+    StateUpdate,
+    Step,
+    decode_client_frame,
+    decode_server_frame,
+    decode_ui_frame,
+    dumps,
+    encode_frame,
+    parse_json,
+)
+from .spec import ENTRY_POINTS, SPEC_VERSION, Spec, SpecError, load_spec
+from .validation import SchemaFault, Validator, spec_validator
+
+__all__ = [
+    "ENTRY_POINTS",
+    "SPEC_VERSION",
+    "ClientFrame",
+    "Close",
+    "Error",
+    "ErrorCode",
+    "Frame",
+    "FrameCodec",
+    "Observation",
+    "ProtocolError",
+    "Reset",
+    "SchemaFault",
+    "ServerFrame",
+    "Spec",
+    "SpecError",
+    "State",
+    "StateRequest",
+    "StateUpdate",
+    "Step",
+    "Validator",
+    "decode_client_frame",
+    "decode_server_frame",
+    "decode_ui_frame",
+    "dumps",
+    "encode_frame",
+    "load_spec",
+    "parse_json",
+    "spec_validator",
+]

@@ -1,0 +1,129 @@
+"""The bundled protocol specification: the JSON Schema documents under ``spec/``.
+
+Everything that needs a frame's shape reads it from here, never from code. The schemas are
+found next to the installed package (``openenv_anyio/_spec``, put there by the wheel build)
+or, in a source checkout, in the repository's top-level ``spec/`` directory.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = [
+    "SPEC_VERSION",
+    "BASE_URI",
+    "ENTRY_POINTS",
+    "Spec",
+    "SpecError",
+    "load_spec",
+    "spec_root",
+]
+
+SPEC_VERSION: Final = "v1"
+BASE_URI: Final = f"https://openenv-anyio.dev/spec/{SPEC_VERSION}/"
+
+#: Entry point name -> file, relative to the version directory.
+ENTRY_POINTS: Final[Mapping[str, str]] = {
+    "client-frame": "client-frame.json",
+    "server-frame": "server-frame.json",
+    "ui-frame": "ui-frame.json",
+}
+
+
+class SpecError(Exception):
+    """The specification files are missing, unreadable or inconsistent."""
+
+
+def spec_root() -> Path:
+    """Return the directory that holds ``v1/`` (installed copy first, then the checkout)."""
+    package_dir = Path(__file__).resolve().parent.parent
+    for candidate in (package_dir / "_spec", package_dir.parent / "spec"):
+        if (candidate / SPEC_VERSION).is_dir():
+            return candidate
+    raise SpecError(f"protocol spec not found next to {package_dir} (looked for _spec/ and ../spec/)")
+
+
+@dataclass(frozen=True, eq=False)
+class Spec:
+    """All schema documents of one spec version, keyed by their ``$id``."""
+
+    directory: Path
+    documents: Mapping[str, Mapping[str, Any]]
+
+    def uri(self, relative: str) -> str:
+        """The ``$id`` of a document given its path relative to the version directory."""
+        return BASE_URI + relative
+
+    def document(self, relative: str) -> Mapping[str, Any]:
+        """The schema document at ``relative`` (for example ``frames/step.json``)."""
+        try:
+            return self.documents[self.uri(relative)]
+        except KeyError:
+            raise SpecError(f"no schema document {relative!r} in {self.directory}") from None
+
+    def entry_point(self, name: str) -> Mapping[str, Any]:
+        """One of the three entry points: ``client-frame``, ``server-frame``, ``ui-frame``."""
+        try:
+            return self.document(ENTRY_POINTS[name])
+        except KeyError:
+            raise SpecError(f"unknown entry point {name!r}; expected one of {sorted(ENTRY_POINTS)}") from None
+
+    def frame_schemas(self, entry: str) -> dict[str, str]:
+        """Map each frame ``type`` of an entry point to the relative path of its schema.
+
+        Read from the entry point's ``if``/``then`` dispatch, so the spec stays the only list.
+        """
+        result: dict[str, str] = {}
+        for branch in self.entry_point(entry).get("allOf", []):
+            frame_type = branch["if"]["properties"]["type"]["const"]
+            result[frame_type] = branch["then"]["$ref"]
+        return result
+
+    def relative_paths(self) -> Iterator[str]:
+        """Relative paths of every schema document, sorted."""
+        for uri in sorted(self.documents):
+            yield uri[len(BASE_URI):]
+
+    def error_codes(self) -> dict[str, str]:
+        """The error-code registry: code -> one-line meaning."""
+        registry = self.document("error-codes.json")
+        return {entry["const"]: entry["description"] for entry in registry["anyOf"]}
+
+    def dereferenced(self, relative: str) -> dict[str, Any]:
+        """A copy of one document with every ``$ref`` inlined (for tools that cannot resolve)."""
+        import jsonschema_rs
+
+        from .validation import build_rs_registry
+
+        return jsonschema_rs.dereference(
+            dict(self.document(relative)), registry=build_rs_registry(self), offline=True
+        )
+
+
+def _read_documents(version_dir: Path) -> dict[str, Mapping[str, Any]]:
+    documents: dict[str, Mapping[str, Any]] = {}
+    for path in sorted(version_dir.rglob("*.json")):
+        relative = path.relative_to(version_dir).as_posix()
+        if relative.startswith("examples/"):
+            continue
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise SpecError(f"{path}: {exc}") from exc
+        expected = BASE_URI + relative
+        if doc.get("$id") != expected:
+            raise SpecError(f"{path}: $id is {doc.get('$id')!r}, expected {expected!r}")
+        documents[expected] = doc
+    return documents
+
+
+@functools.cache
+def load_spec(root: Path | None = None) -> Spec:
+    """Load (once) every schema document of the bundled spec, or of ``root`` if given."""
+    directory = (root or spec_root()) / SPEC_VERSION
+    return Spec(directory=directory, documents=_read_documents(directory))

@@ -1,0 +1,139 @@
+"""Validate JSON values against the spec's schemas with two engines and one verdict.
+
+``jsonschema`` is the reference: the most standard-faithful engine, used wherever a human
+reads the error. ``jsonschema_rs`` is compiled and about a hundred times faster, used on the
+hot path to answer "valid or not"; only an invalid value pays for the reference's
+explanation. The test suite proves that both engines give the same verdict.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import jsonschema
+import jsonschema_rs
+import referencing
+import referencing.jsonschema
+
+from .errors import ErrorCode, ProtocolError
+from .spec import Spec, load_spec
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["SchemaFault", "Validator", "build_rs_registry", "spec_validator"]
+
+_MAX_MESSAGE = 240
+
+
+def _pointer(path: Iterable[str | int]) -> str:
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaFault:
+    """One reason a value fails a schema: where (JSON pointer), which keyword, and why."""
+
+    pointer: str
+    keyword: str
+    message: str
+    schema_path: str
+
+    def as_error_entry(self) -> dict[str, Any]:
+        """The entry for an error frame's ``errors`` list (pydantic-like ``loc``/``msg``/``type``)."""
+        loc = [part for part in self.pointer.split("/")[1:]]
+        return {"loc": loc, "msg": self.message, "type": self.keyword, "pointer": self.pointer}
+
+
+def build_rs_registry(spec: Spec) -> jsonschema_rs.Registry:
+    """A ``jsonschema_rs`` registry holding every document of ``spec``."""
+    return jsonschema_rs.Registry([(uri, dict(doc)) for uri, doc in spec.documents.items()])
+
+
+@functools.cache
+def _reference_registry(spec: Spec) -> referencing.Registry[Any]:
+    resources = [
+        (uri, referencing.Resource.from_contents(doc, default_specification=referencing.jsonschema.DRAFT202012))
+        for uri, doc in spec.documents.items()
+    ]
+    return referencing.Registry().with_resources(resources)
+
+
+@functools.cache
+def _cached_rs_registry(spec: Spec) -> jsonschema_rs.Registry:
+    return build_rs_registry(spec)
+
+
+class Validator:
+    """One schema, two engines: :meth:`is_valid` is the fast check, :meth:`faults` explains.
+
+    The schema may ``$ref`` documents of the spec; they resolve offline from ``spec``.
+    """
+
+    __slots__ = ("schema", "_fast", "_reference")
+
+    def __init__(self, schema: Mapping[str, Any], *, spec: Spec | None = None) -> None:
+        spec = spec or load_spec()
+        self.schema = schema
+        base_uri = schema.get("$id") if isinstance(schema.get("$id"), str) else None
+        try:
+            self._fast = jsonschema_rs.validator_for(
+                dict(schema), registry=_cached_rs_registry(spec), base_uri=base_uri, offline=True
+            )
+        except (ValueError, jsonschema_rs.ReferencingError) as exc:
+            raise ValueError(f"invalid schema: {exc}") from exc
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        self._reference = cls(schema, registry=_reference_registry(spec))
+
+    def is_valid(self, instance: Any) -> bool:
+        """Fast verdict (compiled engine)."""
+        return self._fast.is_valid(instance)
+
+    def reference_is_valid(self, instance: Any) -> bool:
+        """Verdict of the reference engine (``jsonschema``)."""
+        return self._reference.is_valid(instance)
+
+    def faults(self, instance: Any) -> list[SchemaFault]:
+        """Every fault the reference engine finds, the most relevant first."""
+        errors = sorted(self._reference.iter_errors(instance), key=jsonschema.exceptions.relevance)
+        return [
+            SchemaFault(
+                pointer=_pointer(error.absolute_path),
+                keyword=str(error.validator),
+                message=_shorten(error.message),
+                schema_path=_pointer(error.absolute_schema_path),
+            )
+            for error in errors
+        ]
+
+    def check(self, instance: Any, *, what: str = "value") -> None:
+        """Raise :class:`ProtocolError` (VALIDATION_ERROR) unless ``instance`` is valid.
+
+        The message names the first fault's JSON pointer; ``errors`` lists them all.
+        """
+        if self._fast.is_valid(instance):
+            return
+        faults = self.faults(instance) or [SchemaFault("", "schema", "does not match the schema", "")]
+        first = faults[0]
+        where = first.pointer or "/"
+        raise ProtocolError(
+            ErrorCode.VALIDATION_ERROR,
+            f"Invalid {what} at {where}: {first.message}",
+            pointer=first.pointer,
+            keyword=first.keyword,
+            errors=[fault.as_error_entry() for fault in faults],
+        )
+
+
+@functools.cache
+def spec_validator(relative: str, spec: Spec | None = None) -> Validator:
+    """The (cached) validator for one document of the spec, e.g. ``client-frame.json``."""
+    spec = spec or load_spec()
+    return Validator(spec.document(relative), spec=spec)
