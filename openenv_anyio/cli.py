@@ -14,7 +14,9 @@ from collections.abc import Sequence
 __all__ = ["main"]
 
 #: name -> (module, one-line summary)
-COMMANDS: dict[str, tuple[str, str]] = {}
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("openenv_anyio.demo.cli", "serve an environment and run concurrent agents against it"),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:

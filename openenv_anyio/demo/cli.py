@@ -1,0 +1,141 @@
+"""``openenv-anyio demo``: serve an environment and run concurrent agents against it.
+
+One trio nursery owns everything: the in-process server (unless ``--url`` names one), the
+agents and the progress display. Ctrl-C cancels the nursery, which closes every session and
+the server before the command returns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+__all__ = ["configure", "run"]
+
+DEFAULT_ENV = "gymnasium:CartPole-v1"
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
+    return value
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Start a server on a free loopback port serving ENV (or use --url), run AGENTS "
+        "agents concurrently for EPISODES episodes each, show progress and a summary."
+    )
+    parser.add_argument("--env", default=DEFAULT_ENV, metavar="TARGET",
+                        help=f"environment to serve: gymnasium:ID or MODULE:ATTR (default {DEFAULT_ENV})")
+    parser.add_argument("--agents", type=_positive_int, default=4, help="concurrent agents (default 4)")
+    parser.add_argument("--episodes", type=_positive_int, default=5, help="episodes per agent (default 5)")
+    parser.add_argument("--max-steps", type=_positive_int, default=500,
+                        help="step limit per episode (default 500)")
+    parser.add_argument("--seed", type=int, default=0, help="base seed for resets and policies")
+    parser.add_argument("--url", help="run the agents against this already running server instead")
+    parser.add_argument("--no-progress", action="store_true", help="do not show live progress")
+
+
+def run(args: argparse.Namespace) -> int:
+    import trio
+
+    from ..envs.loading import EnvTargetError
+
+    try:
+        return trio.run(_main, args)
+    except EnvTargetError as exc:
+        print(f"openenv-anyio demo: {exc}", file=sys.stderr)
+        return 2
+    except _DemoError as exc:
+        print(f"openenv-anyio demo: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\nopenenv-anyio demo: interrupted", file=sys.stderr)
+        return 130
+
+
+class _DemoError(Exception):
+    """A failure the user should see as one line."""
+
+
+async def _fetch_json(url: str) -> Any:
+    import httpx
+
+    from ..client.urls import is_loopback_url
+
+    try:
+        async with httpx.AsyncClient(timeout=10.0, trust_env=not is_loopback_url(url)) as http:
+            response = await http.get(url)
+    except httpx.HTTPError as exc:
+        raise _DemoError(f"cannot reach {url}: {exc}") from exc
+    if response.status_code != 200:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+async def _main(args: argparse.Namespace) -> int:
+    import trio
+
+    from .agents import AgentTally, run_agent
+    from .policies import choose_policy
+    from .report import ProgressLine, summary_table
+
+    async with trio.open_nursery() as nursery:
+        if args.url:
+            url = args.url.rstrip("/")
+            env_name = args.url
+        else:
+            from ..envs.loading import resolve_env_target
+            from ..server import EnvServer, ServerConfig
+
+            factory = resolve_env_target(args.env)
+            server = EnvServer(factory, ServerConfig(host="127.0.0.1", port=0))
+            url = await nursery.start(server.serve)
+            env_name = args.env
+        schema = await _fetch_json(f"{url}/schema") or {}
+        metadata = await _fetch_json(f"{url}/metadata") or {}
+        env_name = f"{metadata.get('name', '')} {env_name}"
+        print(f"serving {args.env} at {url}" if not args.url else f"using {url}", file=sys.stderr)
+
+        tallies = [AgentTally(agent=i) for i in range(args.agents)]
+        progress = ProgressLine(tallies, args.episodes, sys.stderr)
+        show = (lambda: progress.update()) if not args.no_progress else (lambda: None)
+        started = time.perf_counter()
+        async with trio.open_nursery() as agents:
+            if not args.no_progress and sys.stderr.isatty():
+                agents.start_soon(_redraw, progress)
+            async with trio.open_nursery() as players:
+                for tally in tallies:
+                    policy = choose_policy(env_name, schema.get("action"), args.seed + tally.agent)
+                    players.start_soon(
+                        lambda t=tally, p=policy: run_agent(
+                            url, t, p, episodes=args.episodes, max_steps=args.max_steps,
+                            seed=args.seed + 1000 * t.agent, on_progress=show,
+                        )
+                    )
+            agents.cancel_scope.cancel()
+        wall = time.perf_counter() - started
+        if not args.no_progress:
+            progress.update(final=True)
+        nursery.cancel_scope.cancel()
+    print(summary_table(tallies, wall))
+    errors = sum(len(t.errors) for t in tallies)
+    return 1 if errors else 0
+
+
+async def _redraw(progress: Any) -> None:
+    import trio
+
+    while True:
+        progress.update()
+        await trio.sleep(0.2)
