@@ -14,7 +14,9 @@ from collections.abc import Sequence
 __all__ = ["main"]
 
 #: name -> (module, one-line summary)
-COMMANDS: dict[str, tuple[str, str]] = {}
+COMMANDS: dict[str, tuple[str, str]] = {
+    "docs": ("openenv_anyio.docs.cli", "generate the protocol reference (Markdown or HTML) from the spec"),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
