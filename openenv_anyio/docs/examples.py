@@ -47,8 +47,7 @@ def load_examples(spec: Spec) -> list[Example]:
         return []
     codes = spec.error_codes()
     return [
-        _load(path, path.relative_to(directory).as_posix(), spec, codes)
-        for path in sorted(directory.rglob("*.json"))
+        _load(path, path.relative_to(directory).as_posix(), spec, codes) for path in sorted(directory.rglob("*.json"))
     ]
 
 
@@ -64,7 +63,7 @@ def _load(path: Path, name: str, spec: Spec, codes: Mapping[str, str]) -> Exampl
     if not isinstance(vector, dict):
         raise _fail(path, "an example vector must be a JSON object")
     entry = vector.get("entry")
-    if entry not in ENTRY_POINTS:
+    if not isinstance(entry, str) or entry not in ENTRY_POINTS:
         raise _fail(path, f"entry is {entry!r}, expected one of {sorted(ENTRY_POINTS)}")
     valid = vector.get("valid")
     if not isinstance(valid, bool):

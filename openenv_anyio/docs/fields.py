@@ -23,10 +23,31 @@ _ANNOTATIONS = frozenset({"$schema", "$id", "$defs", "$comment", "title", "descr
 #: Keywords the walk turns into columns, nested rows or constraint phrases.
 _HANDLED = frozenset(
     {
-        "$ref", "type", "properties", "required", "additionalProperties", "items", "default",
-        "const", "enum", "anyOf", "oneOf", "minimum", "maximum", "exclusiveMinimum",
-        "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "pattern", "format",
-        "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties",
+        "$ref",
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "default",
+        "const",
+        "enum",
+        "anyOf",
+        "oneOf",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "minProperties",
+        "maxProperties",
     }
 )
 
@@ -116,9 +137,7 @@ class FieldWalker:
         if isinstance(items, Mapping):
             item = self._follow(items, resolved.uri, where=path + "[]")
             if "properties" in item.schema:
-                rows.extend(
-                    self._object_rows(item.schema, item.uri, prefix=path + "[].", depth=depth + 1, seen=seen)
-                )
+                rows.extend(self._object_rows(item.schema, item.uri, prefix=path + "[].", depth=depth + 1, seen=seen))
         return rows
 
     def _follow(self, schema: Mapping[str, Any], uri: str, *, where: str) -> _Resolved:
@@ -210,12 +229,19 @@ def _constraints(schema: Mapping[str, Any], *, summarise_values: bool) -> tuple[
         else:
             phrases.append("one of " + ", ".join(f"`{json_text(v)}`" for v in values))
     bounds = (
-        ("minimum", "≥ {}"), ("exclusiveMinimum", "> {}"), ("maximum", "≤ {}"),
-        ("exclusiveMaximum", "< {}"), ("multipleOf", "multiple of {}"),
-        ("minLength", "at least {} characters"), ("maxLength", "at most {} characters"),
-        ("pattern", "matches `{}`"), ("format", "format `{}`"),
-        ("minItems", "at least {} items"), ("maxItems", "at most {} items"),
-        ("minProperties", "at least {} members"), ("maxProperties", "at most {} members"),
+        ("minimum", "≥ {}"),
+        ("exclusiveMinimum", "> {}"),
+        ("maximum", "≤ {}"),
+        ("exclusiveMaximum", "< {}"),
+        ("multipleOf", "multiple of {}"),
+        ("minLength", "at least {} characters"),
+        ("maxLength", "at most {} characters"),
+        ("pattern", "matches `{}`"),
+        ("format", "format `{}`"),
+        ("minItems", "at least {} items"),
+        ("maxItems", "at most {} items"),
+        ("minProperties", "at least {} members"),
+        ("maxProperties", "at most {} members"),
     )
     for keyword, template in bounds:
         if keyword in schema:

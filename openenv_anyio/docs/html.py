@@ -12,13 +12,15 @@ from .fields import FieldRow
 from .model import ERROR_CODES, FramePage, Reference
 from .wording import (
     FIELD_COLUMNS,
+    FRAME_TYPE_COLUMNS,
     INDEX_INTRO,
     REQUIRED_NOTE,
+    constraints_text,
     example_caption,
+    frame_type_rows,
     generated_notice,
     other_members_sentence,
     replace_links,
-    schema_link,
     sent_as_sentence,
     spec_path,
 )
@@ -55,8 +57,9 @@ h1 { font-size: 2rem; margin: 0 0 0.5rem; } h2 { border-bottom: 1px solid var(--
   margin-top: 2.5rem; } h3 { margin-top: 1.75rem; } section.frame { scroll-margin-top: 1rem; }
 .notice, .meta, .note { color: var(--muted); font-size: 0.9rem; }
 .table { overflow-x: auto; margin: 0.5rem 0 0.75rem; }
-table { border-collapse: collapse; width: 100%; font-size: 0.9rem; } th, td { border: 1px solid var(--line); padding: 0.4rem 0.6rem; text-align: left;
-  vertical-align: top; } th { background: var(--panel); white-space: nowrap; }
+table { border-collapse: collapse; width: 100%; font-size: 0.9rem; }
+th, td { border: 1px solid var(--line); padding: 0.4rem 0.6rem; text-align: left; vertical-align: top; }
+th { background: var(--panel); white-space: nowrap; }
 td.path { white-space: nowrap; } td.type { white-space: nowrap; color: var(--muted); }
 tr.nested td.path { padding-left: calc(0.6rem + var(--depth) * 1.1rem); }
 tbody tr:nth-child(even) { background: color-mix(in srgb, var(--panel) 60%, transparent); }
@@ -117,7 +120,11 @@ def _inline(text: str) -> str:
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     """A table whose header and cells are inline markup."""
-    lines = ['<div class="table"><table>', "<thead><tr>" + "".join(f"<th>{_inline(h)}</th>" for h in header) + "</tr></thead>", "<tbody>"]
+    lines = [
+        '<div class="table"><table>',
+        "<thead><tr>" + "".join(f"<th>{_inline(h)}</th>" for h in header) + "</tr></thead>",
+        "<tbody>",
+    ]
     lines += ["<tr>" + "".join(f"<td>{_inline(cell)}</td>" for cell in row) + "</tr>" for row in rows]
     return [*lines, "</tbody>", "</table></div>"]
 
@@ -126,9 +133,7 @@ def _nav(reference: Reference) -> str:
     items = ['<nav aria-label="Contents">', "<h2>Frame types</h2>", "<ul>"]
     items += [f'<li><a href="#{e.name}">{html.escape(e.title)}</a></li>' for e in reference.entry_points]
     items += ["</ul>", "<h2>Frames</h2>", "<ul>"]
-    items += [
-        f'<li><a href="#{_anchor(f.relative, None)}">{html.escape(f.title)}</a></li>' for f in reference.frames
-    ]
+    items += [f'<li><a href="#{_anchor(f.relative, None)}">{html.escape(f.title)}</a></li>' for f in reference.frames]
     items += ["</ul>", "<h2>Registry</h2>", "<ul>"]
     items += [f'<li><a href="#{_anchor(ERROR_CODES, None)}">Error codes</a></li>', "</ul>", "</nav>"]
     return "\n".join(items)
@@ -139,13 +144,7 @@ def _frame_types(reference: Reference) -> list[str]:
     for entry in reference.entry_points:
         lines += [f'<h3 id="{entry.name}">{html.escape(entry.title)}</h3>']
         lines += [f"<p>{_inline(f'{entry.description} Schema: `{spec_path(reference, entry.relative)}`.')}</p>"]
-        lines += _table(
-            ("`type`", "Frame", "Summary"),
-            (
-                (f'`"{frame_type}"`', schema_link(reference, path), reference.frame(path).description)
-                for frame_type, path in entry.frame_types
-            ),
-        )
+        lines += _table(FRAME_TYPE_COLUMNS, frame_type_rows(reference, entry))
         if entry.unmatched_examples:
             lines += [f"<p>Other payloads the {html.escape(entry.title)} entry point rejects:</p>"]
             lines += _examples(entry.unmatched_examples)
@@ -166,18 +165,19 @@ def _frame(reference: Reference, frame: FramePage) -> list[str]:
 
 
 def _field_table(reference: Reference, rows: Sequence[FieldRow]) -> list[str]:
-    lines = ['<div class="table"><table>', "<thead><tr>" + "".join(f"<th>{h}</th>" for h in FIELD_COLUMNS) + "</tr></thead>", "<tbody>"]
+    lines = [
+        '<div class="table"><table>',
+        "<thead><tr>" + "".join(f"<th>{h}</th>" for h in FIELD_COLUMNS) + "</tr></thead>",
+        "<tbody>",
+    ]
     for row in rows:
-        constraints = list(row.constraints)
-        if row.see:
-            constraints.append("see " + schema_link(reference, row.see))
         nested = f' class="nested" style="--depth: {row.depth}"' if row.depth else ""
         lines.append(
             f"<tr{nested}>"
             f'<td class="path"><code>{html.escape(row.path)}</code></td>'
             f'<td class="type">{html.escape(row.type)}</td>'
             f"<td>{'yes' if row.required else 'no'}</td>"
-            f"<td>{_inline('; '.join(constraints))}</td>"
+            f"<td>{_inline(constraints_text(reference, row))}</td>"
             f"<td>{_inline(f'`{row.default}`') if row.default is not None else ''}</td>"
             f"<td>{_inline(row.description)}</td>"
             "</tr>"
@@ -189,9 +189,10 @@ def _examples(examples: Iterable[Example]) -> list[str]:
     lines: list[str] = []
     for example in examples:
         verdict = "valid" if example.valid else "invalid"
+        badge = f'<span class="badge {verdict}">{verdict}</span>'
         lines += [
             "<figure>",
-            f'<figcaption><span class="badge {verdict}">{verdict}</span>{_inline(example_caption(example))}</figcaption>',
+            f"<figcaption>{badge}{_inline(example_caption(example))}</figcaption>",
             f"<pre><code>{html.escape(example.payload, quote=False)}</code></pre>",
             "</figure>",
         ]
@@ -202,7 +203,11 @@ def _error_codes(reference: Reference) -> list[str]:
     lines = [f'<section id="{_anchor(ERROR_CODES, None)}">', "<h2>Error codes</h2>"]
     lines += [f"<p>{_inline(reference.error_codes_description)}</p>"]
     lines += [f'<p class="meta">{_inline(f"Schema: `{spec_path(reference, ERROR_CODES)}`.")}</p>']
-    lines += ['<div class="table"><table>', "<thead><tr><th>Code</th><th>Meaning</th><th>Examples</th></tr></thead>", "<tbody>"]
+    lines += [
+        '<div class="table"><table>',
+        "<thead><tr><th>Code</th><th>Meaning</th><th>Examples</th></tr></thead>",
+        "<tbody>",
+    ]
     for entry in reference.error_codes:
         examples = ", ".join(f"`{name}`" for name in entry.examples)
         lines.append(

@@ -10,9 +10,12 @@ from .fields import FieldRow
 from .model import ERROR_CODES, FramePage, Reference
 from .wording import (
     FIELD_COLUMNS,
+    FRAME_TYPE_COLUMNS,
     INDEX_INTRO,
     REQUIRED_NOTE,
+    constraints_text,
     example_caption,
+    frame_type_rows,
     generated_notice,
     other_members_sentence,
     replace_links,
@@ -72,19 +75,15 @@ def _index(reference: Reference) -> str:
     for entry in reference.entry_points:
         lines += [f'<a id="{entry.name}"></a>', "", f"### {entry.title}", ""]
         lines += [f"{entry.description} Schema: `{spec_path(reference, entry.relative)}`.", ""]
-        lines += _table(
-            ("`type`", "Frame", "Summary"),
-            (
-                (f'`"{frame_type}"`', schema_link(reference, path), reference.frame(path).description)
-                for frame_type, path in entry.frame_types
-            ),
-        )
+        lines += _table(FRAME_TYPE_COLUMNS, frame_type_rows(reference, entry))
         lines.append("")
         if entry.unmatched_examples:
             lines += [f"Other payloads the {entry.title} entry point rejects:", ""]
             lines += _examples(entry.unmatched_examples)
     lines += ["## Frames", ""]
-    lines += [f"- {schema_link(reference, f.relative)} (`{spec_path(reference, f.relative)}`)" for f in reference.frames]
+    lines += [
+        f"- {schema_link(reference, f.relative)} (`{spec_path(reference, f.relative)}`)" for f in reference.frames
+    ]
     lines += ["", "## Error codes", ""]
     lines += [
         f"{schema_link(reference, ERROR_CODES)}: the {len(reference.error_codes)} codes an error frame's "
@@ -113,14 +112,11 @@ def _frame(reference: Reference, frame: FramePage) -> str:
 
 
 def _field_cells(reference: Reference, row: FieldRow) -> tuple[str, ...]:
-    constraints = list(row.constraints)
-    if row.see:
-        constraints.append("see " + schema_link(reference, row.see))
     return (
         f"`{row.path}`",
         row.type,
         "yes" if row.required else "no",
-        "; ".join(constraints),
+        constraints_text(reference, row),
         f"`{row.default}`" if row.default is not None else "",
         row.description,
     )

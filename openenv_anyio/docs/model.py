@@ -91,9 +91,7 @@ def build_reference(spec: Spec) -> Reference:
     frame_paths = list(dict.fromkeys([*dispatched, *others]))
     walker = FieldWalker(resolver, frozenset([*frame_paths, ERROR_CODES]))
     examples = load_examples(spec)
-    frames = tuple(
-        _frame_page(spec, path, dispatch, walker, examples) for path in frame_paths
-    )
+    frames = tuple(_frame_page(spec, path, dispatch, walker, examples) for path in frame_paths)
     entries = tuple(
         EntryPoint(
             name=name,
@@ -149,10 +147,7 @@ def _frame_page(
 ) -> FramePage:
     document: Mapping[str, Any] = spec.document(relative)
     sent_as = tuple(
-        (entry, frame_type)
-        for entry, types in dispatch.items()
-        for frame_type, path in types
-        if path == relative
+        (entry, frame_type) for entry, types in dispatch.items() for frame_type, path in types if path == relative
     )
     extra = document.get("additionalProperties")
     return FramePage(

@@ -45,7 +45,7 @@ class RefResolver:
 
     def relative(self, uri: str) -> str:
         """The path relative to the version directory of a document URI of the spec."""
-        return uri[len(BASE_URI):] if uri.startswith(BASE_URI) else uri
+        return uri[len(BASE_URI) :] if uri.startswith(BASE_URI) else uri
 
     def file_of(self, uri: str) -> str:
         """How error messages name the document with this URI."""
@@ -85,9 +85,7 @@ class RefResolver:
                 self.resolve(ref, uri, where=where)
 
 
-def _refs_in(
-    node: Any, where: tuple[str, ...], *, names: bool = False
-) -> Iterator[tuple[tuple[str, ...], str]]:
+def _refs_in(node: Any, where: tuple[str, ...], *, names: bool = False) -> Iterator[tuple[tuple[str, ...], str]]:
     """Every ``$ref`` below ``node`` (a schema, or a name -> schema map when ``names``)."""
     if isinstance(node, Mapping):
         ref = node.get("$ref")

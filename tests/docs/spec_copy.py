@@ -40,6 +40,4 @@ def edit_json(path: Path, edit: Callable[[Any], None]) -> None:
 
 def tree(directory: Path) -> dict[str, bytes]:
     """Every file under ``directory``: relative path -> bytes."""
-    return {
-        p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()
-    }
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}

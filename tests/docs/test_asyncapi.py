@@ -110,9 +110,7 @@ def _run_validator(document: Path) -> subprocess.CompletedProcess[str]:
         pytest.fail("node (>= 18) is needed to validate asyncapi.yaml with the official AsyncAPI parser")
     if not (VALIDATOR.parent / "node_modules" / "@asyncapi" / "parser").is_dir():
         pytest.fail("the AsyncAPI parser is not installed: run `npm ci --prefix tools/asyncapi`")
-    return subprocess.run(
-        [node, str(VALIDATOR), str(document)], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
+    return subprocess.run([node, str(VALIDATOR), str(document)], cwd=REPO, capture_output=True, text=True, timeout=120)
 
 
 def test_the_official_parser_accepts_the_document() -> None:

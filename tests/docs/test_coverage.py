@@ -73,7 +73,7 @@ def test_every_frame_type_is_listed_under_its_entry_point(
     entry: str, spec: Spec, markdown: dict[str, str], html_page: str
 ) -> None:
     index = markdown["README.md"]
-    section = index[index.index(f'<a id="{entry}"></a>'):]
+    section = index[index.index(f'<a id="{entry}"></a>') :]
     types = spec.frame_schemas(entry)
     assert types
     for frame_type, relative in types.items():
@@ -92,23 +92,58 @@ def test_every_error_code_appears(spec: Spec, markdown: dict[str, str], html_pag
 
 def test_examples_appear_on_their_frame_and_error_code(spec_copy: Path) -> None:
     write_example(
-        spec_copy, "valid/docs-reset-seed.json", entry="client-frame", valid=True, requirement="WS-RESET-2",
-        description="A reset with a seed.", source="spec", frame={"type": "reset", "data": {"seed": 7}},
+        spec_copy,
+        "valid/docs-reset-seed.json",
+        entry="client-frame",
+        valid=True,
+        requirement="WS-RESET-2",
+        description="A reset with a seed.",
+        source="spec",
+        frame={"type": "reset", "data": {"seed": 7}},
     )
     write_example(
-        spec_copy, "invalid/docs-reset-negative-seed.json", entry="client-frame", valid=False,
-        requirement="WS-RESET-2", description="A negative seed.", source="spec",
-        frame={"type": "reset", "data": {"seed": -1}}, expect_code="VALIDATION_ERROR",
+        spec_copy,
+        "invalid/docs-reset-negative-seed.json",
+        entry="client-frame",
+        valid=False,
+        requirement="WS-RESET-2",
+        description="A negative seed.",
+        source="spec",
+        frame={"type": "reset", "data": {"seed": -1}},
+        expect_code="VALIDATION_ERROR",
     )
     write_example(
-        spec_copy, "invalid/docs-not-json.json", entry="client-frame", valid=False, requirement="WS-ERR-1",
-        description="Not JSON.", source="spec", text="{not json", expect_code="INVALID_JSON",
+        spec_copy,
+        "invalid/docs-not-json.json",
+        entry="client-frame",
+        valid=False,
+        requirement="WS-ERR-1",
+        description="Not JSON.",
+        source="spec",
+        text="{not json",
+        expect_code="INVALID_JSON",
     )
     write_example(
-        spec_copy, "valid/docs-ui.json", entry="ui-frame", valid=True, description="One step logged.",
-        frame={"type": "state_update", "episode_state": {"step_count": 1, "action_logs": [
-            {"timestamp": "2026-01-01T00:00:00Z", "action": {}, "observation": {}, "done": False, "step_count": 1}
-        ]}},
+        spec_copy,
+        "valid/docs-ui.json",
+        entry="ui-frame",
+        valid=True,
+        description="One step logged.",
+        frame={
+            "type": "state_update",
+            "episode_state": {
+                "step_count": 1,
+                "action_logs": [
+                    {
+                        "timestamp": "2026-01-01T00:00:00Z",
+                        "action": {},
+                        "observation": {},
+                        "done": False,
+                        "step_count": 1,
+                    }
+                ],
+            },
+        },
     )
     pages = generate(load_spec(spec_copy))
     reset = pages["frames/reset.md"]

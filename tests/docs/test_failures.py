@@ -28,7 +28,12 @@ def assert_one_line_error(result: Any, *needles: str) -> None:
     [
         (
             "valid/docs-negative-seed.json",
-            {"entry": "client-frame", "valid": True, "description": "d", "frame": {"type": "reset", "data": {"seed": -1}}},
+            {
+                "entry": "client-frame",
+                "valid": True,
+                "description": "d",
+                "frame": {"type": "reset", "data": {"seed": -1}},
+            },
             "/data/seed",
         ),
         (
@@ -53,7 +58,13 @@ def assert_one_line_error(result: Any, *needles: str) -> None:
         ),
         (
             "invalid/docs-unknown-code.json",
-            {"entry": "client-frame", "valid": False, "description": "d", "frame": {"type": "x"}, "expect_code": "NOPE"},
+            {
+                "entry": "client-frame",
+                "valid": False,
+                "description": "d",
+                "frame": {"type": "x"},
+                "expect_code": "NOPE",
+            },
             "NOPE",
         ),
         (
@@ -81,7 +92,9 @@ def test_an_example_that_is_not_json_stops_generation(spec_copy: Path, run_docs:
     path = spec_copy / "v1" / "examples" / "valid" / "docs-garbled.json"
     path.parent.mkdir(parents=True)
     path.write_text('{"entry": ', encoding="utf-8")
-    assert_one_line_error(run_docs("--spec-root", spec_copy, "--out", spec_copy / "out"), str(path), "not a readable JSON")
+    assert_one_line_error(
+        run_docs("--spec-root", spec_copy, "--out", spec_copy / "out"), str(path), "not a readable JSON"
+    )
 
 
 def _break_error_code_ref(document: dict[str, Any]) -> None:

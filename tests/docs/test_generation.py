@@ -21,7 +21,11 @@ def _docs_in_subprocess(out: Path, output_format: str, hash_seed: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": hash_seed}
     subprocess.run(
         [sys.executable, "-m", "openenv_anyio", "docs", "--out", str(out), "--format", output_format],
-        cwd=REPO, env=env, check=True, capture_output=True, timeout=60,
+        cwd=REPO,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
     )
 
 
@@ -35,8 +39,12 @@ def test_two_runs_give_identical_bytes(tmp_path: Path) -> None:
 
 
 def test_examples_render_deterministically(spec_copy: Path) -> None:
-    write_example(spec_copy, "valid/docs-b.json", entry="client-frame", valid=True, description="b", frame={"type": "state"})
-    write_example(spec_copy, "valid/docs-a.json", entry="client-frame", valid=True, description="a", frame={"type": "state"})
+    write_example(
+        spec_copy, "valid/docs-b.json", entry="client-frame", valid=True, description="b", frame={"type": "state"}
+    )
+    write_example(
+        spec_copy, "valid/docs-a.json", entry="client-frame", valid=True, description="a", frame={"type": "state"}
+    )
     spec = load_spec(spec_copy)
     page = generate(spec)["frames/state.md"]
     assert page == generate(spec)["frames/state.md"]

@@ -83,8 +83,13 @@ def _markdown_links(text: str) -> list[str]:
 
 def test_every_markdown_link_lands_on_a_page_and_anchor(spec_copy: Path) -> None:
     write_example(
-        spec_copy, "invalid/docs-bad-seed.json", entry="client-frame", valid=False, description="bad seed",
-        frame={"type": "reset", "data": {"seed": -1}}, expect_code="VALIDATION_ERROR",
+        spec_copy,
+        "invalid/docs-bad-seed.json",
+        entry="client-frame",
+        valid=False,
+        description="bad seed",
+        frame={"type": "reset", "data": {"seed": -1}},
+        expect_code="VALIDATION_ERROR",
     )
     pages = generate(load_spec(spec_copy))
     checked = 0
