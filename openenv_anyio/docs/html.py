@@ -60,7 +60,7 @@ h1 { font-size: 2rem; margin: 0 0 0.5rem; } h2 { border-bottom: 1px solid var(--
 table { border-collapse: collapse; width: 100%; font-size: 0.9rem; }
 th, td { border: 1px solid var(--line); padding: 0.4rem 0.6rem; text-align: left; vertical-align: top; }
 th { background: var(--panel); white-space: nowrap; }
-td.path { white-space: nowrap; } td.type { white-space: nowrap; color: var(--muted); }
+td.path { min-width: 12rem; } td.type { white-space: nowrap; color: var(--muted); }
 tr.nested td.path { padding-left: calc(0.6rem + var(--depth) * 1.1rem); }
 tbody tr:nth-child(even) { background: color-mix(in srgb, var(--panel) 60%, transparent); }
 .badge { display: inline-block; font-size: 0.75rem; font-weight: 600; border-radius: 2em; padding: 0 0.55em;
@@ -108,6 +108,11 @@ def render_html(reference: Reference) -> dict[str, str]:
 def _anchor(relative: str, fragment: str | None) -> str:
     """The id of a part of the page: a fragment as is, else the schema path as a slug."""
     return fragment or posixpath.splitext(relative)[0].replace("/", "-")
+
+
+def _breakable(path: str) -> str:
+    """A dotted member path that may wrap after each dot (long nested paths stay readable)."""
+    return html.escape(path).replace(".", ".<wbr>")
 
 
 def _inline(text: str) -> str:
@@ -174,7 +179,7 @@ def _field_table(reference: Reference, rows: Sequence[FieldRow]) -> list[str]:
         nested = f' class="nested" style="--depth: {row.depth}"' if row.depth else ""
         lines.append(
             f"<tr{nested}>"
-            f'<td class="path"><code>{html.escape(row.path)}</code></td>'
+            f'<td class="path"><code>{_breakable(row.path)}</code></td>'
             f'<td class="type">{html.escape(row.type)}</td>'
             f"<td>{'yes' if row.required else 'no'}</td>"
             f"<td>{_inline(constraints_text(reference, row))}</td>"
