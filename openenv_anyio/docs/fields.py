@@ -18,6 +18,7 @@ from .refs import RefResolver
 
 __all__ = ["FieldRow", "FieldWalker", "json_text"]
 
+_RECURSIVE = "recursive: the shape of an enclosing member"
 #: Keywords that say what a schema is for, not what it allows.
 _ANNOTATIONS = frozenset({"$schema", "$id", "$defs", "$comment", "title", "description", "examples"})
 #: Keywords the walk turns into columns, nested rows or constraint phrases.
@@ -116,29 +117,32 @@ class FieldWalker:
         resolved = self._follow(member, uri, where=path)
         schema = resolved.schema
         if resolved.target in seen:  # a recursive schema: stop here rather than loop
-            recursive = ("recursive: the shape of an enclosing member",)
-            return [FieldRow(path, depth, _type_of(schema), required, recursive, None, resolved.description)]
+            return [FieldRow(path, depth, _type_of(schema), required, (_RECURSIVE,), None, resolved.description)]
         if resolved.target is not None:
             seen = (*seen, resolved.target)
+        nested: list[FieldRow] = []
+        constraints = _constraints(schema, summarise_values=resolved.see is not None)
+        if "properties" in schema or isinstance(schema.get("additionalProperties"), Mapping):
+            nested += self._object_rows(schema, resolved.uri, prefix=path + ".", depth=depth + 1, seen=seen)
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            item = self._follow(items, resolved.uri, where=path + "[]")
+            if item.target in seen:
+                constraints += (f"items: {_RECURSIVE}",)
+            elif "properties" in item.schema:
+                item_seen = seen if item.target is None else (*seen, item.target)
+                nested += self._object_rows(item.schema, item.uri, prefix=path + "[].", depth=depth + 1, seen=item_seen)
         row = FieldRow(
             path=path,
             depth=depth,
             type=self._type_text(schema, resolved.uri),
             required=required,
-            constraints=_constraints(schema, summarise_values=resolved.see is not None),
+            constraints=constraints,
             default=json_text(schema["default"]) if "default" in schema else None,
             description=resolved.description,
             see=resolved.see,
         )
-        rows = [row]
-        if "properties" in schema or isinstance(schema.get("additionalProperties"), Mapping):
-            rows.extend(self._object_rows(schema, resolved.uri, prefix=path + ".", depth=depth + 1, seen=seen))
-        items = schema.get("items")
-        if isinstance(items, Mapping):
-            item = self._follow(items, resolved.uri, where=path + "[]")
-            if "properties" in item.schema:
-                rows.extend(self._object_rows(item.schema, item.uri, prefix=path + "[].", depth=depth + 1, seen=seen))
-        return rows
+        return [row, *nested]
 
     def _follow(self, schema: Mapping[str, Any], uri: str, *, where: str) -> _Resolved:
         """Follow a chain of ``$ref``s; sibling keywords of a ``$ref`` override its target's."""
