@@ -158,7 +158,7 @@ class FieldWalker:
             if not isinstance(ref, str):
                 break
             node, new_uri = self._resolver.resolve(ref, uri, where=tuple(where.split(".")))
-            target = urljoin(uri, ref)
+            target = urljoin(uri, ref).removesuffix("#")
             uri = new_uri
             relative = self._resolver.relative(uri)
             if relative in self._documented:
