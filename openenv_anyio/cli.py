@@ -16,6 +16,7 @@ __all__ = ["main"]
 #: name -> (module, one-line summary)
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("openenv_anyio.demo.cli", "serve an environment and run concurrent agents against it"),
+    "docs": ("openenv_anyio.docs.cli", "generate the protocol reference (Markdown or HTML) from the spec"),
 }
 
 

@@ -1,0 +1,150 @@
+"""Render the reference as Markdown pages: an index, one page per frame, the error codes."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Sequence
+
+from .examples import Example
+from .fields import FieldRow
+from .model import ERROR_CODES, FramePage, Reference
+from .wording import (
+    FIELD_COLUMNS,
+    FRAME_TYPE_COLUMNS,
+    INDEX_INTRO,
+    REQUIRED_NOTE,
+    constraints_text,
+    example_caption,
+    frame_type_rows,
+    generated_notice,
+    other_members_sentence,
+    replace_links,
+    schema_link,
+    sent_as_sentence,
+    spec_path,
+)
+
+__all__ = ["INDEX_PAGE", "render_markdown"]
+
+INDEX_PAGE = "README.md"
+
+
+def render_markdown(reference: Reference) -> dict[str, str]:
+    """Every page of the reference: relative output path -> Markdown text."""
+    pages = {INDEX_PAGE: _index(reference), _page_of(ERROR_CODES): _error_codes(reference)}
+    for frame in reference.frames:
+        pages[_page_of(frame.relative)] = _frame(reference, frame)
+    return {path: _finish(path, text) for path, text in sorted(pages.items())}
+
+
+def _page_of(relative: str) -> str:
+    return INDEX_PAGE if not relative else posixpath.splitext(relative)[0] + ".md"
+
+
+def _finish(page: str, text: str) -> str:
+    """Turn ``ref:`` links into paths relative to ``page``; one trailing newline."""
+    here = posixpath.dirname(page) or "."
+
+    def target(relative: str, fragment: str | None) -> str:
+        path = posixpath.relpath(_page_of(relative), here)
+        if path == posixpath.basename(page) and fragment:
+            return f"#{fragment}"
+        return path + (f"#{fragment}" if fragment else "")
+
+    return replace_links(text, target).rstrip("\n") + "\n"
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def _notice(reference: Reference) -> list[str]:
+    return [f"<!-- {generated_notice(reference.version)} -->", ""]
+
+
+def _index(reference: Reference) -> str:
+    lines = _notice(reference)
+    lines += [f"# Protocol reference ({reference.version})", "", INDEX_INTRO.format(version=reference.version), ""]
+    lines += ["## Frame types", ""]
+    for entry in reference.entry_points:
+        lines += [f'<a id="{entry.name}"></a>', "", f"### {entry.title}", ""]
+        lines += [f"{entry.description} Schema: `{spec_path(reference, entry.relative)}`.", ""]
+        lines += _table(FRAME_TYPE_COLUMNS, frame_type_rows(reference, entry))
+        lines.append("")
+        if entry.unmatched_examples:
+            lines += [f"Other payloads the {entry.title} entry point rejects:", ""]
+            lines += _examples(entry.unmatched_examples)
+    lines += ["## Frames", ""]
+    lines += [
+        f"- {schema_link(reference, f.relative)} (`{spec_path(reference, f.relative)}`)" for f in reference.frames
+    ]
+    lines += ["", "## Error codes", ""]
+    lines += [
+        f"{schema_link(reference, ERROR_CODES)}: the {len(reference.error_codes)} codes an error frame's "
+        "`data.code` may carry.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _frame(reference: Reference, frame: FramePage) -> str:
+    lines = _notice(reference)
+    lines += [f"# {frame.title}", "", frame.description, ""]
+    lines += [f"{sent_as_sentence(reference, frame)} Schema: `{spec_path(reference, frame.relative)}`.", ""]
+    lines += ["## Fields", ""]
+    lines += _table(FIELD_COLUMNS, (_field_cells(reference, row) for row in frame.fields))
+    lines += ["", " ".join(filter(None, (other_members_sentence(frame), REQUIRED_NOTE))), ""]
+    valid = [e for e in frame.examples if e.valid]
+    invalid = [e for e in frame.examples if not e.valid]
+    if valid or invalid:
+        lines += ["## Examples", ""]
+    if valid:
+        lines += ["### Valid", ""] + _examples(valid)
+    if invalid:
+        lines += ["### Invalid", ""] + _examples(invalid)
+    return "\n".join(lines)
+
+
+def _field_cells(reference: Reference, row: FieldRow) -> tuple[str, ...]:
+    return (
+        f"`{row.path}`",
+        row.type,
+        "yes" if row.required else "no",
+        constraints_text(reference, row),
+        f"`{row.default}`" if row.default is not None else "",
+        row.description,
+    )
+
+
+def _examples(examples: Iterable[Example]) -> list[str]:
+    lines: list[str] = []
+    for example in examples:
+        fence = "text" if example.raw_text else "json"
+        lines += [f"- {example_caption(example)}", "", f"  ```{fence}"]
+        lines += [f"  {line}" if line else "" for line in example.payload.splitlines() or [""]]
+        lines += ["  ```", ""]
+    return lines
+
+
+def _error_codes(reference: Reference) -> str:
+    lines = _notice(reference)
+    lines += ["# Error codes", "", reference.error_codes_description, ""]
+    lines += [f"Schema: `{spec_path(reference, ERROR_CODES)}`.", ""]
+    lines += _table(
+        ("Code", "Meaning", "Examples"),
+        (
+            (
+                f'<a id="{entry.code}"></a>`{entry.code}`',
+                entry.meaning,
+                ", ".join(f"`{name}`" for name in entry.examples),
+            )
+            for entry in reference.error_codes
+        ),
+    )
+    return "\n".join(lines)

@@ -1,0 +1,161 @@
+"""The reference as data: every page's content, read from the spec and nothing else.
+
+:func:`build_reference` reads the entry points' ``if``/``then`` dispatch (the frame types),
+walks each frame schema into field rows, reads the error-code registry and attaches the
+checked example vectors to the frame they show. The renderers only lay this out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from openenv_anyio.core import ENTRY_POINTS, Spec, SpecError
+
+from .errors import DocsError
+from .examples import Example, load_examples
+from .fields import FieldRow, FieldWalker
+from .refs import RefResolver
+
+__all__ = ["EntryPoint", "ErrorCodeEntry", "FramePage", "Reference", "build_reference"]
+
+ERROR_CODES = "error-codes.json"
+
+
+@dataclass(frozen=True, slots=True)
+class FramePage:
+    """One schema document with its own page (the frames)."""
+
+    relative: str  # e.g. "frames/reset.json"
+    title: str
+    description: str
+    sent_as: tuple[tuple[str, str], ...]  # (entry point, frame type) pairs that dispatch here
+    fields: tuple[FieldRow, ...]
+    other_members: bool | None  # additionalProperties at the top: False closed, True open
+    examples: tuple[Example, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EntryPoint:
+    """An entry point: what one side may send on one channel, dispatched on ``type``."""
+
+    name: str
+    relative: str
+    title: str
+    description: str
+    frame_types: tuple[tuple[str, str], ...]  # (type, relative path of its frame schema)
+    unmatched_examples: tuple[Example, ...]  # examples whose type is no frame of this entry
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCodeEntry:
+    """One code of the error-code registry and the example vectors that expect it."""
+
+    code: str
+    meaning: str
+    examples: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """Everything the generated reference shows."""
+
+    version: str
+    entry_points: tuple[EntryPoint, ...]
+    frames: tuple[FramePage, ...]
+    error_codes_title: str
+    error_codes_description: str
+    error_codes: tuple[ErrorCodeEntry, ...]
+
+    def frame(self, relative: str) -> FramePage:
+        """The page of the frame schema at ``relative``."""
+        for page in self.frames:
+            if page.relative == relative:
+                return page
+        raise KeyError(relative)
+
+    def title_of(self, relative: str) -> str:
+        """The title of a documented schema (a frame or the error-code registry)."""
+        return self.error_codes_title if relative == ERROR_CODES else self.frame(relative).title
+
+
+def build_reference(spec: Spec) -> Reference:
+    """Read the whole reference out of ``spec``; raise :class:`DocsError` when it is broken."""
+    resolver = RefResolver(spec)
+    resolver.check_all()
+    dispatch = {name: _frame_types(spec, name, resolver) for name in ENTRY_POINTS}
+    # Frames in the order the entry points dispatch to them, then any other frame schema.
+    dispatched = [path for types in dispatch.values() for _, path in types]
+    others = [path for path in spec.relative_paths() if path.startswith("frames/")]
+    frame_paths = list(dict.fromkeys([*dispatched, *others]))
+    walker = FieldWalker(resolver, frozenset([*frame_paths, ERROR_CODES]))
+    examples = load_examples(spec)
+    frames = tuple(_frame_page(spec, path, dispatch, walker, examples) for path in frame_paths)
+    entries = tuple(
+        EntryPoint(
+            name=name,
+            relative=relative,
+            title=str(spec.document(relative).get("title", name)),
+            description=str(spec.document(relative).get("description", "")),
+            frame_types=dispatch[name],
+            unmatched_examples=tuple(
+                e for e in examples if e.entry == name and e.frame_type not in dict(dispatch[name])
+            ),
+        )
+        for name, relative in ENTRY_POINTS.items()
+    )
+    registry = spec.document(ERROR_CODES)
+    try:
+        codes = spec.error_codes()
+    except (KeyError, TypeError) as exc:
+        raise DocsError(f"{resolver.file_of(spec.uri(ERROR_CODES))}: malformed registry ({exc!r})") from None
+    return Reference(
+        version=spec.directory.name,
+        entry_points=entries,
+        frames=frames,
+        error_codes_title=str(registry.get("title", "error code")),
+        error_codes_description=str(registry.get("description", "")),
+        error_codes=tuple(
+            ErrorCodeEntry(code, meaning, tuple(e.name for e in examples if e.expect_code == code))
+            for code, meaning in codes.items()
+        ),
+    )
+
+
+def _frame_types(spec: Spec, entry: str, resolver: RefResolver) -> tuple[tuple[str, str], ...]:
+    """The entry point's dispatch, as (type, relative path of the frame schema) pairs."""
+    relative = ENTRY_POINTS[entry]
+    uri = spec.uri(relative)
+    try:
+        raw = spec.frame_schemas(entry)
+    except (KeyError, TypeError, SpecError) as exc:
+        raise DocsError(f"{resolver.file_of(uri)}: malformed if/then dispatch ({exc!r})") from None
+    pairs = []
+    for frame_type, ref in raw.items():
+        _, target_uri = resolver.resolve(ref, uri, where=("allOf", "then", "$ref"))
+        pairs.append((frame_type, resolver.relative(target_uri)))
+    return tuple(pairs)
+
+
+def _frame_page(
+    spec: Spec,
+    relative: str,
+    dispatch: Mapping[str, tuple[tuple[str, str], ...]],
+    walker: FieldWalker,
+    examples: list[Example],
+) -> FramePage:
+    document: Mapping[str, Any] = spec.document(relative)
+    sent_as = tuple(
+        (entry, frame_type) for entry, types in dispatch.items() for frame_type, path in types if path == relative
+    )
+    extra = document.get("additionalProperties")
+    return FramePage(
+        relative=relative,
+        title=str(document.get("title", relative)),
+        description=str(document.get("description", "")),
+        sent_as=sent_as,
+        fields=tuple(walker.members(document, spec.uri(relative))),
+        other_members=extra if isinstance(extra, bool) else None,
+        examples=tuple(e for e in examples if (e.entry, e.frame_type) in sent_as),
+    )
