@@ -24,9 +24,14 @@ from .spec import Spec, load_spec
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["SchemaFault", "Validator", "build_rs_registry", "spec_validator"]
+__all__ = ["ERROR_LABEL", "SchemaFault", "Validator", "build_rs_registry", "spec_validator"]
 
 _MAX_MESSAGE = 240
+
+#: An annotation keyword: a (sub)schema carrying it has its text appended to the messages of
+#: the faults it finds, e.g. ``3 is greater than the maximum of 1 (action space Discrete(2))``.
+#: Validators ignore unknown keywords, so it changes no verdict.
+ERROR_LABEL = "x-error-label"
 
 
 def _pointer(path: Iterable[str | int]) -> str:
@@ -35,6 +40,11 @@ def _pointer(path: Iterable[str | int]) -> str:
 
 def _shorten(text: str) -> str:
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
+
+
+def _labelled(message: str, schema: Any) -> str:
+    label = schema.get(ERROR_LABEL) if isinstance(schema, Mapping) else None
+    return f"{message} ({label})" if isinstance(label, str) else message
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +117,7 @@ class Validator:
             SchemaFault(
                 pointer=_pointer(error.absolute_path),
                 keyword=str(error.validator),
-                message=_shorten(error.message),
+                message=_shorten(_labelled(error.message, error.schema)),
                 schema_path=_pointer(error.absolute_schema_path),
             )
             for error in errors

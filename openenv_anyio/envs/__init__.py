@@ -1,0 +1,1 @@
+"""Built-in environments and adapters for existing ones."""
