@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..core.errors import ErrorCode, ProtocolError
 
-__all__ = ["ActionOutsideSpace", "ActionRejected", "EnvTargetError"]
+__all__ = ["ActionOutsideSpace", "ActionRejected", "EnvTargetError", "json_pointer"]
+
+
+def json_pointer(loc: Iterable[str | int]) -> str:
+    """The JSON pointer (RFC 6901) of a path, e.g. ``["action", 0]`` -> ``/action/0``."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in loc)
 
 
 class EnvTargetError(ValueError):
@@ -20,14 +26,24 @@ class ActionRejected(ProtocolError, ValueError):
     """An adapter refused a step's action: a ``VALIDATION_ERROR`` the environment never saw.
 
     It is a :class:`ProtocolError` (code ``VALIDATION_ERROR``, JSON ``pointer`` into the
-    step's data, ``errors`` entries shaped like the schema validator's) so that a server
+    step's data, ``errors`` entries shaped like the schema validator's; the message reads
+    like the validator's, ``Invalid action at POINTER: FAULT``) so that a server
     reports it as a validation error, and a :class:`ValueError` for plain Python callers.
     """
 
-    def __init__(self, message: str, *, pointer: str = "", keyword: str = "action") -> None:
-        loc: list[Any] = [part.replace("~1", "/").replace("~0", "~") for part in pointer.split("/")[1:]]
-        entry = {"loc": loc, "msg": message, "type": keyword, "pointer": pointer}
-        super().__init__(ErrorCode.VALIDATION_ERROR, message, pointer=pointer, keyword=keyword, errors=[entry])
+    def __init__(
+        self,
+        fault: str,
+        *,
+        loc: Sequence[str | int] = (),
+        keyword: str = "action",
+        errors: list[dict[str, Any]] | None = None,
+    ) -> None:
+        pointer = json_pointer(loc)
+        message = f"Invalid action at {pointer or '/'}: {fault}"
+        if errors is None:
+            errors = [{"loc": list(loc), "msg": fault, "type": keyword, "pointer": pointer}]
+        super().__init__(ErrorCode.VALIDATION_ERROR, message, pointer=pointer, keyword=keyword, errors=errors)
 
 
 class ActionOutsideSpace(ActionRejected):
@@ -36,6 +52,6 @@ class ActionOutsideSpace(ActionRejected):
     ``space`` is the space's text (``Discrete(2)``); the message names it.
     """
 
-    def __init__(self, message: str, *, space: str, pointer: str = "") -> None:
-        super().__init__(f"{message} (action space {space})", pointer=pointer, keyword="space")
+    def __init__(self, fault: str, *, space: str, loc: Sequence[str | int] = ("action",)) -> None:
+        super().__init__(f"{fault} (action space {space})", loc=loc, keyword="space")
         self.space = space

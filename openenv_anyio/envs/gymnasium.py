@@ -195,10 +195,10 @@ class GymnasiumEnv:
     def step(self, action: Mapping[str, Any]) -> dict[str, Any]:
         """Take one step; ``action`` is the step's data, ``{"action": VALUE}``."""
         if not isinstance(action, Mapping) or "action" not in action:
-            raise ActionRejected("a step's data must be an object with the member 'action'", keyword="required")
+            raise ActionRejected("'action' is a required property", keyword="required")
         unexpected = sorted(set(action) - _STEP_KEYS)
         if unexpected:
-            raise ActionRejected(f"unexpected member {unexpected[0]!r} in a step's data", pointer=f"/{unexpected[0]}", keyword="additionalProperties")
+            raise ActionRejected(f"unexpected member {unexpected[0]!r}", loc=(unexpected[0],), keyword="additionalProperties")
         value = action_from_json(self._env.action_space, action["action"])
         if self._needs_reset:
             raise gymnasium.error.ResetNeeded("call reset before step")

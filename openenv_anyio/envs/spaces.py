@@ -107,61 +107,61 @@ def _nested_array(shape: Sequence[int], element: dict[str, Any], label: str) -> 
     return schema
 
 
-def action_from_json(space: spaces.Space[Any], value: Any, *, pointer: str = "/action") -> Any:
+def action_from_json(space: spaces.Space[Any], value: Any, *, loc: tuple[str | int, ...] = ("action",)) -> Any:
     """The member of ``space`` that the JSON ``value`` stands for; :class:`ActionOutsideSpace` if none.
 
-    ``pointer`` is where ``value`` sits in the step's data; errors point inside it.
+    ``loc`` is where ``value`` sits in the step's data; errors point inside it.
     """
     text = describe_space(space)
     if isinstance(space, spaces.Discrete):
-        number = _integer(value, text, pointer)
+        number = _integer(value, text, loc)
         start = int(space.start)
         if not start <= number < start + int(space.n):
-            raise ActionOutsideSpace(f"{number} is not in [{start}, {start + int(space.n) - 1}]", space=text, pointer=pointer)
+            raise ActionOutsideSpace(f"{number} is not in [{start}, {start + int(space.n) - 1}]", space=text, loc=loc)
         return number
     if isinstance(space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
-        return _array_member(space, value, text, pointer)
+        return _array_member(space, value, text, loc)
     if isinstance(space, spaces.Dict):
         if not isinstance(value, Mapping):
-            raise ActionOutsideSpace(f"expected an object, got {_kind(value)}", space=text, pointer=pointer)
+            raise ActionOutsideSpace(f"expected an object, got {_kind(value)}", space=text, loc=loc)
         missing = [key for key in space.spaces if key not in value]
         extra = [key for key in value if key not in space.spaces]
         if missing or extra:
             problem = f"missing key {missing[0]!r}" if missing else f"unexpected key {extra[0]!r}"
-            raise ActionOutsideSpace(problem, space=text, pointer=pointer)
-        return {key: action_from_json(sub, value[key], pointer=f"{pointer}/{_escape(key)}") for key, sub in space.spaces.items()}
+            raise ActionOutsideSpace(problem, space=text, loc=loc)
+        return {key: action_from_json(sub, value[key], loc=(*loc, key)) for key, sub in space.spaces.items()}
     if isinstance(space, spaces.Tuple):
         if not isinstance(value, list) or len(value) != len(space.spaces):
-            raise ActionOutsideSpace(f"expected an array of {len(space.spaces)} items", space=text, pointer=pointer)
-        return tuple(action_from_json(sub, item, pointer=f"{pointer}/{index}") for index, (sub, item) in enumerate(zip(space.spaces, value)))
+            raise ActionOutsideSpace(f"expected an array of {len(space.spaces)} items", space=text, loc=loc)
+        return tuple(action_from_json(sub, item, loc=(*loc, index)) for index, (sub, item) in enumerate(zip(space.spaces, value)))
     if not space.contains(value):
-        raise ActionOutsideSpace(f"{_show(value)} is not a member", space=text, pointer=pointer)
+        raise ActionOutsideSpace(f"{_show(value)} is not a member", space=text, loc=loc)
     return value
 
 
-def _array_member(space: spaces.Box | spaces.MultiDiscrete | spaces.MultiBinary, value: Any, text: str, pointer: str) -> np.ndarray:
+def _array_member(space: spaces.Box | spaces.MultiDiscrete | spaces.MultiBinary, value: Any, text: str, loc: tuple[str | int, ...]) -> np.ndarray:
     kind = space.dtype.kind
     leaves: list[Any] = []
-    _collect(value, tuple(space.shape), leaves, pointer, text)
+    _collect(value, tuple(space.shape), leaves, loc, text)
     for index, leaf in enumerate(leaves):
-        where = _leaf_pointer(pointer, space.shape, index)
+        where = _leaf_loc(loc, space.shape, index)
         if kind == "b":
             if not isinstance(leaf, bool):
-                raise ActionOutsideSpace(f"expected a boolean, got {_kind(leaf)}", space=text, pointer=where)
+                raise ActionOutsideSpace(f"expected a boolean, got {_kind(leaf)}", space=text, loc=where)
         elif kind in "iu":
             leaves[index] = _integer(leaf, text, where)
         elif isinstance(leaf, bool) or not isinstance(leaf, (int, float)):
-            raise ActionOutsideSpace(f"expected a number, got {_kind(leaf)}", space=text, pointer=where)
+            raise ActionOutsideSpace(f"expected a number, got {_kind(leaf)}", space=text, loc=where)
     if kind in "iu":
         info = np.iinfo(space.dtype)
         for index, leaf in enumerate(leaves):
             if not info.min <= leaf <= info.max:
-                raise ActionOutsideSpace(f"{leaf} does not fit {space.dtype}", space=text, pointer=_leaf_pointer(pointer, space.shape, index))
+                raise ActionOutsideSpace(f"{leaf} does not fit {space.dtype}", space=text, loc=_leaf_loc(loc, space.shape, index))
     with np.errstate(over="ignore"):
         array = np.asarray(leaves, dtype=space.dtype).reshape(space.shape)
     if kind == "f" and not np.isfinite(array).all():  # JSON numbers are finite: this overflowed the dtype
         index = int(np.flatnonzero(~np.isfinite(array))[0])
-        raise ActionOutsideSpace(f"{_show(leaves[index])} does not fit {space.dtype}", space=text, pointer=_leaf_pointer(pointer, space.shape, index))
+        raise ActionOutsideSpace(f"{_show(leaves[index])} does not fit {space.dtype}", space=text, loc=_leaf_loc(loc, space.shape, index))
     if isinstance(space, spaces.Box):
         low, high = space.low, space.high
     elif isinstance(space, spaces.MultiDiscrete):
@@ -176,41 +176,37 @@ def _array_member(space: spaces.Box | spaces.MultiDiscrete | spaces.MultiBinary,
         raise ActionOutsideSpace(
             f"{_show(leaves[index])} is not in [{flat_low}, {flat_high}]",
             space=text,
-            pointer=_leaf_pointer(pointer, space.shape, index),
+            loc=_leaf_loc(loc, space.shape, index),
         )
     return array
 
 
-def _collect(value: Any, shape: tuple[int, ...], out: list[Any], pointer: str, text: str) -> None:
+def _collect(value: Any, shape: tuple[int, ...], out: list[Any], loc: tuple[str | int, ...], text: str) -> None:
     if not shape:
         if isinstance(value, (list, dict)):
-            raise ActionOutsideSpace(f"expected a single value, got {_kind(value)}", space=text, pointer=pointer)
+            raise ActionOutsideSpace(f"expected a single value, got {_kind(value)}", space=text, loc=loc)
         out.append(value)
         return
     if not isinstance(value, list) or len(value) != shape[0]:
-        raise ActionOutsideSpace(f"expected an array of {shape[0]} items, got {_kind(value)}", space=text, pointer=pointer)
+        raise ActionOutsideSpace(f"expected an array of {shape[0]} items, got {_kind(value)}", space=text, loc=loc)
     for index, item in enumerate(value):
-        _collect(item, shape[1:], out, f"{pointer}/{index}", text)
+        _collect(item, shape[1:], out, (*loc, index), text)
 
 
-def _integer(value: Any, text: str, pointer: str) -> int:
+def _integer(value: Any, text: str, loc: tuple[str | int, ...]) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ActionOutsideSpace(f"expected an integer, got {_kind(value)}", space=text, pointer=pointer)
+        raise ActionOutsideSpace(f"expected an integer, got {_kind(value)}", space=text, loc=loc)
     if isinstance(value, float):
         if not value.is_integer():
-            raise ActionOutsideSpace(f"expected an integer, got {value!r}", space=text, pointer=pointer)
+            raise ActionOutsideSpace(f"expected an integer, got {value!r}", space=text, loc=loc)
         return int(value)
     return value
 
 
-def _leaf_pointer(pointer: str, shape: Sequence[int], flat_index: int) -> str:
+def _leaf_loc(loc: tuple[str | int, ...], shape: Sequence[int], flat_index: int) -> tuple[str | int, ...]:
     if not shape:
-        return pointer
-    return pointer + "".join(f"/{i}" for i in np.unravel_index(flat_index, tuple(shape)))
-
-
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
+        return loc
+    return (*loc, *(int(i) for i in np.unravel_index(flat_index, tuple(shape))))
 
 
 def _kind(value: Any) -> str:
