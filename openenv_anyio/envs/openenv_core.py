@@ -103,7 +103,8 @@ class OpenEnvCoreEnv:
         if action is None:
             raise EnvTargetError(
                 f"cannot tell the Action model of {name}: annotate step(self, action: MyAction), "
-                f"subclass Environment[MyAction, MyObservation, MyState], or pass action_model="
+                f"subclass Environment[MyAction, MyObservation, MyState], "
+                f"or serve OpenEnvCoreEnv.wrap({name}, action_model=MyAction)"
             )
         observation = observation_model or _pick(_model_candidates(env_class, core_environment, 1), Observation) or Observation
         state = state_model or _pick(_model_candidates(env_class, core_environment, 2), State) or State
