@@ -91,6 +91,8 @@ class GymnasiumEnv:
     """
 
     NON_BLOCKING: bool = False
+    #: Instances are independent: no limit of the environment's own on concurrent sessions.
+    MAX_CONCURRENT_SESSIONS: int | None = None
     action_schema: Mapping[str, Any] | None = None
     observation_schema: Mapping[str, Any] | None = None
     state_schema: Mapping[str, Any] | None = STATE_SCHEMA
@@ -110,7 +112,14 @@ class GymnasiumEnv:
         self.metadata = self._metadata()
 
     @classmethod
-    def bind(cls, env: str | Callable[..., gymnasium.Env], /, *, non_blocking: bool | None = None, **make_kwargs: Any) -> type[GymnasiumEnv]:
+    def bind(
+        cls,
+        env: str | Callable[..., gymnasium.Env],
+        /,
+        *,
+        non_blocking: bool | None = None,
+        **make_kwargs: Any,
+    ) -> type[GymnasiumEnv]:
         """A zero-argument subclass making ``env`` on each call: the factory a server wants.
 
         One probe instance is made (and closed) now, so that a bad id or a missing
@@ -198,7 +207,9 @@ class GymnasiumEnv:
             raise ActionRejected("'action' is a required property", keyword="required")
         unexpected = sorted(set(action) - _STEP_KEYS)
         if unexpected:
-            raise ActionRejected(f"unexpected member {unexpected[0]!r}", loc=(unexpected[0],), keyword="additionalProperties")
+            raise ActionRejected(
+                f"unexpected member {unexpected[0]!r}", loc=(unexpected[0],), keyword="additionalProperties"
+            )
         value = action_from_json(self._env.action_space, action["action"])
         if self._needs_reset:
             raise gymnasium.error.ResetNeeded("call reset before step")

@@ -60,10 +60,14 @@ def _import(module_name: str) -> Any:
     except ModuleNotFoundError as exc:
         missing = exc.name or ""
         if missing == module_name or module_name.startswith(missing + "."):
-            raise EnvTargetError(f"module {module_name!r} not found (is it installed, or on the Python path?)") from None
+            raise EnvTargetError(
+                f"module {module_name!r} not found (is it installed, or on the Python path?)"
+            ) from None
         raise EnvTargetError(f"importing {module_name!r} failed: {_one_line(exc)}") from exc
     except Exception as exc:
-        raise EnvTargetError(f"importing {module_name!r} failed: {type(exc).__name__}: {_one_line(exc)}") from exc
+        raise EnvTargetError(
+            f"importing {module_name!r} failed: {type(exc).__name__}: {_one_line(exc)}"
+        ) from exc
 
 
 def _attribute(module: Any, module_name: str, attribute_path: str) -> Any:
@@ -86,8 +90,12 @@ def _factory(attribute: Any, where: str) -> EnvFactory:
 
     if not callable(attribute):
         hint = " (pass the class, not an instance)" if _is_environment_instance(attribute) else ""
-        raise EnvTargetError(f"{where} is a {type(attribute).__name__}, not an environment class or factory{hint}")
-    if is_openenv_core_environment(_unwrap(attribute)) or is_openenv_core_environment(_return_class(attribute)):
+        raise EnvTargetError(
+            f"{where} is a {type(attribute).__name__}, not an environment class or factory{hint}"
+        )
+    if is_openenv_core_environment(_unwrap(attribute)) or is_openenv_core_environment(
+        _return_class(attribute)
+    ):
         return _built(lambda: OpenEnvCoreEnv.wrap(attribute), where)
     gymnasium = sys.modules.get(_GYMNASIUM)
     if gymnasium is not None and inspect.isclass(attribute) and issubclass(attribute, gymnasium.Env):
@@ -122,12 +130,18 @@ def _gymnasium_factory(env_id: str) -> EnvFactory:
     try:
         import gymnasium
     except ImportError:
-        raise EnvTargetError("serving a Gymnasium environment needs Gymnasium: pip install 'openenv-anyio[gym]'") from None
+        raise EnvTargetError(
+            "serving a Gymnasium environment needs Gymnasium: pip install 'openenv-anyio[gym]'"
+        ) from None
     from .gymnasium import GymnasiumEnv
 
     if ":" not in env_id and env_id not in gymnasium.registry:
         close = difflib.get_close_matches(env_id, list(gymnasium.registry), n=5, cutoff=0.5)
-        hint = f"; close matches: {', '.join(close)}" if close else "; gymnasium.pprint_registry() lists the registered ids"
+        hint = (
+            f"; close matches: {', '.join(close)}"
+            if close
+            else "; gymnasium.pprint_registry() lists the registered ids"
+        )
         raise EnvTargetError(f"Gymnasium has no environment {env_id!r}{hint}")
     return _built(lambda: GymnasiumEnv.bind(env_id), f"gymnasium:{env_id}")
 

@@ -94,7 +94,9 @@ class OpenEnvCoreEnv:
         """
         core_environment = _core_environment_class()
         if core_environment is None:
-            raise EnvTargetError("serving an openenv-core environment needs openenv-core: pip install 'openenv-anyio[interop]'")
+            raise EnvTargetError(
+                "serving an openenv-core environment needs openenv-core: pip install 'openenv-anyio[interop]'"
+            )
         from openenv.core.env_server.types import Action, Observation, State
 
         env_class = _environment_class(env, core_environment)
@@ -106,7 +108,11 @@ class OpenEnvCoreEnv:
                 f"subclass Environment[MyAction, MyObservation, MyState], "
                 f"or serve OpenEnvCoreEnv.wrap({name}, action_model=MyAction)"
             )
-        observation = observation_model or _pick(_model_candidates(env_class, core_environment, 1), Observation) or Observation
+        observation = (
+            observation_model
+            or _pick(_model_candidates(env_class, core_environment, 1), Observation)
+            or Observation
+        )
         state = state_model or _pick(_model_candidates(env_class, core_environment, 2), State) or State
         concurrent = bool(getattr(env_class, "SUPPORTS_CONCURRENT_SESSIONS", False))
         overridden_reset = env_class.reset_async is not core_environment.reset_async
@@ -117,7 +123,9 @@ class OpenEnvCoreEnv:
             "__doc__": env_class.__doc__,
             "_factory": staticmethod(env),
             "MAX_CONCURRENT_SESSIONS": None if concurrent else 1,
-            "REQUIRES_SINGLE_THREAD_EXECUTOR": bool(getattr(env_class, "REQUIRES_SINGLE_THREAD_EXECUTOR", False)),
+            "REQUIRES_SINGLE_THREAD_EXECUTOR": bool(
+                getattr(env_class, "REQUIRES_SINGLE_THREAD_EXECUTOR", False)
+            ),
             "action_model": action,
             "observation_model": observation,
             "state_model": state,
@@ -155,11 +163,18 @@ class OpenEnvCoreEnv:
         return to_jsonable(await self._env.step_async(self.parse_action(action)))
 
     def parse_action(self, data: Any) -> Any:
-        """The Action model instance for a step's data; :class:`ActionRejected` if it does not validate."""
+        """The Action model instance for a step's data; :class:`ActionRejected` if it does not validate.
+
+        openenv-core's own ``deserialize_action`` does the work, so the result is exactly what
+        its server would pass (including its routing of MCP tool actions).
+        """
+        from openenv.core.env_server.serialization import deserialize_action
         from pydantic import ValidationError
 
+        if not isinstance(data, Mapping):
+            raise ActionRejected(f"expected an object, got {type(data).__name__}", keyword="type")
         try:
-            return self.action_model.model_validate(data)
+            return deserialize_action(dict(data), self.action_model)
         except ValidationError as exc:
             raise _rejection(exc) from None
 
@@ -189,7 +204,9 @@ def _environment_class(env: Callable[[], Any], core_environment: type) -> type:
     probe = env()  # an unannotated factory: make one instance to learn its class
     try:
         if not isinstance(probe, core_environment):
-            raise EnvTargetError(f"{getattr(env, '__qualname__', env)!r} made a {type(probe).__name__}, not an openenv-core Environment")
+            raise EnvTargetError(
+                f"{getattr(env, '__qualname__', env)!r} made a {type(probe).__name__}, not an openenv-core Environment"
+            )
         return type(probe)
     finally:
         close = getattr(probe, "close", None)
@@ -255,7 +272,12 @@ def _accepted(method: Callable[..., Any], kwargs: Mapping[str, Any]) -> dict[str
 def _rejection(exc: Any) -> ActionRejected:
     errors = exc.errors(include_url=False, include_context=False, include_input=False)
     entries = [
-        {"loc": list(error["loc"]), "msg": error["msg"], "type": error["type"], "pointer": json_pointer(error["loc"])}
+        {
+            "loc": list(error["loc"]),
+            "msg": error["msg"],
+            "type": error["type"],
+            "pointer": json_pointer(error["loc"]),
+        }
         for error in errors
     ]
     if not entries:

@@ -38,7 +38,9 @@ def describe_space(space: spaces.Space[Any]) -> str:
     return " ".join(repr(space).split())  # numpy prints multi-dimensional arrays on several lines
 
 
-def space_schema(space: spaces.Space[Any], *, role: str = "action", nullable_floats: bool = False) -> dict[str, Any]:
+def space_schema(
+    space: spaces.Space[Any], *, role: str = "action", nullable_floats: bool = False
+) -> dict[str, Any]:
     """A JSON Schema accepting the JSON form of the values of ``space``.
 
     ``role`` words the error label (``action space ...``). ``nullable_floats`` lets float
@@ -69,7 +71,10 @@ def _schema(space: spaces.Space[Any], label: str, role: str, nullable: bool) -> 
     if isinstance(space, spaces.Dict):
         return {
             "type": "object",
-            "properties": {key: space_schema(sub, role=role, nullable_floats=nullable) for key, sub in space.spaces.items()},
+            "properties": {
+                key: space_schema(sub, role=role, nullable_floats=nullable)
+                for key, sub in space.spaces.items()
+            },
             "required": list(space.spaces),
             "additionalProperties": False,
         }
@@ -107,7 +112,9 @@ def _nested_array(shape: Sequence[int], element: dict[str, Any], label: str) -> 
     return schema
 
 
-def action_from_json(space: spaces.Space[Any], value: Any, *, loc: tuple[str | int, ...] = ("action",)) -> Any:
+def action_from_json(
+    space: spaces.Space[Any], value: Any, *, loc: tuple[str | int, ...] = ("action",)
+) -> Any:
     """The member of ``space`` that the JSON ``value`` stands for; :class:`ActionOutsideSpace` if none.
 
     ``loc`` is where ``value`` sits in the step's data; errors point inside it.
@@ -117,7 +124,9 @@ def action_from_json(space: spaces.Space[Any], value: Any, *, loc: tuple[str | i
         number = _integer(value, text, loc)
         start = int(space.start)
         if not start <= number < start + int(space.n):
-            raise ActionOutsideSpace(f"{number} is not in [{start}, {start + int(space.n) - 1}]", space=text, loc=loc)
+            raise ActionOutsideSpace(
+                f"{number} is not in [{start}, {start + int(space.n) - 1}]", space=text, loc=loc
+            )
         return number
     if isinstance(space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
         return _array_member(space, value, text, loc)
@@ -133,13 +142,21 @@ def action_from_json(space: spaces.Space[Any], value: Any, *, loc: tuple[str | i
     if isinstance(space, spaces.Tuple):
         if not isinstance(value, list) or len(value) != len(space.spaces):
             raise ActionOutsideSpace(f"expected an array of {len(space.spaces)} items", space=text, loc=loc)
-        return tuple(action_from_json(sub, item, loc=(*loc, index)) for index, (sub, item) in enumerate(zip(space.spaces, value)))
+        return tuple(
+            action_from_json(sub, item, loc=(*loc, index))
+            for index, (sub, item) in enumerate(zip(space.spaces, value, strict=True))
+        )
     if not space.contains(value):
         raise ActionOutsideSpace(f"{_show(value)} is not a member", space=text, loc=loc)
     return value
 
 
-def _array_member(space: spaces.Box | spaces.MultiDiscrete | spaces.MultiBinary, value: Any, text: str, loc: tuple[str | int, ...]) -> np.ndarray:
+def _array_member(
+    space: spaces.Box | spaces.MultiDiscrete | spaces.MultiBinary,
+    value: Any,
+    text: str,
+    loc: tuple[str | int, ...],
+) -> np.ndarray:
     kind = space.dtype.kind
     leaves: list[Any] = []
     _collect(value, tuple(space.shape), leaves, loc, text)
@@ -156,12 +173,18 @@ def _array_member(space: spaces.Box | spaces.MultiDiscrete | spaces.MultiBinary,
         info = np.iinfo(space.dtype)
         for index, leaf in enumerate(leaves):
             if not info.min <= leaf <= info.max:
-                raise ActionOutsideSpace(f"{leaf} does not fit {space.dtype}", space=text, loc=_leaf_loc(loc, space.shape, index))
+                raise ActionOutsideSpace(
+                    f"{leaf} does not fit {space.dtype}", space=text, loc=_leaf_loc(loc, space.shape, index)
+                )
     with np.errstate(over="ignore"):
         array = np.asarray(leaves, dtype=space.dtype).reshape(space.shape)
     if kind == "f" and not np.isfinite(array).all():  # JSON numbers are finite: this overflowed the dtype
         index = int(np.flatnonzero(~np.isfinite(array))[0])
-        raise ActionOutsideSpace(f"{_show(leaves[index])} does not fit {space.dtype}", space=text, loc=_leaf_loc(loc, space.shape, index))
+        raise ActionOutsideSpace(
+            f"{_show(leaves[index])} does not fit {space.dtype}",
+            space=text,
+            loc=_leaf_loc(loc, space.shape, index),
+        )
     if isinstance(space, spaces.Box):
         low, high = space.low, space.high
     elif isinstance(space, spaces.MultiDiscrete):
@@ -181,14 +204,18 @@ def _array_member(space: spaces.Box | spaces.MultiDiscrete | spaces.MultiBinary,
     return array
 
 
-def _collect(value: Any, shape: tuple[int, ...], out: list[Any], loc: tuple[str | int, ...], text: str) -> None:
+def _collect(
+    value: Any, shape: tuple[int, ...], out: list[Any], loc: tuple[str | int, ...], text: str
+) -> None:
     if not shape:
         if isinstance(value, (list, dict)):
             raise ActionOutsideSpace(f"expected a single value, got {_kind(value)}", space=text, loc=loc)
         out.append(value)
         return
     if not isinstance(value, list) or len(value) != shape[0]:
-        raise ActionOutsideSpace(f"expected an array of {shape[0]} items, got {_kind(value)}", space=text, loc=loc)
+        raise ActionOutsideSpace(
+            f"expected an array of {shape[0]} items, got {_kind(value)}", space=text, loc=loc
+        )
     for index, item in enumerate(value):
         _collect(item, shape[1:], out, (*loc, index), text)
 

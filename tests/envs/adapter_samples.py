@@ -35,7 +35,9 @@ class GridWalkEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
     def _observation(self, position: np.ndarray) -> dict[str, Any]:
         return {"position": position, "visits": self._visits.copy()}
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
         self._visits = np.zeros((3, 5))
         self._steps = 0
@@ -48,7 +50,12 @@ class GridWalkEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         self._visits[tuple(action)] += 1
         terminated = bool(action[0] == 2 and action[1] == 4)
         truncated = self._steps >= self.limit
-        info = {"distance": np.float32(6 - action.sum()), "action": action, "nan": float("nan"), "flag": np.bool_(terminated)}
+        info = {
+            "distance": np.float32(6 - action.sum()),
+            "action": action,
+            "nan": float("nan"),
+            "flag": np.bool_(terminated),
+        }
         return self._observation(action), np.float64(-1.0), terminated, truncated, info
 
     def close(self) -> None:
@@ -85,14 +92,11 @@ class EchoState(State):
 class EchoEnv(Environment[EchoAction, EchoObservation, EchoState]):
     """Echoes messages; declares its models by generic parameters; one session at a time."""
 
-    instances: list[EchoEnv] = []
-
     def __init__(self) -> None:
         super().__init__()
         self._state = EchoState()
         self.received: list[Any] = []
         self.close_calls = 0
-        type(self).instances.append(self)
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> EchoObservation:
         self._state = EchoState(episode_id=episode_id or str(uuid.uuid4()))
@@ -104,7 +108,13 @@ class EchoEnv(Environment[EchoAction, EchoObservation, EchoState]):
         text = action.message * action.repeat
         self._state.step_count += 1
         self._state.characters += len(text)
-        return EchoObservation(echoed=text, length=len(text), reward=float(len(text)), done=len(text) > 10, metadata={"step": self._state.step_count})
+        return EchoObservation(
+            echoed=text,
+            length=len(text),
+            reward=float(len(text)),
+            done=len(text) > 10,
+            metadata={"step": self._state.step_count},
+        )
 
     @property
     def state(self) -> EchoState:
@@ -146,7 +156,9 @@ class AsyncCountEnv(Environment):  # type: ignore[type-arg]
     def step(self, action: CountAction, timeout_s: float | None = None, **kwargs: Any) -> CountObservation:
         raise AssertionError("the adapter must await step_async")
 
-    async def step_async(self, action: CountAction, timeout_s: float | None = None, **kwargs: Any) -> CountObservation:
+    async def step_async(
+        self, action: CountAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> CountObservation:
         self._state.total += action.amount
         self._state.step_count += 1
         return CountObservation(total=self._state.total, reward=action.amount, done=self._state.total >= 10)

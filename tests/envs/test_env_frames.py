@@ -52,10 +52,30 @@ def _answer(env: Any, action_validator: Validator, text: str) -> Any:
 @pytest.mark.parametrize(
     ("target", "good_step", "bad_step", "pointer"),
     [
-        ("gymnasium:CartPole-v1", '{"type":"step","data":{"action":1}}', '{"type":"step","data":{"action":7}}', "/action"),
-        ("gymnasium:Pendulum-v1", '{"type":"step","data":{"action":[0.25]}}', '{"type":"step","data":{"action":[9]}}', "/action/0"),
-        ("adapter_samples:GridWalkEnv", '{"type":"step","data":{"action":[1,1]}}', '{"type":"step","data":{"action":[1,"x"]}}', "/action/1"),
-        ("adapter_samples:EchoEnv", '{"type":"step","data":{"message":"hey"}}', '{"type":"step","data":{"message":["hey"]}}', "/message"),
+        (
+            "gymnasium:CartPole-v1",
+            '{"type":"step","data":{"action":1}}',
+            '{"type":"step","data":{"action":7}}',
+            "/action",
+        ),
+        (
+            "gymnasium:Pendulum-v1",
+            '{"type":"step","data":{"action":[0.25]}}',
+            '{"type":"step","data":{"action":[9]}}',
+            "/action/0",
+        ),
+        (
+            "adapter_samples:GridWalkEnv",
+            '{"type":"step","data":{"action":[1,1]}}',
+            '{"type":"step","data":{"action":[1,"x"]}}',
+            "/action/1",
+        ),
+        (
+            "adapter_samples:EchoEnv",
+            '{"type":"step","data":{"message":"hey"}}',
+            '{"type":"step","data":{"message":["hey"]}}',
+            "/message",
+        ),
     ],
 )
 def test_answers_are_spec_valid_frames(target: str, good_step: str, bad_step: str, pointer: str) -> None:
@@ -87,6 +107,9 @@ def test_the_adapters_own_refusal_is_a_validation_error_frame() -> None:
     _answer(env, let_through, '{"type":"reset"}')
     refused = _answer(env, let_through, '{"type":"step","data":{"action":[3,0]}}')
     assert isinstance(refused, Error) and refused.code == ErrorCode.VALIDATION_ERROR
-    assert refused.message == "Invalid action at /action/0: 3 is not in [0, 2] (action space MultiDiscrete([3 5]))"
+    assert (
+        refused.message
+        == "Invalid action at /action/0: 3 is not in [0, 2] (action space MultiDiscrete([3 5]))"
+    )
     assert refused.extra["errors"][0]["loc"] == ["action", 0]
     env.close()

@@ -51,13 +51,18 @@ def test_gymnasium_ids() -> None:
 
 
 def test_unknown_gymnasium_ids_list_close_matches() -> None:
-    assert _refused("gymnasium:CartPol-v1").startswith("Gymnasium has no environment 'CartPol-v1'; close matches: CartPole-v1")
+    assert _refused("gymnasium:CartPol-v1").startswith(
+        "Gymnasium has no environment 'CartPol-v1'; close matches: CartPole-v1"
+    )
     assert "pprint_registry" in _refused("gymnasium:Qwertyuiop-v9")
 
 
 def test_a_gymnasium_environment_that_cannot_be_made() -> None:
     message = _refused("gymnasium:AdapterTest/Broken-v0")
-    assert message == "cannot make gymnasium:AdapterTest/Broken-v0: RuntimeError: the simulator is not available see the log"
+    assert (
+        message
+        == "cannot make gymnasium:AdapterTest/Broken-v0: RuntimeError: the simulator is not available see the log"
+    )
 
 
 def test_openenv_core_classes_and_factories_are_wrapped() -> None:
@@ -85,7 +90,10 @@ def test_dotted_attributes(module_dir: Path) -> None:
     name = _write(module_dir, "class Outer:\n    class Inner:\n        pass\n")
     factory = resolve_env_target(f"{name}:Outer.Inner", app_dir=str(module_dir))
     assert factory.__qualname__ == "Outer.Inner"
-    assert _refused(f"{name}:Outer.Innr", app_dir=str(module_dir)) == f"'{name}.Outer' has no attribute 'Innr'; did you mean Inner?"
+    assert (
+        _refused(f"{name}:Outer.Innr", app_dir=str(module_dir))
+        == f"'{name}.Outer' has no attribute 'Innr'; did you mean Inner?"
+    )
 
 
 @pytest.mark.parametrize("target", ["CartPole-v1", "mymodule", ":Env", "module:", ""])
@@ -94,8 +102,13 @@ def test_a_target_without_module_and_attribute(target: str) -> None:
 
 
 def test_a_missing_module() -> None:
-    assert _refused("no_such_module_xyz:Env") == "module 'no_such_module_xyz' not found (is it installed, or on the Python path?)"
-    assert _refused("no_such_package_xyz.server:Env").startswith("module 'no_such_package_xyz.server' not found")
+    assert (
+        _refused("no_such_module_xyz:Env")
+        == "module 'no_such_module_xyz' not found (is it installed, or on the Python path?)"
+    )
+    assert _refused("no_such_package_xyz.server:Env").startswith(
+        "module 'no_such_package_xyz.server' not found"
+    )
     assert _refused("json.no_such_submodule:Env").startswith("module 'json.no_such_submodule' not found")
 
 
@@ -107,9 +120,14 @@ def test_an_import_error_inside_the_module_is_not_a_missing_module(module_dir: P
 
 def test_a_module_that_fails_while_importing(module_dir: Path) -> None:
     broken = _write(module_dir, "def broken(:\n    pass\n")
-    assert _refused(f"{broken}:Env", app_dir=str(module_dir)).startswith(f"importing '{broken}' failed: SyntaxError: ")
+    assert _refused(f"{broken}:Env", app_dir=str(module_dir)).startswith(
+        f"importing '{broken}' failed: SyntaxError: "
+    )
     raising = _write(module_dir, "raise RuntimeError('no config\\nfound')\n")
-    assert _refused(f"{raising}:Env", app_dir=str(module_dir)) == f"importing '{raising}' failed: RuntimeError: no config found"
+    assert (
+        _refused(f"{raising}:Env", app_dir=str(module_dir))
+        == f"importing '{raising}' failed: RuntimeError: no config found"
+    )
 
 
 def test_app_dir_puts_modules_beside_it_on_the_path(module_dir: Path) -> None:
@@ -119,12 +137,18 @@ def test_app_dir_puts_modules_beside_it_on_the_path(module_dir: Path) -> None:
 
 
 def test_a_missing_attribute_suggests_close_names() -> None:
-    assert _refused("adapter_samples:EchoEnvv") == "'adapter_samples' has no attribute 'EchoEnvv'; did you mean EchoEnv?"
+    assert (
+        _refused("adapter_samples:EchoEnvv")
+        == "'adapter_samples' has no attribute 'EchoEnvv'; did you mean EchoEnv?"
+    )
     assert _refused("adapter_samples:Zzz") == "'adapter_samples' has no attribute 'Zzz'"
 
 
 def test_an_attribute_that_is_not_callable() -> None:
-    assert _refused("adapter_samples:settings") == "adapter_samples:settings is a dict, not an environment class or factory"
+    assert (
+        _refused("adapter_samples:settings")
+        == "adapter_samples:settings is a dict, not an environment class or factory"
+    )
     assert _refused("adapter_samples:echo_instance") == (
         "adapter_samples:echo_instance is a EchoEnv, not an environment class or factory (pass the class, not an instance)"
     )

@@ -37,7 +37,11 @@ def test_cartpole_full_episode() -> None:
         assert len(first["observation"]) == 4 and all(type(x) is float for x in first["observation"])
         assert _json_round_trip(first) == first
         state = env.state
-        assert state["step_count"] == 0 and isinstance(state["episode_id"], str) and state["env_id"] == "CartPole-v1"
+        assert (
+            state["step_count"] == 0
+            and isinstance(state["episode_id"], str)
+            and state["env_id"] == "CartPole-v1"
+        )
         total, steps, reply = 0.0, 0, first
         while not reply["done"]:
             observation = reply["observation"]
@@ -87,7 +91,13 @@ def test_truncation_is_done() -> None:
 def test_action_outside_the_space_is_refused_before_the_environment_sees_it() -> None:
     env = GymnasiumEnv("CartPole-v1")
     env.reset(seed=0)
-    for bad, pointer in [(2, "/action"), (-1, "/action"), (0.5, "/action"), ("1", "/action"), ([1], "/action")]:
+    for bad, pointer in [
+        (2, "/action"),
+        (-1, "/action"),
+        (0.5, "/action"),
+        ("1", "/action"),
+        ([1], "/action"),
+    ]:
         with pytest.raises(ActionOutsideSpace) as caught:
             env.step({"action": bad})
         assert isinstance(caught.value, ValueError) and isinstance(caught.value, ProtocolError)
@@ -102,7 +112,9 @@ def test_action_outside_the_space_is_refused_before_the_environment_sees_it() ->
     with pytest.raises(ActionRejected, match="unexpected member 'move'") as extra:
         env.step({"action": 1, "move": 1})
     assert extra.value.pointer == "/move"
-    assert env.step({"action": 1, "metadata": {}})["reward"] == 1.0  # openenv-core typed actions carry metadata
+    assert (
+        env.step({"action": 1, "metadata": {}})["reward"] == 1.0
+    )  # openenv-core typed actions carry metadata
     env.close()
 
 
@@ -121,7 +133,10 @@ def test_pendulum_takes_a_box_action() -> None:
     reply = env.step({"action": [1.5]})
     assert type(reply["reward"]) is float and reply["reward"] <= 0.0
     assert len(reply["observation"]) == 3
-    with pytest.raises(ActionOutsideSpace, match=r"2\.5 is not in \[-2\.0, 2\.0\] \(action space Box\(-2\.0, 2\.0, \(1,\), float32\)\)"):
+    with pytest.raises(
+        ActionOutsideSpace,
+        match=r"2\.5 is not in \[-2\.0, 2\.0\] \(action space Box\(-2\.0, 2\.0, \(1,\), float32\)\)",
+    ):
         env.step({"action": [2.5]})
     with pytest.raises(ActionOutsideSpace, match="expected an array of 1 items"):
         env.step({"action": 1.5})
@@ -218,7 +233,9 @@ def test_importing_without_gymnasium_says_what_to_install() -> None:
             print(exc)
         """
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
     assert "pip install 'openenv-anyio[gym]'" in result.stdout, result.stdout + result.stderr
     assert "No module named 'gymnasium'" in result.stdout
 

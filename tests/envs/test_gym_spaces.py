@@ -24,13 +24,29 @@ from openenv_anyio.envs.spaces import action_from_json, describe_space, space_sc
 CASES: list[tuple[spaces.Space[Any], list[Any], list[Any]]] = [
     (spaces.Discrete(2), [0, 1, 1.0], [2, -1, 0.5, True, "1", None, [0]]),
     (spaces.Discrete(3, start=-1), [-1, 0, 1], [-2, 2]),
-    (spaces.Box(-2.0, 2.0, (1,), np.float32), [[0.5], [-2], [2.0]], [0.5, [2.5], [-3], [0, 0], [], ["1"], [True], [None]]),
-    (spaces.Box(0, 10, (2, 3), np.int64), [[[0, 1, 2], [3, 4, 10]]], [[[0, 1, 2]], [[0, 1, 2], [3, 4, 11]], [[0, 1, 2], [3, 4, 0.5]]]),
+    (
+        spaces.Box(-2.0, 2.0, (1,), np.float32),
+        [[0.5], [-2], [2.0]],
+        [0.5, [2.5], [-3], [0, 0], [], ["1"], [True], [None]],
+    ),
+    (
+        spaces.Box(0, 10, (2, 3), np.int64),
+        [[[0, 1, 2], [3, 4, 10]]],
+        [[[0, 1, 2]], [[0, 1, 2], [3, 4, 11]], [[0, 1, 2], [3, 4, 0.5]]],
+    ),
     (spaces.Box(-np.inf, np.inf, (2,), np.float64), [[1e300, -1e300]], [[1, "x"]]),
     (spaces.MultiDiscrete([3, 3]), [[0, 2], [2, 0]], [[0, 3], [-1, 0], [0], [0, 1, 1], [0.5, 1]]),
-    (spaces.MultiDiscrete([[2, 2], [2, 2]], start=[[1, 1], [1, 1]]), [[[1, 2], [2, 1]]], [[[0, 2], [2, 1]], [1, 2]]),
+    (
+        spaces.MultiDiscrete([[2, 2], [2, 2]], start=[[1, 1], [1, 1]]),
+        [[[1, 2], [2, 1]]],
+        [[[0, 2], [2, 1]], [1, 2]],
+    ),
     (spaces.MultiBinary(3), [[0, 1, 1]], [[0, 1, 2], [0, 1], [True, False, True]]),
-    (spaces.Dict({"move": spaces.Discrete(4), "speed": spaces.Box(0, 1, (1,))}), [{"move": 3, "speed": [0.5]}], [{"move": 4, "speed": [0.5]}, {"move": 1}, {"move": 1, "speed": [0.5], "x": 1}, [1, [0.5]]]),
+    (
+        spaces.Dict({"move": spaces.Discrete(4), "speed": spaces.Box(0, 1, (1,))}),
+        [{"move": 3, "speed": [0.5]}],
+        [{"move": 4, "speed": [0.5]}, {"move": 1}, {"move": 1, "speed": [0.5], "x": 1}, [1, [0.5]]],
+    ),
     (spaces.Tuple([spaces.Discrete(2), spaces.Discrete(2)]), [[0, 1]], [[0, 2], [0], [0, 1, 1]]),
     (spaces.Text(5, min_length=1), ["hello", "a"], ["", "toolong", 5]),
 ]
@@ -52,7 +68,9 @@ def test_members_pass_both_checks(space: spaces.Space[Any], good: list[Any], bad
 
 
 @pytest.mark.parametrize(("space", "good", "bad"), CASES, ids=IDS)
-def test_non_members_fail_both_checks_naming_the_space(space: spaces.Space[Any], good: list[Any], bad: list[Any]) -> None:
+def test_non_members_fail_both_checks_naming_the_space(
+    space: spaces.Space[Any], good: list[Any], bad: list[Any]
+) -> None:
     validator = _validator(space)
     for value in bad:
         data = {"action": value}
@@ -117,7 +135,11 @@ def test_integers_beyond_the_dtype_are_refused_before_numpy_sees_them() -> None:
 def test_uneven_bounds_give_the_envelope_and_infinite_bounds_give_none() -> None:
     schema = space_schema(spaces.MultiDiscrete([2, 5], start=[1, 0]))
     assert (schema["items"]["minimum"], schema["items"]["maximum"]) == (0, 4)
-    cartpole_like = space_schema(spaces.Box(np.array([-4.8, -np.inf], np.float32), np.array([4.8, np.inf], np.float32), dtype=np.float32))
+    cartpole_like = space_schema(
+        spaces.Box(
+            np.array([-4.8, -np.inf], np.float32), np.array([4.8, np.inf], np.float32), dtype=np.float32
+        )
+    )
     assert "minimum" not in cartpole_like["items"] and "maximum" not in cartpole_like["items"]
     assert space_schema(spaces.Box(0, 255, (2,), np.uint8))["items"] == {
         "type": "integer",
@@ -187,4 +209,7 @@ def test_the_label_changes_no_verdict() -> None:
         assert Validator(schema).is_valid(value) == Validator(bare).is_valid(value)
         assert Validator(schema).reference_is_valid(value) == Validator(bare).reference_is_valid(value)
     assert Validator(bare).faults(2)[0].message == "2 is greater than the maximum of 1"
-    assert Validator(schema).faults(2)[0].message == "2 is greater than the maximum of 1 (action space Discrete(2))"
+    assert (
+        Validator(schema).faults(2)[0].message
+        == "2 is greater than the maximum of 1 (action space Discrete(2))"
+    )

@@ -41,7 +41,11 @@ def _lift(reply: dict[str, Any]) -> dict[str, Any]:
 def test_models_come_from_the_generic_parameters() -> None:
     served = OpenEnvCoreEnv.wrap(EchoEnv)
     assert served.__name__ == "EchoEnv" and issubclass(served, OpenEnvCoreEnv)
-    assert (served.action_model, served.observation_model, served.state_model) == (EchoAction, EchoObservation, EchoState)
+    assert (served.action_model, served.observation_model, served.state_model) == (
+        EchoAction,
+        EchoObservation,
+        EchoState,
+    )
     assert served.action_schema == EchoAction.model_json_schema()
     assert served.observation_schema == EchoObservation.model_json_schema()
     assert served.state_schema == EchoState.model_json_schema()
@@ -51,7 +55,11 @@ def test_models_come_from_the_generic_parameters() -> None:
 
 def test_models_come_from_the_annotations() -> None:
     served = OpenEnvCoreEnv.wrap(AsyncCountEnv)
-    assert (served.action_model, served.observation_model, served.state_model) == (CountAction, CountObservation, CountState)
+    assert (served.action_model, served.observation_model, served.state_model) == (
+        CountAction,
+        CountObservation,
+        CountState,
+    )
 
 
 def test_an_environment_without_an_action_model_is_a_target_error() -> None:
@@ -100,12 +108,17 @@ def test_an_invalid_action_is_refused_like_openenv_core_refuses_it() -> None:
     assert isinstance(error, ValueError) and isinstance(error, ProtocolError)
     assert error.code is ErrorCode.VALIDATION_ERROR and error.pointer == "/message"
     assert error.message == "Invalid action at /message: Input should be a valid string"
-    assert [(entry["loc"], entry["type"]) for entry in error.errors or []] == [(["message"], "string_type"), (["extra"], "extra_forbidden")]
+    assert [(entry["loc"], entry["type"]) for entry in error.errors or []] == [
+        (["message"], "string_type"),
+        (["extra"], "extra_forbidden"),
+    ]
     assert env.env.received[-1][0] == "reset"  # the environment never saw the action
     # the schema the server checks first refuses the same data
     validator = Validator(served.action_schema or {})
     assert not validator.is_valid({"message": 3}) and not validator.is_valid({"message": "x", "extra": True})
     assert validator.is_valid({"message": "x", "metadata": {"k": 1}})
+    with pytest.raises(ActionRejected, match="Invalid action at /: expected an object, got list"):
+        env.step(["hi"])
 
 
 def test_async_variants_are_awaited() -> None:
@@ -121,7 +134,11 @@ def test_async_variants_are_awaited() -> None:
         return replies
 
     replies = trio.run(episode)
-    assert [(r["total"], r["reward"], r["done"]) for r in replies] == [(4, 4, False), (8, 4, False), (12, 4, True)]
+    assert [(r["total"], r["reward"], r["done"]) for r in replies] == [
+        (4, 4, False),
+        (8, 4, False),
+        (12, 4, True),
+    ]
 
 
 def test_concurrency_flags_are_exposed() -> None:
@@ -133,7 +150,14 @@ def test_concurrency_flags_are_exposed() -> None:
 
 def test_overridden_metadata_is_read_from_an_instance() -> None:
     served = OpenEnvCoreEnv.wrap(AsyncCountEnv)
-    expected = {"name": "Counter", "description": "adds numbers", "readme_content": None, "version": "2.0", "author": "tests", "documentation_url": None}
+    expected = {
+        "name": "Counter",
+        "description": "adds numbers",
+        "readme_content": None,
+        "version": "2.0",
+        "author": "tests",
+        "documentation_url": None,
+    }
     assert served.metadata == expected
     assert served().metadata == expected
 
