@@ -8,15 +8,18 @@ WS-CLOSE-2 (close once).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import gymnasium
 import pytest
 from adapter_samples import GridWalkEnv
 
+import openenv_anyio
 from openenv_anyio.core import ErrorCode, ProtocolError, Validator
 from openenv_anyio.envs.errors import ActionOutsideSpace, ActionRejected
 from openenv_anyio.envs.gymnasium import GymnasiumEnv, runs_without_blocking
@@ -233,8 +236,13 @@ def test_importing_without_gymnasium_says_what_to_install() -> None:
             print(exc)
         """
     )
+    package_root = str(Path(openenv_anyio.__file__).resolve().parent.parent)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
+    }
     result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True, env=env
     )
     assert "pip install 'openenv-anyio[gym]'" in result.stdout, result.stdout + result.stderr
     assert "No module named 'gymnasium'" in result.stdout
