@@ -24,14 +24,9 @@ from .spec import Spec, load_spec
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["ERROR_LABEL", "SchemaFault", "Validator", "build_rs_registry", "spec_validator"]
+__all__ = ["SchemaFault", "Validator", "build_rs_registry", "spec_validator"]
 
 _MAX_MESSAGE = 240
-
-#: An annotation keyword: a (sub)schema carrying it has its text appended to the messages of
-#: the faults it finds, e.g. ``3 is greater than the maximum of 1 (action space Discrete(2))``.
-#: Validators ignore unknown keywords, so it changes no verdict.
-ERROR_LABEL = "x-error-label"
 
 
 def _pointer(path: Iterable[str | int]) -> str:
@@ -40,11 +35,6 @@ def _pointer(path: Iterable[str | int]) -> str:
 
 def _shorten(text: str) -> str:
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
-
-
-def _labelled(message: str, schema: Any) -> str:
-    label = schema.get(ERROR_LABEL) if isinstance(schema, Mapping) else None
-    return f"{message} ({label})" if isinstance(label, str) else message
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +55,18 @@ class SchemaFault:
 def build_rs_registry(spec: Spec) -> jsonschema_rs.Registry:
     """A ``jsonschema_rs`` registry holding every document of ``spec``."""
     return jsonschema_rs.Registry([(uri, dict(doc)) for uri, doc in spec.documents.items()])
+
+
+#: An annotation keyword: a (sub)schema carrying it has its text appended to the messages of
+#: the faults it finds, e.g. ``3 is greater than the maximum of 1 (action space Discrete(2))``.
+#: Validators ignore unknown keywords, so it changes no verdict.
+ERROR_LABEL = "x-error-label"
+
+
+def _label_message(error: jsonschema.ValidationError) -> None:
+    label = error.schema.get(ERROR_LABEL) if isinstance(error.schema, Mapping) else None
+    if isinstance(label, str):
+        error.message = f"{error.message} ({label})"
 
 
 @functools.cache
@@ -113,11 +115,13 @@ class Validator:
     def faults(self, instance: Any) -> list[SchemaFault]:
         """Every fault the reference engine finds, the most relevant first."""
         errors = sorted(self._reference.iter_errors(instance), key=jsonschema.exceptions.relevance)
+        for error in errors:  # name what a labelled (sub)schema stands for
+            _label_message(error)
         return [
             SchemaFault(
                 pointer=_pointer(error.absolute_path),
                 keyword=str(error.validator),
-                message=_shorten(_labelled(error.message, error.schema)),
+                message=_shorten(error.message),
                 schema_path=_pointer(error.absolute_schema_path),
             )
             for error in errors
