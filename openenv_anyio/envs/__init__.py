@@ -1,1 +1,0 @@
-"""Built-in environments and adapters for existing ones."""
