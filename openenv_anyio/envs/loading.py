@@ -18,6 +18,7 @@ import difflib
 import functools
 import importlib
 import inspect
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeAlias
@@ -32,17 +33,21 @@ _GYMNASIUM = "gymnasium"
 _USAGE = "expected MODULE:ATTR (e.g. mypkg.server:MyEnv) or gymnasium:ENV_ID (e.g. gymnasium:CartPole-v1)"
 
 
-def resolve_env_target(target: str, *, app_dir: str | None = None) -> EnvFactory:
+def resolve_env_target(target: str, *, app_dir: str | None = ".") -> EnvFactory:
     """The environment factory that ``target`` names; :class:`EnvTargetError` if it names none.
 
-    ``app_dir``, when given, is put first on ``sys.path`` (as a server's command line does
-    with the current directory) so that modules beside it import.
+    ``app_dir`` (default: the current directory, as uvicorn's ``--app-dir`` does) is put
+    first on ``sys.path`` when it is not there yet, so that ``serve myenv:MyEnv`` finds
+    ``myenv.py`` where the command runs even from an installed console script. ``None``
+    leaves ``sys.path`` alone.
     """
     module_name, colon, attribute_path = target.strip().partition(":")
     if not colon or not module_name or not attribute_path:
         raise EnvTargetError(f"bad environment target {target!r}: {_USAGE}")
-    if app_dir is not None and app_dir not in sys.path:
-        sys.path.insert(0, app_dir)
+    if app_dir is not None:
+        directory = os.path.abspath(app_dir)
+        if directory not in sys.path:
+            sys.path.insert(0, directory)
     if module_name == _GYMNASIUM:
         return _gymnasium_factory(attribute_path)
     module = _import(module_name)

@@ -20,8 +20,7 @@ from openenv_anyio.envs.openenv_core import OpenEnvCoreEnv
 
 @pytest.fixture
 def module_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A directory for throwaway modules; sys.path and sys.modules are restored afterwards."""
-    monkeypatch.setattr(sys, "path", list(sys.path))
+    """A directory for throwaway modules; sys.modules is restored afterwards (sys.path by conftest)."""
     monkeypatch.setattr(sys, "modules", dict(sys.modules))
     return tmp_path
 
@@ -132,8 +131,17 @@ def test_a_module_that_fails_while_importing(module_dir: Path) -> None:
 
 def test_app_dir_puts_modules_beside_it_on_the_path(module_dir: Path) -> None:
     name = _write(module_dir, "def make():\n    return None\n")
-    assert _refused(f"{name}:make").startswith(f"module '{name}' not found")
+    assert _refused(f"{name}:make", app_dir=None).startswith(f"module '{name}' not found")
     assert resolve_env_target(f"{name}:make", app_dir=str(module_dir)).__name__ == "make"
+
+
+def test_modules_in_the_current_directory_are_found_by_default(
+    module_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = _write(module_dir, "def make():\n    return None\n")
+    monkeypatch.chdir(module_dir)
+    assert resolve_env_target(f"{name}:make").__name__ == "make"
+    assert sys.path[0] == str(module_dir.resolve())
 
 
 def test_a_missing_attribute_suggests_close_names() -> None:
