@@ -160,31 +160,30 @@ def _array_member(
     kind = space.dtype.kind
     leaves: list[Any] = []
     _collect(value, tuple(space.shape), leaves, loc, text)
+
+    def refuse(index: int, fault: str) -> ActionOutsideSpace:
+        return ActionOutsideSpace(fault, space=text, loc=_leaf_loc(loc, space.shape, index))
+
     for index, leaf in enumerate(leaves):
-        where = _leaf_loc(loc, space.shape, index)
         if kind == "b":
             if not isinstance(leaf, bool):
-                raise ActionOutsideSpace(f"expected a boolean, got {_kind(leaf)}", space=text, loc=where)
+                raise refuse(index, f"expected a boolean, got {_kind(leaf)}")
         elif kind in "iu":
-            leaves[index] = _integer(leaf, text, where)
+            if not _is_integral(leaf):
+                raise refuse(index, f"expected an integer, got {_kind(leaf)}")
+            leaves[index] = int(leaf)
         elif isinstance(leaf, bool) or not isinstance(leaf, (int, float)):
-            raise ActionOutsideSpace(f"expected a number, got {_kind(leaf)}", space=text, loc=where)
+            raise refuse(index, f"expected a number, got {_kind(leaf)}")
     if kind in "iu":
         info = np.iinfo(space.dtype)
         for index, leaf in enumerate(leaves):
             if not info.min <= leaf <= info.max:
-                raise ActionOutsideSpace(
-                    f"{leaf} does not fit {space.dtype}", space=text, loc=_leaf_loc(loc, space.shape, index)
-                )
+                raise refuse(index, f"{leaf} does not fit {space.dtype}")
     with np.errstate(over="ignore"):
         array = np.asarray(leaves, dtype=space.dtype).reshape(space.shape)
     if kind == "f" and not np.isfinite(array).all():  # JSON numbers are finite: this overflowed the dtype
         index = int(np.flatnonzero(~np.isfinite(array))[0])
-        raise ActionOutsideSpace(
-            f"{_show(leaves[index])} does not fit {space.dtype}",
-            space=text,
-            loc=_leaf_loc(loc, space.shape, index),
-        )
+        raise refuse(index, f"{_show(leaves[index])} does not fit {space.dtype}")
     if isinstance(space, spaces.Box):
         low, high = space.low, space.high
     elif isinstance(space, spaces.MultiDiscrete):
@@ -196,11 +195,7 @@ def _array_member(
         index = int(outside[0])
         flat_low = np.broadcast_to(low, space.shape).reshape(-1)[index]
         flat_high = np.broadcast_to(high, space.shape).reshape(-1)[index]
-        raise ActionOutsideSpace(
-            f"{_show(leaves[index])} is not in [{flat_low}, {flat_high}]",
-            space=text,
-            loc=_leaf_loc(loc, space.shape, index),
-        )
+        raise refuse(index, f"{_show(leaves[index])} is not in [{flat_low}, {flat_high}]")
     return array
 
 
@@ -220,14 +215,17 @@ def _collect(
         _collect(item, shape[1:], out, (*loc, index), text)
 
 
+def _is_integral(value: Any) -> bool:
+    """An int, or a float with no fractional part (JSON does not tell ``1`` from ``1.0``); not a bool."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
 def _integer(value: Any, text: str, loc: tuple[str | int, ...]) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not _is_integral(value):
         raise ActionOutsideSpace(f"expected an integer, got {_kind(value)}", space=text, loc=loc)
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise ActionOutsideSpace(f"expected an integer, got {value!r}", space=text, loc=loc)
-        return int(value)
-    return value
+    return int(value)
 
 
 def _leaf_loc(loc: tuple[str | int, ...], shape: Sequence[int], flat_index: int) -> tuple[str | int, ...]:
