@@ -57,6 +57,18 @@ def build_rs_registry(spec: Spec) -> jsonschema_rs.Registry:
     return jsonschema_rs.Registry([(uri, dict(doc)) for uri, doc in spec.documents.items()])
 
 
+#: An annotation keyword: a (sub)schema carrying it has its text appended to the messages of
+#: the faults it finds, e.g. ``3 is greater than the maximum of 1 (action space Discrete(2))``.
+#: Validators ignore unknown keywords, so it changes no verdict.
+ERROR_LABEL = "x-error-label"
+
+
+def _label_message(error: jsonschema.ValidationError) -> None:
+    label = error.schema.get(ERROR_LABEL) if isinstance(error.schema, Mapping) else None
+    if isinstance(label, str):
+        error.message = f"{error.message} ({label})"
+
+
 @functools.cache
 def _reference_registry(spec: Spec) -> referencing.Registry[Any]:
     resources = [
@@ -103,6 +115,8 @@ class Validator:
     def faults(self, instance: Any) -> list[SchemaFault]:
         """Every fault the reference engine finds, the most relevant first."""
         errors = sorted(self._reference.iter_errors(instance), key=jsonschema.exceptions.relevance)
+        for error in errors:  # name what a labelled (sub)schema stands for
+            _label_message(error)
         return [
             SchemaFault(
                 pointer=_pointer(error.absolute_path),

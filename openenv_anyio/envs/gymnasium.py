@@ -1,0 +1,237 @@
+"""Serve a Gymnasium environment unchanged: ``GymnasiumEnv("CartPole-v1")`` is an environment.
+
+The protocol's calls map onto Gymnasium's API:
+
+* ``reset(seed=None, episode_id=None, **options)`` -> ``env.reset(seed=seed, options=options)``,
+  answered with ``{"observation", "info", "terminated": False, "truncated": False,
+  "reward": None, "done": False}``;
+* ``step({"action": VALUE})`` -> ``env.step(value)``, where VALUE is the JSON form of a
+  member of the action space (an integer for Discrete, nested lists for Box, MultiDiscrete
+  and MultiBinary, an object for Dict, a list for Tuple), answered with the observation,
+  ``info``, ``terminated``, ``truncated``, ``reward`` and ``done = terminated or truncated``;
+* ``state`` -> ``{"episode_id", "step_count", "env_id"}``.
+
+Values go out as JSON (see ``jsonable``: arrays -> lists, numpy scalars -> numbers,
+non-finite floats -> null). The schemas come from the spaces (see ``spaces``).
+
+**Non-blocking rule.** ``NON_BLOCKING`` is True (calls run inline on the server's event
+loop, no thread hop) when the environment's class lives in one of
+:data:`NON_BLOCKING_MODULES` (Gymnasium's classic-control and toy-text environments: pure
+Python/numpy, microseconds per step, no I/O) and it renders in none of the modes that draw
+or wait (``render_mode`` None or ``"ansi"``). Anything else runs in a worker thread. The
+``non_blocking`` argument overrides the rule either way.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+try:
+    import gymnasium
+    import numpy  # noqa: F401  (Gymnasium's spaces hold numpy values; fail here, clearly, without it)
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
+    raise ImportError(
+        f"openenv_anyio.envs.gymnasium needs Gymnasium and numpy ({exc}); "
+        "install them with: pip install 'openenv-anyio[gym]'"
+    ) from exc
+
+from .errors import ActionRejected
+from .jsonable import to_jsonable
+from .spaces import action_from_json, describe_space, space_schema
+
+__all__ = ["NON_BLOCKING_MODULES", "GymnasiumEnv", "runs_without_blocking"]
+
+#: Modules whose environments never block (see the module docstring).
+NON_BLOCKING_MODULES: tuple[str, ...] = ("gymnasium.envs.classic_control.", "gymnasium.envs.toy_text.")
+_QUIET_RENDER_MODES = (None, "ansi")
+
+#: What a step's data may hold besides ``action`` (openenv-core typed actions carry ``metadata``).
+_STEP_KEYS = frozenset({"action", "metadata"})
+
+EnvSource = str | gymnasium.Env | Callable[..., gymnasium.Env]
+
+STATE_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {
+        "episode_id": {"type": ["string", "null"]},
+        "step_count": {"type": "integer", "minimum": 0},
+        "env_id": {"type": ["string", "null"]},
+    },
+    "required": ["episode_id", "step_count"],
+}
+
+
+def runs_without_blocking(env: gymnasium.Env) -> bool:
+    """Whether ``env`` may run inline on an event loop, by the rule of the module docstring."""
+    module = type(env.unwrapped).__module__ + "."
+    return module.startswith(NON_BLOCKING_MODULES) and env.render_mode in _QUIET_RENDER_MODES
+
+
+def _make(source: EnvSource, make_kwargs: Mapping[str, Any]) -> gymnasium.Env:
+    if isinstance(source, str):
+        return gymnasium.make(source, **make_kwargs)
+    if isinstance(source, gymnasium.Env):
+        if make_kwargs:
+            raise TypeError("keyword arguments are for making an environment, not for an existing instance")
+        return source
+    env = source(**make_kwargs)
+    if not isinstance(env, gymnasium.Env):
+        raise TypeError(f"{source!r} made a {type(env).__name__}, not a gymnasium.Env")
+    return env
+
+
+class GymnasiumEnv:
+    """One Gymnasium environment behind the protocol's reset/step/state/close.
+
+    ``env`` is a registered id (made with ``gymnasium.make(env, **make_kwargs)``), a
+    ``gymnasium.Env`` instance, or a callable (such as an ``Env`` subclass) called with
+    ``make_kwargs``. A server wants a zero-argument factory: :meth:`bind` makes one.
+    """
+
+    NON_BLOCKING: bool = False
+    #: Instances are independent: no limit of the environment's own on concurrent sessions.
+    MAX_CONCURRENT_SESSIONS: int | None = None
+    action_schema: Mapping[str, Any] | None = None
+    observation_schema: Mapping[str, Any] | None = None
+    state_schema: Mapping[str, Any] | None = STATE_SCHEMA
+    metadata: Mapping[str, Any] = {}
+
+    def __init__(self, env: EnvSource, /, *, non_blocking: bool | None = None, **make_kwargs: Any) -> None:
+        self._env = _make(env, make_kwargs)
+        spec = self._env.spec
+        self.env_id: str | None = env if isinstance(env, str) else (spec.id if spec is not None else None)
+        self._episode_id: str | None = None
+        self._step_count = 0
+        self._needs_reset = True
+        self._closed = False
+        self.NON_BLOCKING = runs_without_blocking(self._env) if non_blocking is None else non_blocking
+        self.action_schema = self.step_schema(self._env.action_space)
+        self.observation_schema = self.reply_schema(self._env.observation_space)
+        self.metadata = self._metadata()
+
+    @classmethod
+    def bind(
+        cls,
+        env: str | Callable[..., gymnasium.Env],
+        /,
+        *,
+        non_blocking: bool | None = None,
+        **make_kwargs: Any,
+    ) -> type[GymnasiumEnv]:
+        """A zero-argument subclass making ``env`` on each call: the factory a server wants.
+
+        One probe instance is made (and closed) now, so that a bad id or a missing
+        dependency fails here, and so that the schemas, metadata and ``NON_BLOCKING`` are
+        class attributes a server can read without making an environment.
+        """
+        probe = cls(env, non_blocking=non_blocking, **make_kwargs)
+        try:
+            attributes: dict[str, Any] = {
+                "NON_BLOCKING": probe.NON_BLOCKING,
+                "action_schema": probe.action_schema,
+                "observation_schema": probe.observation_schema,
+                "metadata": probe.metadata,
+            }
+        finally:
+            probe.close()
+
+        def __init__(self: GymnasiumEnv) -> None:
+            cls.__init__(self, env, non_blocking=non_blocking, **make_kwargs)
+
+        name = "".join(char if char.isalnum() else "_" for char in str(probe.metadata["name"]))
+        attributes.update({"__init__": __init__, "__module__": cls.__module__, "__qualname__": name})
+        return type(name, (cls,), attributes)
+
+    @staticmethod
+    def step_schema(action_space: gymnasium.Space[Any]) -> dict[str, Any]:
+        """The JSON Schema of a step's data: ``{"action": <a member of action_space>}``."""
+        return {
+            "type": "object",
+            "properties": {"action": space_schema(action_space), "metadata": {"type": "object"}},
+            "required": ["action"],
+            "additionalProperties": False,
+        }
+
+    @staticmethod
+    def reply_schema(observation_space: gymnasium.Space[Any]) -> dict[str, Any]:
+        """The JSON Schema of the ``observation`` object of an answer (reward and done lifted out)."""
+        return {
+            "type": "object",
+            "properties": {
+                "observation": space_schema(observation_space, role="observation", nullable_floats=True),
+                "info": {"type": "object"},
+                "terminated": {"type": "boolean"},
+                "truncated": {"type": "boolean"},
+            },
+            "required": ["observation", "info", "terminated", "truncated"],
+            "additionalProperties": False,
+        }
+
+    def _metadata(self) -> dict[str, Any]:
+        spec = self._env.spec
+        name = self.env_id or type(self._env.unwrapped).__name__
+        return {
+            "name": name,
+            "description": (
+                f"Gymnasium environment {name}: action space {describe_space(self._env.action_space)}, "
+                f"observation space {describe_space(self._env.observation_space)}"
+            ),
+            "version": f"v{spec.version}" if spec is not None and spec.version is not None else None,
+        }
+
+    @property
+    def env(self) -> gymnasium.Env:
+        """The wrapped Gymnasium environment."""
+        return self._env
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **options: Any) -> dict[str, Any]:
+        """Start an episode; the reset's other members become Gymnasium's ``options``."""
+        observation, info = self._env.reset(seed=seed, options=options or None)
+        self._episode_id = episode_id if episode_id is not None else str(uuid.uuid4())
+        self._step_count = 0
+        self._needs_reset = False
+        return {
+            "observation": to_jsonable(observation),
+            "info": to_jsonable(info),
+            "terminated": False,
+            "truncated": False,
+            "reward": None,
+            "done": False,
+        }
+
+    def step(self, action: Mapping[str, Any]) -> dict[str, Any]:
+        """Take one step; ``action`` is the step's data, ``{"action": VALUE}``."""
+        if not isinstance(action, Mapping) or "action" not in action:
+            raise ActionRejected("'action' is a required property", keyword="required")
+        unexpected = sorted(set(action) - _STEP_KEYS)
+        if unexpected:
+            raise ActionRejected(
+                f"unexpected member {unexpected[0]!r}", loc=(unexpected[0],), keyword="additionalProperties"
+            )
+        value = action_from_json(self._env.action_space, action["action"])
+        if self._needs_reset:
+            raise gymnasium.error.ResetNeeded("call reset before step")
+        observation, reward, terminated, truncated, info = self._env.step(value)
+        self._step_count += 1
+        done = bool(terminated) or bool(truncated)
+        return {
+            "observation": to_jsonable(observation),
+            "info": to_jsonable(info),
+            "terminated": bool(terminated),
+            "truncated": bool(truncated),
+            "reward": to_jsonable(float(reward)),
+            "done": done,
+        }
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """``episode_id`` (None before the first reset), ``step_count`` and ``env_id``."""
+        return {"episode_id": self._episode_id, "step_count": self._step_count, "env_id": self.env_id}
+
+    def close(self) -> None:
+        """Close the Gymnasium environment (once; later calls do nothing)."""
+        if not self._closed:
+            self._closed = True
+            self._env.close()

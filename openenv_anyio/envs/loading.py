@@ -1,0 +1,161 @@
+"""Resolve a serve target (``MODULE:ATTR`` or ``gymnasium:ENV_ID``) into an environment factory.
+
+* ``gymnasium:ENV_ID`` — any id registered with Gymnasium (``gymnasium:CartPole-v1``;
+  ``gymnasium:pkg:Id-v0`` imports ``pkg`` first, as ``gymnasium.make`` does), served by
+  :class:`~openenv_anyio.envs.gymnasium.GymnasiumEnv`.
+* ``MODULE:ATTR`` — ATTR (a dotted path inside MODULE is fine) is an environment class or a
+  zero-argument factory. An openenv-core ``Environment`` subclass (or a factory annotated to
+  return one) is wrapped with :class:`~openenv_anyio.envs.openenv_core.OpenEnvCoreEnv`; a
+  ``gymnasium.Env`` subclass with :class:`~openenv_anyio.envs.gymnasium.GymnasiumEnv`;
+  anything else is returned as it is.
+
+Every failure is an :class:`EnvTargetError` with a one-line message.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeAlias
+
+from .errors import EnvTargetError
+
+__all__ = ["EnvFactory", "EnvTargetError", "resolve_env_target"]
+
+EnvFactory: TypeAlias = Callable[[], Any]
+
+_GYMNASIUM = "gymnasium"
+_USAGE = "expected MODULE:ATTR (e.g. mypkg.server:MyEnv) or gymnasium:ENV_ID (e.g. gymnasium:CartPole-v1)"
+
+
+def resolve_env_target(target: str, *, app_dir: str | None = ".") -> EnvFactory:
+    """The environment factory that ``target`` names; :class:`EnvTargetError` if it names none.
+
+    ``app_dir`` (default: the current directory, as uvicorn's ``--app-dir`` does) is put
+    first on ``sys.path`` when it is not there yet, so that ``serve myenv:MyEnv`` finds
+    ``myenv.py`` where the command runs even from an installed console script. ``None``
+    leaves ``sys.path`` alone.
+    """
+    module_name, colon, attribute_path = target.strip().partition(":")
+    if not colon or not module_name or not attribute_path:
+        raise EnvTargetError(f"bad environment target {target!r}: {_USAGE}")
+    if app_dir is not None:
+        directory = os.path.abspath(app_dir)
+        if directory not in sys.path:
+            sys.path.insert(0, directory)
+    if module_name == _GYMNASIUM:
+        return _gymnasium_factory(attribute_path)
+    module = _import(module_name)
+    attribute = _attribute(module, module_name, attribute_path)
+    return _factory(attribute, f"{module_name}:{attribute_path}")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _import(module_name: str) -> Any:
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if missing == module_name or module_name.startswith(missing + "."):
+            raise EnvTargetError(
+                f"module {module_name!r} not found (is it installed, or on the Python path?)"
+            ) from None
+        raise EnvTargetError(f"importing {module_name!r} failed: {_one_line(exc)}") from exc
+    except Exception as exc:
+        raise EnvTargetError(
+            f"importing {module_name!r} failed: {type(exc).__name__}: {_one_line(exc)}"
+        ) from exc
+
+
+def _attribute(module: Any, module_name: str, attribute_path: str) -> Any:
+    value: Any = module
+    walked: list[str] = []
+    for part in attribute_path.split("."):
+        if not hasattr(value, part):
+            owner = module_name + "".join("." + name for name in walked)
+            names = [name for name in dir(value) if not name.startswith("_")]
+            close = difflib.get_close_matches(part, names, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise EnvTargetError(f"{owner!r} has no attribute {part!r}{hint}")
+        value = getattr(value, part)
+        walked.append(part)
+    return value
+
+
+def _factory(attribute: Any, where: str) -> EnvFactory:
+    from .openenv_core import OpenEnvCoreEnv, is_openenv_core_environment
+
+    if not callable(attribute):
+        hint = " (pass the class, not an instance)" if _is_environment_instance(attribute) else ""
+        raise EnvTargetError(
+            f"{where} is a {type(attribute).__name__}, not an environment class or factory{hint}"
+        )
+    if is_openenv_core_environment(_unwrap(attribute)) or is_openenv_core_environment(
+        _return_class(attribute)
+    ):
+        return _built(lambda: OpenEnvCoreEnv.wrap(attribute), where)
+    gymnasium = sys.modules.get(_GYMNASIUM)
+    if gymnasium is not None and inspect.isclass(attribute) and issubclass(attribute, gymnasium.Env):
+        from .gymnasium import GymnasiumEnv
+
+        return _built(lambda: GymnasiumEnv.bind(attribute), where)
+    return attribute
+
+
+def _unwrap(attribute: Any) -> Any:
+    while isinstance(attribute, functools.partial):
+        attribute = attribute.func
+    return attribute
+
+
+def _return_class(attribute: Any) -> Any:
+    if inspect.isclass(attribute) or not callable(attribute):
+        return None
+    try:
+        return inspect.signature(attribute, eval_str=True).return_annotation
+    except Exception:  # unresolvable annotations: no usable hint
+        return None
+
+
+def _is_environment_instance(value: Any) -> bool:
+    from .openenv_core import is_openenv_core_environment
+
+    return is_openenv_core_environment(type(value)) or all(hasattr(value, name) for name in ("reset", "step"))
+
+
+def _gymnasium_factory(env_id: str) -> EnvFactory:
+    try:
+        import gymnasium
+    except ImportError:
+        raise EnvTargetError(
+            "serving a Gymnasium environment needs Gymnasium: pip install 'openenv-anyio[gym]'"
+        ) from None
+    from .gymnasium import GymnasiumEnv
+
+    if ":" not in env_id and env_id not in gymnasium.registry:
+        close = difflib.get_close_matches(env_id, list(gymnasium.registry), n=5, cutoff=0.5)
+        hint = (
+            f"; close matches: {', '.join(close)}"
+            if close
+            else "; gymnasium.pprint_registry() lists the registered ids"
+        )
+        raise EnvTargetError(f"Gymnasium has no environment {env_id!r}{hint}")
+    return _built(lambda: GymnasiumEnv.bind(env_id), f"gymnasium:{env_id}")
+
+
+def _built(build: Callable[[], EnvFactory], where: str) -> EnvFactory:
+    """Run ``build`` (it may make a probe environment) with its failures as one-line errors."""
+    try:
+        return build()
+    except EnvTargetError:
+        raise
+    except Exception as exc:
+        raise EnvTargetError(f"cannot make {where}: {type(exc).__name__}: {_one_line(exc)}") from exc

@@ -1,0 +1,286 @@
+"""Serve an ``openenv-core`` environment unchanged: ``OpenEnvCoreEnv.wrap(MyEnvironment)``.
+
+An ``openenv.core.env_server.interfaces.Environment`` subclass keeps its pydantic models:
+a step's data is validated with its Action model (a refusal is a ``VALIDATION_ERROR`` the
+environment never sees), and the Action instance is what its ``step`` receives; its
+Observation comes back dumped whole (``reward``, ``done`` and ``metadata`` included, for
+the server to lift out, as openenv-core's own server does); ``state`` is its State model
+dumped. The schemas are the models' ``model_json_schema()``.
+
+The models are found, in this order, from :meth:`OpenEnvCoreEnv.wrap`'s arguments, the
+generic parameters (``class MyEnv(Environment[MyAction, MyObservation, MyState])``) and the
+annotations (``def step(self, action: MyAction) -> MyObservation``, ``def state(self) ->
+MyState``); the Observation and State models default to openenv-core's base classes.
+
+Like openenv-core's server: reset passes only the keyword arguments the environment's reset
+accepts; an environment that overrides ``reset_async``/``step_async`` is awaited (the
+adapter's method is then ``async def``), otherwise it is called synchronously (a server runs
+it in a worker thread: ``NON_BLOCKING`` is False). ``SUPPORTS_CONCURRENT_SESSIONS = False``
+(openenv-core's default) becomes ``MAX_CONCURRENT_SESSIONS = 1``: a server serves at most
+one session of it at a time. openenv-core is imported only when an environment is wrapped.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .errors import ActionRejected, EnvTargetError, json_pointer
+from .jsonable import to_jsonable
+
+__all__ = ["OpenEnvCoreEnv", "is_openenv_core_environment"]
+
+_CORE_INTERFACES = "openenv.core.env_server.interfaces"
+
+
+def _core_environment_class() -> type | None:
+    """openenv-core's ``Environment`` if the package is installed, else None."""
+    try:
+        from openenv.core.env_server.interfaces import Environment
+    except ImportError:
+        return None
+    return Environment
+
+
+def is_openenv_core_environment(candidate: Any) -> bool:
+    """Whether ``candidate`` is an openenv-core ``Environment`` subclass.
+
+    Imports nothing: a subclass exists only if its module imported openenv-core already.
+    """
+    import sys
+
+    module = sys.modules.get(_CORE_INTERFACES)
+    return module is not None and inspect.isclass(candidate) and issubclass(candidate, module.Environment)
+
+
+class OpenEnvCoreEnv:
+    """The protocol's environment API over one openenv-core environment instance.
+
+    Use :meth:`wrap`: it returns a zero-argument subclass bound to one environment class
+    (or factory), with its schemas, metadata and limits as class attributes.
+    """
+
+    NON_BLOCKING: bool = False
+    #: At most this many sessions at once (None: no limit of the environment's own).
+    MAX_CONCURRENT_SESSIONS: int | None = 1
+    #: openenv-core's flag: every instance's calls must run on one shared thread.
+    REQUIRES_SINGLE_THREAD_EXECUTOR: bool = False
+    action_schema: Mapping[str, Any] | None = None
+    observation_schema: Mapping[str, Any] | None = None
+    state_schema: Mapping[str, Any] | None = None
+    metadata: Mapping[str, Any] = {}
+    action_model: Any = None
+    observation_model: Any = None
+    state_model: Any = None
+
+    _factory: Callable[[], Any]
+
+    @classmethod
+    def wrap(
+        cls,
+        env: Callable[[], Any],
+        *,
+        action_model: type | None = None,
+        observation_model: type | None = None,
+        state_model: type | None = None,
+    ) -> type[OpenEnvCoreEnv]:
+        """A zero-argument subclass serving ``env``, an Environment subclass or a factory of one.
+
+        Raises :class:`EnvTargetError` when openenv-core is missing, when ``env`` makes no
+        openenv-core Environment, or when its Action model cannot be found.
+        """
+        core_environment = _core_environment_class()
+        if core_environment is None:
+            raise EnvTargetError(
+                "serving an openenv-core environment needs openenv-core: pip install 'openenv-anyio[interop]'"
+            )
+        from openenv.core.env_server.types import Action, Observation, State
+
+        env_class = _environment_class(env, core_environment)
+        name = env_class.__name__
+        action = action_model or _pick(_model_candidates(env_class, core_environment, 0), Action)
+        if action is None:
+            raise EnvTargetError(
+                f"cannot tell the Action model of {name}: annotate step(self, action: MyAction), "
+                f"subclass Environment[MyAction, MyObservation, MyState], "
+                f"or serve OpenEnvCoreEnv.wrap({name}, action_model=MyAction)"
+            )
+        observation = (
+            observation_model
+            or _pick(_model_candidates(env_class, core_environment, 1), Observation)
+            or Observation
+        )
+        state = state_model or _pick(_model_candidates(env_class, core_environment, 2), State) or State
+        concurrent = bool(getattr(env_class, "SUPPORTS_CONCURRENT_SESSIONS", False))
+        overridden_reset = env_class.reset_async is not core_environment.reset_async
+        overridden_step = env_class.step_async is not core_environment.step_async
+        attributes: dict[str, Any] = {
+            "__module__": cls.__module__,
+            "__qualname__": name,
+            "__doc__": env_class.__doc__,
+            "_factory": staticmethod(env),
+            "MAX_CONCURRENT_SESSIONS": None if concurrent else 1,
+            "REQUIRES_SINGLE_THREAD_EXECUTOR": bool(
+                getattr(env_class, "REQUIRES_SINGLE_THREAD_EXECUTOR", False)
+            ),
+            "action_model": action,
+            "observation_model": observation,
+            "state_model": state,
+            "action_schema": action.model_json_schema(),
+            "observation_schema": observation.model_json_schema(),
+            "state_schema": state.model_json_schema(),
+            "metadata": _class_metadata(env, env_class, core_environment),
+            "reset": cls._reset_async if overridden_reset else cls._reset_sync,
+            "step": cls._step_async if overridden_step else cls._step_sync,
+        }
+        return type(name, (cls,), attributes)
+
+    def __init__(self) -> None:
+        if type(self) is OpenEnvCoreEnv:
+            raise TypeError("OpenEnvCoreEnv is not served directly: use OpenEnvCoreEnv.wrap(MyEnvironment)")
+        self._env = type(self)._factory()
+        self._closed = False
+        self.metadata = to_jsonable(self._env.get_metadata())  # type: ignore[misc]
+
+    @property
+    def env(self) -> Any:
+        """The wrapped openenv-core environment."""
+        return self._env
+
+    def _reset_sync(self, **kwargs: Any) -> Any:
+        return to_jsonable(self._env.reset(**_accepted(self._env.reset, kwargs)))
+
+    async def _reset_async(self, **kwargs: Any) -> Any:
+        return to_jsonable(await self._env.reset_async(**_accepted(self._env.reset_async, kwargs)))
+
+    def _step_sync(self, action: Mapping[str, Any]) -> Any:
+        return to_jsonable(self._env.step(self.parse_action(action)))
+
+    async def _step_async(self, action: Mapping[str, Any]) -> Any:
+        return to_jsonable(await self._env.step_async(self.parse_action(action)))
+
+    def parse_action(self, data: Any) -> Any:
+        """The Action model instance for a step's data; :class:`ActionRejected` if it does not validate.
+
+        openenv-core's own ``deserialize_action`` does the work, so the result is exactly what
+        its server would pass (including its routing of MCP tool actions).
+        """
+        from openenv.core.env_server.serialization import deserialize_action
+        from pydantic import ValidationError
+
+        if not isinstance(data, Mapping):
+            raise ActionRejected(f"expected an object, got {type(data).__name__}", keyword="type")
+        try:
+            return deserialize_action(dict(data), self.action_model)
+        except ValidationError as exc:
+            raise _rejection(exc) from None
+
+    @property
+    def state(self) -> Any:
+        """The environment's State model, dumped: ``episode_id``, ``step_count`` and its own fields."""
+        return to_jsonable(self._env.state)
+
+    def close(self) -> None:
+        """Close the environment (once; later calls do nothing)."""
+        if not self._closed:
+            self._closed = True
+            self._env.close()
+
+
+def _environment_class(env: Callable[[], Any], core_environment: type) -> type:
+    target: Any = env
+    while isinstance(target, functools.partial):
+        target = target.func
+    if inspect.isclass(target):
+        if issubclass(target, core_environment):
+            return target
+        raise EnvTargetError(f"{target.__qualname__} is not an openenv-core Environment subclass")
+    returned = _hints(target).get("return")
+    if inspect.isclass(returned) and issubclass(returned, core_environment):
+        return returned
+    probe = env()  # an unannotated factory: make one instance to learn its class
+    try:
+        if not isinstance(probe, core_environment):
+            raise EnvTargetError(
+                f"{getattr(env, '__qualname__', env)!r} made a {type(probe).__name__}, not an openenv-core Environment"
+            )
+        return type(probe)
+    finally:
+        close = getattr(probe, "close", None)
+        if callable(close):
+            close()
+
+
+def _hints(function: Any) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(function)
+    except Exception:  # unresolvable forward references: no usable hints
+        return {}
+
+
+def _model_candidates(env_class: type, core_environment: type, position: int) -> list[Any]:
+    """Action (0), Observation (1) or State (2) models declared by generics and annotations."""
+    found: list[Any] = []
+    for klass in env_class.__mro__:
+        for base in getattr(klass, "__orig_bases__", ()):
+            origin = typing.get_origin(base)
+            if inspect.isclass(origin) and issubclass(origin, core_environment):
+                args = typing.get_args(base)
+                if len(args) == 3:
+                    found.append(args[position])
+    if position == 0:
+        found.append(_hints(env_class.step).get("action"))
+    elif position == 1:
+        found += [_hints(env_class.step).get("return"), _hints(env_class.reset).get("return")]
+    else:
+        prop = inspect.getattr_static(env_class, "state", None)
+        if isinstance(prop, property) and prop.fget is not None:
+            found.append(_hints(prop.fget).get("return"))
+    return found
+
+
+def _pick(candidates: list[Any], base: type) -> type | None:
+    """The first candidate that is a strict subclass of ``base``, else ``base`` if it was named."""
+    models = [c for c in candidates if inspect.isclass(c) and issubclass(c, base)]
+    specific = [model for model in models if model is not base]
+    return (specific or models or [None])[0]
+
+
+def _class_metadata(env: Callable[[], Any], env_class: type, core_environment: type) -> dict[str, Any]:
+    """What ``get_metadata()`` says, without an instance unless the class overrides it."""
+    if env_class.get_metadata is core_environment.get_metadata:
+        name = env_class.__name__
+        return {"name": name, "description": f"{name} environment", "version": "1.0.0"}
+    probe = env()
+    try:
+        return typing.cast(dict[str, Any], to_jsonable(probe.get_metadata()))
+    finally:
+        probe.close()
+
+
+def _accepted(method: Callable[..., Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The members of ``kwargs`` that ``method`` accepts (all of them if it takes ``**kwargs``)."""
+    parameters = inspect.signature(method).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return dict(kwargs)
+    return {key: value for key, value in kwargs.items() if key in parameters}
+
+
+def _rejection(exc: Any) -> ActionRejected:
+    errors = exc.errors(include_url=False, include_context=False, include_input=False)
+    entries = [
+        {
+            "loc": list(error["loc"]),
+            "msg": error["msg"],
+            "type": error["type"],
+            "pointer": json_pointer(error["loc"]),
+        }
+        for error in errors
+    ]
+    if not entries:
+        return ActionRejected(str(exc), keyword="model")
+    first = errors[0]
+    return ActionRejected(first["msg"], loc=first["loc"], keyword=first["type"], errors=entries)

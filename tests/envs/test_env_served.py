@@ -1,0 +1,72 @@
+"""Existing environments served unchanged by our server, driven by the real openenv-core client.
+
+``openenv-anyio serve gymnasium:CartPole-v1`` and ``serve mypkg:MyOpenEnvEnv`` end to end:
+a real Hypercorn server on a loopback port, openenv-core 0.3's ``GenericEnvClient``, a whole
+episode, and an invalid action answered with VALIDATION_ERROR naming the space (WS-STEP-2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from openenv.core.generic_client import GenericEnvClient
+
+from openenv_anyio.envs.loading import resolve_env_target
+
+server = pytest.importorskip(
+    "openenv_anyio.server", reason="the server package (openenv_anyio.server) is not part of this checkout"
+)
+
+
+@pytest.fixture
+def serve() -> Iterator[Any]:
+    """Start a server for a target; every server started is shut down at the end."""
+    with_blocks: list[Any] = []
+
+    def start(target: str) -> str:
+        config = server.ServerConfig(host="127.0.0.1", port=0)
+        block = server.EnvServer(resolve_env_target(target), config).run_in_thread()
+        running = block.__enter__()
+        with_blocks.append(block)
+        return str(running.url)
+
+    yield start
+    for block in reversed(with_blocks):
+        block.__exit__(None, None, None)
+
+
+def test_cartpole_episode_through_the_real_client(serve: Any) -> None:
+    url = serve("gymnasium:CartPole-v1")
+    schema = httpx.get(f"{url}/schema", timeout=10).json()
+    assert schema["action"]["properties"]["action"]["maximum"] == 1
+    with GenericEnvClient(base_url=url, message_timeout_s=10).sync() as env:
+        result = env.reset(seed=4)
+        assert result.done is False and len(result.observation["observation"]) == 4
+        steps = 0
+        while not result.done:
+            observation = result.observation["observation"]
+            result = env.step({"action": 1 if observation[2] + observation[3] > 0 else 0})
+            assert result.reward == 1.0
+            steps += 1
+            assert steps <= 500
+        assert env.state()["step_count"] == steps
+        with pytest.raises(RuntimeError, match=r"VALIDATION_ERROR") as caught:
+            env.step({"action": 2})
+        assert "Discrete(2)" in str(caught.value) and "/action" in str(caught.value)
+
+
+def test_openenv_core_environment_through_the_real_client(serve: Any) -> None:
+    url = serve("adapter_samples:EchoEnv")
+    schema = httpx.get(f"{url}/schema", timeout=10).json()
+    assert schema["action"]["title"] == "EchoAction"
+    with GenericEnvClient(base_url=url, message_timeout_s=10).sync() as env:
+        env.reset(episode_id="served-1")
+        result = env.step({"message": "ab", "repeat": 3})
+        assert result.observation == {"echoed": "ababab", "length": 6} and result.reward == 6.0
+        state = env.state()
+        assert state["episode_id"] == "served-1" and state["step_count"] == 1
+        with pytest.raises(RuntimeError, match=r"VALIDATION_ERROR"):
+            env.step({"message": 5})
