@@ -14,7 +14,9 @@ from collections.abc import Sequence
 __all__ = ["main"]
 
 #: name -> (module, one-line summary)
-COMMANDS: dict[str, tuple[str, str]] = {}
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("openenv_anyio.conformance.cli", "check a server against the protocol (conformance kit)"),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
