@@ -85,7 +85,8 @@ class CaseContext:
 def expect_frame(frame: Received, frame_type: str, what: str) -> Any:
     """The ``data`` of ``frame`` if it is a spec-valid frame of ``frame_type``."""
     if frame.type != frame_type:
-        raise CaseFailed(f"{what}: expected a {frame_type} frame, got {frame.describe()}")
+        article = "an" if frame_type[0] in "aeiou" else "a"
+        raise CaseFailed(f"{what}: expected {article} {frame_type} frame, got {frame.describe()}")
     if frame.faults:
         raise CaseFailed(f"{what}: the {frame_type} frame breaks the spec at {frame.faults[0]}")
     return frame.data

@@ -19,7 +19,7 @@ from .actions import UnsupportedSchema, invalid_variant, minimal_instance
 from .cases import Case, select_cases
 from .context import CaseContext, Setup
 from .driver import DriverError, HttpProbe, Target, check_reachable
-from .evidence import Recorder
+from .evidence import Recorder, WireEvent
 from .verdicts import CaseFailed, CaseResult, NotApplicable, Verdict
 
 __all__ = ["CheckOptions", "RunReport", "run_checks", "run_checks_sync"]
@@ -127,8 +127,9 @@ async def _run_case(case: Case, setup: Setup, recorder: Recorder, http: HttpProb
             verdict, reason = Verdict.NOT_APPLICABLE, str(exc)
         except DriverError as exc:
             verdict, reason = Verdict.FAIL, str(exc)
+    evidence = recorder.for_case(case.id)
     if scope.cancelled_caught:
-        verdict, reason = Verdict.TIMEOUT, f"no verdict within {setup.timeout_s:g} s (per-case timeout)"
+        verdict, reason = Verdict.TIMEOUT, _timeout_reason(evidence, setup.timeout_s)
     if verdict is Verdict.PASS and ctx.non_strict_reasons:
         verdict, reason = Verdict.NON_STRICT, "; ".join(ctx.non_strict_reasons)
     elif verdict is Verdict.PASS and ctx.informational:
@@ -142,8 +143,15 @@ async def _run_case(case: Case, setup: Setup, recorder: Recorder, http: HttpProb
         reason=reason,
         notes=ctx.notes,
         duration_s=time.monotonic() - started,
-        evidence=recorder.for_case(case.id),
+        evidence=evidence,
     )
+
+
+def _timeout_reason(evidence: list[WireEvent], timeout_s: float) -> str:
+    """Say what the case was waiting for when its time ran out."""
+    last = evidence[-1] if evidence else None
+    waiting = f": no answer to {last.channel}#{last.connection} {last.preview}" if last and last.direction == "sent" else ""
+    return f"no verdict within {timeout_s:g} s (per-case timeout){waiting}"
 
 
 async def run_checks(options: CheckOptions) -> RunReport:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 import uuid
@@ -50,7 +51,10 @@ class EchoEnv(Environment):
 def run_openenv_core_server(max_concurrent_envs: int = 8) -> Iterator[str]:
     """Serve the echo env with openenv-core on 127.0.0.1 (free port); yield the base URL."""
     app = create_fastapi_app(EchoEnv, EchoAction, EchoObservation, max_concurrent_envs=max_concurrent_envs)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="off"))
+    # the real server logs a traceback for each connection it drops (its known defects)
+    logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, access_log=False, lifespan="off")
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="openenv-core-server", daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
