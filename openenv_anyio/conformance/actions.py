@@ -38,6 +38,18 @@ def _resolve(schema: Any, root: Mapping[str, Any]) -> Any:
     return schema
 
 
+def _merge_all_of(schema: Mapping[str, Any], root: Mapping[str, Any]) -> dict[str, Any]:
+    """One schema with the ``allOf`` parts folded in (properties and required united)."""
+    merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+    for part in schema.get("allOf", []):
+        part = _resolve(part, root)
+        if isinstance(part, Mapping):
+            merged["properties"] = {**merged.get("properties", {}), **part.get("properties", {})}
+            merged["required"] = [*merged.get("required", []), *part.get("required", [])]
+            merged.update({k: v for k, v in part.items() if k not in ("properties", "required")})
+    return merged
+
+
 def _number(schema: Mapping[str, Any], integer: bool) -> int | float:
     low = schema.get("minimum")
     exclusive = schema.get("exclusiveMinimum")
@@ -70,16 +82,8 @@ def minimal_instance(schema: Any, root: Mapping[str, Any] | None = None, _depth:
         return schema["const"]
     if isinstance(schema.get("enum"), list) and schema["enum"]:
         return schema["enum"][0]
-    for key in ("allOf",):
-        if isinstance(schema.get(key), list):
-            merged: dict[str, Any] = {k: v for k, v in schema.items() if k != key}
-            for part in schema[key]:
-                part = _resolve(part, root)
-                if isinstance(part, Mapping):
-                    merged["properties"] = {**merged.get("properties", {}), **part.get("properties", {})}
-                    merged["required"] = [*merged.get("required", []), *part.get("required", [])]
-                    merged.update({k: v for k, v in part.items() if k not in ("properties", "required")})
-            return minimal_instance(merged, root, _depth + 1)
+    if isinstance(schema.get("allOf"), list):
+        return minimal_instance(_merge_all_of(schema, root), root, _depth + 1)
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
             for branch in schema[key]:
@@ -129,6 +133,8 @@ def invalid_variant(schema: Any, valid: Mapping[str, Any]) -> dict[str, Any] | N
     schema = _resolve(schema, root)
     if not isinstance(schema, Mapping):
         return None
+    if isinstance(schema.get("allOf"), list):
+        schema = _merge_all_of(schema, root)
     required = [name for name in schema.get("required", []) if name in valid]
     if required:
         return {k: v for k, v in valid.items() if k != required[0]}

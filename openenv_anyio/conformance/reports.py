@@ -310,5 +310,6 @@ def write_junit(report: RunReport, path: str) -> None:
         handle.write(to_junit_xml(report))
 
 
-def print_terminal(report: RunReport, stream: IO[str] = sys.stdout) -> None:
+def print_terminal(report: RunReport, stream: IO[str] | None = None) -> None:
+    stream = stream or sys.stdout
     print(render_terminal(report, colour=use_colour(stream)), file=stream)
