@@ -22,6 +22,12 @@ def _positive(text: str) -> float:
     return value
 
 
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
+    return int(text)
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("url", metavar="URL", help="the server's base URL, http(s):// or ws(s):// (e.g. http://127.0.0.1:8000)")
     parser.add_argument("--action", metavar="JSON", help="a valid action as a JSON object (default: built from GET /schema)")
@@ -37,6 +43,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="MB",
         type=_positive,
         help="the server's inbound frame limit: WS-ERR-08 sends MB MiB + 1 byte and expects close 1009 (skipped without it)",
+    )
+    parser.add_argument(
+        "--max-sessions",
+        metavar="N",
+        type=_positive_int,
+        help="the server's session limit: WS-CAP-01 opens N sessions and expects CAPACITY_REACHED on one more",
     )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
 
@@ -77,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, BaselineError) as exc:
         return _fail(str(exc))
     options = CheckOptions(
-        url=args.url, action=action, only=args.only, timeout_s=args.timeout, frame_limit_mb=args.frame_limit_mb
+        url=args.url, action=action, only=args.only, timeout_s=args.timeout, frame_limit_mb=args.frame_limit_mb,
+        max_sessions=args.max_sessions,
     )
     try:
         report = run_checks_sync(options)

@@ -43,6 +43,7 @@ class Setup:
     action_problem: str | None = None
     invalid_action: Mapping[str, Any] | None = None
     frame_limit_bytes: int | None = None
+    max_sessions: int | None = None
 
 
 @dataclass(slots=True)

@@ -9,7 +9,7 @@ real reports against it)::
      "duration_s": 1.2, "passed": true,
      "setup": {"action": {...} | null, "action_source": "option" | "schema" | "none",
                "action_problem": str | null, "invalid_action": {...} | null,
-               "timeout_s": 10.0, "frame_limit_mb": 16 | null},
+               "timeout_s": 10.0, "frame_limit_mb": 16 | null, "max_sessions": 8 | null},
      "summary": {"total": 28, "pass": 20, "non-strict": 1, "fail": 2, "timeout": 0,
                  "not-applicable": 2, "informational": 1,
                  "expected-failures": 2, "unexpected-passes": 0},
@@ -98,7 +98,7 @@ REPORT_SCHEMA: dict[str, Any] = {
         "setup": {
             "type": "object",
             "additionalProperties": False,
-            "required": ["action", "action_source", "action_problem", "invalid_action", "timeout_s", "frame_limit_mb"],
+            "required": ["action", "action_source", "action_problem", "invalid_action", "timeout_s", "frame_limit_mb", "max_sessions"],
             "properties": {
                 "action": {"type": ["object", "null"]},
                 "action_source": {"enum": ["option", "schema", "none"]},
@@ -106,6 +106,7 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "invalid_action": {"type": ["object", "null"]},
                 "timeout_s": {"type": "number", "exclusiveMinimum": 0},
                 "frame_limit_mb": {"type": ["number", "null"]},
+                "max_sessions": {"type": ["integer", "null"], "minimum": 1},
             },
         },
         "summary": {
@@ -188,6 +189,7 @@ def to_json(report: RunReport) -> dict[str, Any]:
             "invalid_action": None if setup.invalid_action is None else dict(setup.invalid_action),
             "timeout_s": setup.timeout_s,
             "frame_limit_mb": report.options.frame_limit_mb,
+            "max_sessions": report.options.max_sessions,
         },
         "summary": summary_counts(report),
         "cases": [_case_dict(result) for result in report.results],

@@ -36,6 +36,7 @@ class CheckOptions:
     only: Sequence[str] | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     frame_limit_mb: float | None = None
+    max_sessions: int | None = None
 
 
 @dataclass(slots=True)
@@ -110,6 +111,7 @@ async def _learn_setup(options: CheckOptions, target: Target, http: HttpProbe) -
         action_problem=problem,
         invalid_action=invalid,
         frame_limit_bytes=limit,
+        max_sessions=options.max_sessions,
     )
 
 

@@ -8,6 +8,8 @@ import pytest
 
 from .minimal_server import MinimalServer, serve_in_thread
 
+MINIMAL_MAX_SESSIONS = 4
+
 
 @pytest.fixture(scope="session")
 def openenv_core_url() -> Iterator[str]:
@@ -20,6 +22,6 @@ def openenv_core_url() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def minimal_url() -> Iterator[str]:
-    """A correct minimal server (raw ASGI on Hypercorn/trio), inbound limit 1 MiB."""
-    with serve_in_thread(MinimalServer()) as url:
+    """A correct minimal server (raw ASGI on Hypercorn/trio): inbound limit 1 MiB, 4 sessions."""
+    with serve_in_thread(MinimalServer(max_sessions=MINIMAL_MAX_SESSIONS)) as url:
         yield url

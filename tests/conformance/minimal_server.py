@@ -88,8 +88,9 @@ class EchoEnv:
 class MinimalServer:
     """The ASGI app."""
 
-    def __init__(self, flaws: Flaws = Flaws()) -> None:
+    def __init__(self, flaws: Flaws = Flaws(), *, max_sessions: int | None = None) -> None:
         self.flaws = flaws
+        self.max_sessions = max_sessions
         self.shared_env = EchoEnv()
         self.action_validator = Validator(ACTION_SCHEMA)
         self.sessions: dict[int, EchoEnv] = {}
@@ -162,6 +163,12 @@ class MinimalServer:
 
     async def agent(self, receive: Any, send: Any) -> None:
         await send({"type": "websocket.accept"})
+        if self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
+            extra = {"active_sessions": len(self.sessions), "max_sessions": self.max_sessions}
+            full = Error("CAPACITY_REACHED", "Server at capacity", extra)
+            await send({"type": "websocket.send", "text": encode_frame(full)})
+            await send({"type": "websocket.close", "code": 1013})
+            return
         session = next(self._ids)
         env = self.shared_env if self.flaws.shared_state else EchoEnv()
         self.sessions[session] = env

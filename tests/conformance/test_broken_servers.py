@@ -10,15 +10,22 @@ import pytest
 
 from openenv_anyio.conformance.runner import CheckOptions, run_checks_sync
 
+from .conftest import MINIMAL_MAX_SESSIONS
 from .minimal_server import Flaws, MinimalServer, serve_in_thread
 
 
-def test_correct_server_has_no_failures(minimal_url: str) -> None:
-    report = run_checks_sync(CheckOptions(minimal_url, timeout_s=10, frame_limit_mb=1))
-    verdicts = report.verdicts()
-    assert {case_id for case_id, v in verdicts.items() if v != "pass"} == {"WS-CAP-01"}
-    assert verdicts["WS-CAP-01"] == "informational"
+def test_correct_server_passes_every_case(minimal_url: str) -> None:
+    options = CheckOptions(minimal_url, timeout_s=10, frame_limit_mb=1, max_sessions=MINIMAL_MAX_SESSIONS)
+    report = run_checks_sync(options)
+    assert {case_id: v for case_id, v in report.verdicts().items() if v != "pass"} == {}
     assert report.passed
+
+
+def test_unenforced_session_limit_is_flagged() -> None:
+    with serve_in_thread(MinimalServer()) as url:
+        report = run_checks_sync(CheckOptions(url, only=["WS-CAP-01"], timeout_s=2, max_sessions=2))
+    result = report.result("WS-CAP-01")
+    assert result.verdict.value == "fail" and "expected CAPACITY_REACHED" in (result.reason or "")
 
 
 # flaw -> (case meant to flag it, text expected in the reason, cases run)

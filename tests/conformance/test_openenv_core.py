@@ -83,3 +83,12 @@ def test_every_received_frame_was_validated(report: RunReport) -> None:
     result = report.result("SCHEMA-01")
     assert result.verdict.value == "pass"
     assert any("frame(s) checked" in note for note in result.notes)
+
+
+def test_capacity_close_code_1000_is_non_strict(openenv_core_url: str) -> None:
+    """WS-CAP-1: openenv-core closes a connection beyond the limit with 1000, not 1013."""
+    report = run_checks_sync(CheckOptions(openenv_core_url, only=["WS-CAP-01"], max_sessions=8))
+    result = report.result("WS-CAP-01")
+    assert result.verdict.value == "non-strict" and "closed with 1000" in (result.reason or "")
+    received = [e for e in result.evidence if e.direction == "received"]
+    assert '"active_sessions":8,"max_sessions":8' in received[-1].preview
