@@ -7,7 +7,7 @@ did instead; the runner turns the message and the case's wire log into the verdi
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from .verdicts import CaseFailed, NotApplicable
 
 __all__ = [
     "CaseContext",
+    "CheckOptions",
     "Setup",
     "check_data_shape",
     "expect_alive",
@@ -30,20 +31,46 @@ __all__ = [
 ]
 
 
+DEFAULT_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOptions:
+    """What to check and how: the server URL plus the knobs of ``openenv-anyio check``."""
+
+    url: str
+    action: Mapping[str, Any] | None = None
+    only: Sequence[str] | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    frame_limit_mb: float | None = None  # the server's inbound limit (WS-ERR-08)
+    max_sessions: int | None = None  # the server's session limit (WS-CAP-01)
+
+
 @dataclass(frozen=True, slots=True)
 class Setup:
-    """What the runner learnt before the cases: the target, its schemas and a valid action."""
+    """The options plus what the runner learnt before the cases: schemas, a valid action."""
 
+    options: CheckOptions
     target: Target
-    timeout_s: float
     schema: Mapping[str, Any] | None = None
     schema_problem: str | None = None
     action: Mapping[str, Any] | None = None
     action_source: str = "none"  # "option", "schema" or "none"
     action_problem: str | None = None
     invalid_action: Mapping[str, Any] | None = None
-    frame_limit_bytes: int | None = None
-    max_sessions: int | None = None
+
+    @property
+    def timeout_s(self) -> float:
+        return self.options.timeout_s
+
+    @property
+    def frame_limit_bytes(self) -> int | None:
+        limit = self.options.frame_limit_mb
+        return None if limit is None else int(limit * 2**20)
+
+    @property
+    def max_sessions(self) -> int | None:
+        return self.options.max_sessions
 
 
 @dataclass(slots=True)

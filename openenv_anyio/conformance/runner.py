@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,27 +17,12 @@ import trio
 from ..core import Validator
 from .actions import UnsupportedSchema, invalid_variant, minimal_instance
 from .cases import Case, select_cases
-from .context import CaseContext, Setup
+from .context import CaseContext, CheckOptions, Setup
 from .driver import DriverError, HttpProbe, Target, check_reachable
 from .evidence import Recorder, WireEvent
 from .verdicts import CaseFailed, CaseResult, NotApplicable, Verdict
 
 __all__ = ["CheckOptions", "RunReport", "run_checks", "run_checks_sync"]
-
-DEFAULT_TIMEOUT_S = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class CheckOptions:
-    """What to check and how: the server URL plus the knobs of ``openenv-anyio check``."""
-
-    url: str
-    action: Mapping[str, Any] | None = None
-    only: Sequence[str] | None = None
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    frame_limit_mb: float | None = None
-    max_sessions: int | None = None
-
 
 @dataclass(slots=True)
 class RunReport:
@@ -100,18 +85,15 @@ async def _learn_setup(options: CheckOptions, target: Target, http: HttpProbe) -
         candidate = invalid_variant(action_schema, action)
         if candidate is not None and not validator.is_valid(candidate):
             invalid = candidate
-    limit = None if options.frame_limit_mb is None else int(options.frame_limit_mb * 2**20)
     return Setup(
+        options=options,
         target=target,
-        timeout_s=options.timeout_s,
         schema=schema,
         schema_problem=schema_problem,
         action=action,
         action_source=source if action is not None else "none",
         action_problem=problem,
         invalid_action=invalid,
-        frame_limit_bytes=limit,
-        max_sessions=options.max_sessions,
     )
 
 
@@ -170,7 +152,7 @@ async def run_checks(options: CheckOptions) -> RunReport:
     started = time.monotonic()
     async with httpx.AsyncClient(timeout=options.timeout_s) as client:
         http = HttpProbe(client, target, recorder)
-        setup = Setup(target, options.timeout_s, schema_problem="GET /schema did not answer in time")
+        setup = Setup(options, target, schema_problem="GET /schema did not answer in time")
         with trio.move_on_after(options.timeout_s):
             setup = await _learn_setup(options, target, http)
         report = RunReport(options=options, setup=setup, started_at=started_at)
