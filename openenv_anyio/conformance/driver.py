@@ -153,6 +153,7 @@ async def open_ws(
 ) -> AsyncIterator[WsConnection]:
     """Open a WebSocket on ``path`` offering no subprotocol; close it (code 1000) on exit."""
     url = target.ws_base + path
+    body_error: BaseException | None = None
     try:
         async with trio_websocket.open_websocket_url(
             url,
@@ -164,6 +165,9 @@ async def open_ws(
             recorder.add(path, connection.number, "sent", "open", preview=f"GET {url} (no subprotocol offered)")
             try:
                 yield connection
+            except BaseException as exc:
+                body_error = exc
+                raise
             finally:
                 reason = ws.closed
                 if reason is not None:
@@ -171,7 +175,10 @@ async def open_ws(
     except trio_websocket.ConnectionRejected as exc:
         raise HandshakeRejected(path, exc.status_code) from None
     except trio_websocket.DisconnectionTimeout:
-        pass  # the server did not finish the closing handshake in time: nothing to test here
+        # the server did not finish the closing handshake in time; what the case concluded
+        # (its own exception, if any) is what counts
+        if body_error is not None:
+            raise body_error from None
     except trio_websocket.HandshakeError as exc:
         cause = exc.__cause__ or exc
         raise DriverError(f"cannot open {url}: {type(cause).__name__} {cause}".rstrip()) from None

@@ -111,6 +111,8 @@ async def _run_case(case: Case, setup: Setup, recorder: Recorder, http: HttpProb
             verdict, reason = Verdict.NOT_APPLICABLE, str(exc)
         except DriverError as exc:
             verdict, reason = Verdict.FAIL, str(exc)
+        except Exception as exc:  # a server reply the kit did not foresee must not end the run
+            verdict, reason = Verdict.FAIL, f"unexpected error in the kit: {type(exc).__name__}: {exc}"
     evidence = recorder.for_case(case.id)
     if scope.cancelled_caught:
         verdict, reason = Verdict.TIMEOUT, _timeout_reason(evidence, setup.timeout_s)

@@ -12,6 +12,7 @@ from openenv_anyio.conformance.runner import CheckOptions, run_checks_sync
 
 from .conftest import MINIMAL_MAX_SESSIONS
 from .minimal_server import Flaws, MinimalServer, serve_in_thread
+from .stubborn_server import serve_stubborn
 
 
 def test_correct_server_passes_every_case(minimal_url: str) -> None:
@@ -76,3 +77,12 @@ def test_hanging_server_times_out_per_case_and_the_run_ends() -> None:
         assert 'no answer to /ws#' in (result.reason or "") and '{"type":"state"}' in (result.reason or "")
     assert elapsed < 2 * timeout + 15
     assert not report.passed
+
+
+def test_failure_survives_a_server_that_never_answers_close() -> None:
+    """The case's own verdict wins over the closing handshake timing out afterwards."""
+    with serve_stubborn() as url:
+        report = run_checks_sync(CheckOptions(url, only=["WS-CONN-01", "WS-ERR-04"], timeout_s=10))
+    assert report.verdicts() == {"WS-CONN-01": "fail", "WS-ERR-04": "fail"}
+    assert "expected a state frame" in (report.result("WS-CONN-01").reason or "")
+    assert report.result("WS-CONN-01").evidence[-1].faults[0].keyword in ("enum", "const", "if", "type")
