@@ -71,3 +71,27 @@ def test_loading_the_plugin_imports_no_io_library(module: str) -> None:
     code = f"import sys, {PLUGIN}; sys.exit({module!r} in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
     assert done.returncode == 0
+
+
+def test_entry_point_and_dash_p_load_the_plugin_once(tmp_path: Path) -> None:
+    """As installed: the pytest11 entry point of pyproject.toml, plus an explicit ``-p``."""
+    import tomllib
+
+    entry_points = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["pytest11"]
+    assert list(entry_points.values()) == [PLUGIN]
+    dist = tmp_path / "site" / "openenv_anyio_entry-0.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: openenv-anyio-entry\nVersion: 0.0\n")
+    (dist / "entry_points.txt").write_text(
+        "[pytest11]\n" + "".join(f"{name} = {target}\n" for name, target in entry_points.items())
+    )
+    (tmp_path / "test_own.py").write_text("def test_own():\n    pass\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'site'}{os.pathsep}{ROOT}"}
+    for extra in ([], ["-p", PLUGIN]):
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", *extra, "-p", "no:cacheprovider", "-q", "--rootdir", str(tmp_path),
+             str(tmp_path / "test_own.py"), "--help"],
+            capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "--openenv-url=URL" in done.stdout
