@@ -26,6 +26,7 @@ from .context import (
     receive_within,
 )
 from .driver import HandshakeRejected, ServerClosed, WsConnection
+from .vectors import client_error_vectors, default_examples_dir
 from .verdicts import CaseFailed, NotApplicable
 
 __all__ = ["CASES", "Case", "cases_by_id", "select_cases"]
@@ -441,6 +442,35 @@ async def _ui(ctx: CaseContext) -> None:
                     await _next_update(ui, ctx, episode_id, "after a reset")
         except HandshakeRejected as rejected:
             raise NotApplicable(f"the server has no /ws/ui ({rejected})") from None
+
+
+# --- spec vectors ----------------------------------------------------------------------
+
+
+@case("SPEC-VEC-01", "every invalid client frame of spec/v1/examples gets its error code", ("WS-ERR-9",), required=False)
+async def _spec_vectors(ctx: CaseContext) -> None:
+    directory = ctx.setup.options.examples_dir or default_examples_dir()
+    vectors = client_error_vectors(directory) if directory is not None else []
+    if not vectors:
+        raise NotApplicable("the spec has no example vectors (spec/v1/examples/invalid)")
+    problems: list[str] = []
+    async with contextlib.AsyncExitStack() as stack:
+        conn: WsConnection | None = None
+        for vector in vectors:
+            if conn is None:
+                conn = await stack.enter_async_context(ctx.ws())
+            try:
+                await conn.send_text(vector.text)
+                expect_error(await conn.receive(), vector.expect_code, f"{vector.name} [{vector.requirement}]")
+                await expect_alive(conn, vector.name)
+            except CaseFailed as failed:
+                problems.append(str(failed))
+            except ServerClosed as closed:
+                problems.append(f"{vector.name} [{vector.requirement}]: {closed}")
+                conn = None  # the next vector gets a new connection
+    ctx.note(f"{len(vectors)} vector(s) sent from {directory}")
+    if problems:
+        raise CaseFailed(f"{len(problems)} of {len(vectors)} vector(s) mishandled: " + "; ".join(problems))
 
 
 # --- synthetic -------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -44,6 +45,7 @@ class CheckOptions:
     timeout_s: float = DEFAULT_TIMEOUT_S
     frame_limit_mb: float | None = None  # the server's inbound limit (WS-ERR-08)
     max_sessions: int | None = None  # the server's session limit (WS-CAP-01)
+    examples_dir: Path | None = None  # spec example vectors (SPEC-VEC-01); default: the bundled spec
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,8 @@ import pytest
 
 from openenv_anyio.conformance.runner import CheckOptions, RunReport, run_checks_sync
 
+from .conftest import SPEC_HAS_VECTORS
+
 #: what openenv-core 0.3.0 (create_fastapi_app, uvicorn) earns, case by case
 EXPECTED_VERDICTS = {
     "WS-CONN-01": "pass",
@@ -38,6 +40,7 @@ EXPECTED_VERDICTS = {
     "HTTP-05": "pass",
     "HTTP-06": "pass",
     "UI-01": "not-applicable",  # create_fastapi_app has no /ws/ui
+    "SPEC-VEC-01": "fail" if SPEC_HAS_VECTORS else "not-applicable",  # optional: the spec's vectors
     "SCHEMA-01": "pass",
 }
 
