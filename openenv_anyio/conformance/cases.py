@@ -29,7 +29,7 @@ from .driver import HandshakeRejected, ServerClosed, WsConnection
 from .vectors import client_error_vectors, default_examples_dir
 from .verdicts import CaseFailed, NotApplicable
 
-__all__ = ["CASES", "Case", "cases_by_id", "select_cases"]
+__all__ = ["CASES", "Case", "select_cases"]
 
 CaseBody = Callable[[CaseContext], Awaitable[None]]
 
@@ -62,8 +62,8 @@ def case(case_id: str, title: str, requirements: tuple[str, ...], *, required: b
     return register
 
 
-def _episode(ctx_case: str) -> str:
-    return f"conformance-{ctx_case.lower()}"
+def _episode(case_id: str) -> str:
+    return f"conformance-{case_id.lower()}"
 
 
 async def _reset(conn: WsConnection, episode_id: str) -> None:
@@ -488,10 +488,6 @@ async def _all_frames_valid(ctx: CaseContext) -> None:
 
 
 CASES: tuple[Case, ...] = tuple(_registry)
-
-
-def cases_by_id() -> dict[str, Case]:
-    return {c.id: c for c in CASES}
 
 
 def select_cases(only: list[str] | None) -> list[Case]:
