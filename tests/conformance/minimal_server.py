@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +32,8 @@ from openenv_anyio.core import (
     dumps,
     encode_frame,
 )
+
+from .trio_thread import trio_server_in_thread
 
 ACTION_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -264,24 +265,10 @@ def serve_in_thread(app: Any) -> Iterator[str]:
     config.websocket_max_message_size = FRAME_LIMIT_BYTES
     config.accesslog = None
     config.errorlog = None
-    started = threading.Event()
-    url: list[str] = []
-    token: list[trio.lowlevel.TrioToken] = []
-    stop = trio.Event()
 
-    async def main() -> None:
-        token.append(trio.lowlevel.current_trio_token())
-        async with trio.open_nursery() as nursery:
-            binds = await nursery.start(lambda task_status: serve(app, config, shutdown_trigger=stop.wait, task_status=task_status))
-            url.append(binds[0])
-            started.set()
+    async def start(nursery: trio.Nursery, stop: trio.Event) -> str:
+        binds = await nursery.start(lambda task_status: serve(app, config, shutdown_trigger=stop.wait, task_status=task_status))
+        return str(binds[0])
 
-    thread = threading.Thread(target=trio.run, args=(main,), name="minimal-server", daemon=True)
-    thread.start()
-    if not started.wait(20):
-        raise RuntimeError("the minimal server did not start")
-    try:
-        yield url[0]
-    finally:
-        trio.from_thread.run_sync(stop.set, trio_token=token[0])
-        thread.join(timeout=10)
+    with trio_server_in_thread(start, "minimal-server") as url:
+        yield url

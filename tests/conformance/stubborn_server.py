@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import threading
 from collections.abc import Iterator
 
 import trio
 from wsproto import ConnectionType, WSConnection
-from wsproto.utilities import RemoteProtocolError
 from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessage
+from wsproto.utilities import RemoteProtocolError
+
+from .trio_thread import trio_server_in_thread
 
 
 async def _handle(stream: trio.SocketStream) -> None:
@@ -29,29 +30,19 @@ async def _handle(stream: trio.SocketStream) -> None:
                     await trio.sleep_forever()  # never answer the close
 
 
+async def _start(nursery: trio.Nursery, stop: trio.Event) -> str:
+    listeners = await nursery.start(functools.partial(trio.serve_tcp, _handle, 0, host="127.0.0.1"))
+
+    async def stop_when_asked() -> None:
+        await stop.wait()
+        nursery.cancel_scope.cancel()
+
+    nursery.start_soon(stop_when_asked)
+    return f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
+
+
 @contextlib.contextmanager
 def serve_stubborn() -> Iterator[str]:
     """Serve on 127.0.0.1 (free port) in a thread; yield the base URL."""
-    ready = threading.Event()
-    url: list[str] = []
-    token: list[trio.lowlevel.TrioToken] = []
-    stop = trio.Event()
-
-    async def main() -> None:
-        token.append(trio.lowlevel.current_trio_token())
-        async with trio.open_nursery() as nursery:
-            listeners = await nursery.start(functools.partial(trio.serve_tcp, _handle, 0, host="127.0.0.1"))
-            url.append(f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}")
-            ready.set()
-            await stop.wait()
-            nursery.cancel_scope.cancel()
-
-    thread = threading.Thread(target=trio.run, args=(main,), name="stubborn-server", daemon=True)
-    thread.start()
-    if not ready.wait(20):
-        raise RuntimeError("the stubborn server did not start")
-    try:
-        yield url[0]
-    finally:
-        trio.from_thread.run_sync(stop.set, trio_token=token[0])
-        thread.join(timeout=10)
+    with trio_server_in_thread(_start, "stubborn-server") as url:
+        yield url
