@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -141,8 +142,6 @@ class MinimalServer:
         if (method, path) == ("POST", "/reset"):
             return 200, self.observation(env.reset({})).to_wire()["data"]
         if (method, path) == ("POST", "/step"):
-            import json
-
             action = json.loads(body or b"{}").get("action")
             try:
                 self.action_validator.check(action, what="action")
