@@ -1,0 +1,504 @@
+"""The conformance cases: each a stable ID, a title, the PROTOCOL.md requirements it checks,
+whether it is required, and a coroutine that drives the server through a :class:`CaseContext`.
+
+Case IDs never change meaning; new checks get new IDs. ``SCHEMA-01`` is synthetic and runs
+last: it checks every frame the server sent during the run against the spec.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from ..core import Validator
+from .context import (
+    CaseContext,
+    check_data_shape,
+    expect_alive,
+    expect_error,
+    expect_frame,
+    expect_observation,
+    expect_state,
+    receive_within,
+)
+from .driver import HandshakeRejected, ServerClosed, WsConnection
+from .vectors import client_error_vectors, default_examples_dir
+from .verdicts import CaseFailed, NotApplicable
+
+__all__ = ["CASES", "Case", "select_cases"]
+
+CaseBody = Callable[[CaseContext], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One conformance case."""
+
+    id: str
+    title: str
+    requirements: tuple[str, ...]
+    required: bool
+    run: CaseBody
+
+    @property
+    def group(self) -> str:
+        return self.id.rsplit("-", 1)[0]
+
+
+_registry: list[Case] = []
+
+
+def case(case_id: str, title: str, requirements: tuple[str, ...], *, required: bool = True) -> Callable[[CaseBody], CaseBody]:
+    """Register the decorated coroutine as a case (in definition order)."""
+
+    def register(body: CaseBody) -> CaseBody:
+        _registry.append(Case(case_id, title, requirements, required, body))
+        return body
+
+    return register
+
+
+def _episode(case_id: str) -> str:
+    return f"conformance-{case_id.lower()}"
+
+
+async def _reset(conn: WsConnection, episode_id: str) -> None:
+    await expect_observation(conn, {"type": "reset", "data": {"episode_id": episode_id}}, "reset")
+
+
+# --- connection ------------------------------------------------------------------------
+
+
+@case("WS-CONN-01", "handshake on /ws without a subprotocol; the session answers", ("WS-CONN-1", "WS-CONN-3"))
+async def _handshake(ctx: CaseContext) -> None:
+    async with ctx.ws() as conn:
+        if conn.subprotocol is not None:
+            raise CaseFailed(f"the server selected subprotocol {conn.subprotocol!r}, which was not offered")
+        await expect_state(conn, "state on a new connection")
+
+
+# --- reset -----------------------------------------------------------------------------
+
+
+@case("WS-RESET-01", "reset without data answers an observation", ("WS-RESET-1", "WS-OBS-1"))
+async def _reset_bare(ctx: CaseContext) -> None:
+    async with ctx.ws() as conn:
+        await expect_observation(conn, {"type": "reset"}, "reset without data")
+
+
+@case("WS-RESET-02", "reset with data (seed) answers an observation", ("WS-RESET-1", "WS-RESET-2", "WS-OBS-1"))
+async def _reset_seed(ctx: CaseContext) -> None:
+    async with ctx.ws() as conn:
+        await expect_observation(conn, {"type": "reset", "data": {"seed": 1}}, "reset with seed 1")
+
+
+@case("WS-RESET-03", "seed and episode_id given to reset are reflected in state", ("WS-RESET-3", "WS-STATE-1"))
+async def _reset_reflected(ctx: CaseContext) -> None:
+    async with ctx.ws() as conn:
+        for round_, episode_id in enumerate(("conformance-ep-1", "conformance-ep-2")):
+            reset = {"type": "reset", "data": {"seed": 5 + round_, "episode_id": episode_id}}
+            await expect_observation(conn, reset, f"reset with episode_id {episode_id!r}")
+            state = await expect_state(conn, "state after reset")
+            if state.get("episode_id") != episode_id or state.get("step_count") != 0:
+                raise CaseFailed(
+                    f"after reset with episode_id {episode_id!r} the state is episode_id "
+                    f"{state.get('episode_id')!r}, step_count {state.get('step_count')!r} "
+                    f"(expected {episode_id!r}, 0)"
+                )
+            if round_ == 0 and ctx.setup.action is not None:
+                await expect_observation(conn, {"type": "step", "data": ctx.setup.action}, "step")
+
+
+@case("WS-RESET-04", "a negative seed is refused with VALIDATION_ERROR", ("WS-RESET-2", "WS-ERR-4"), required=False)
+async def _reset_negative_seed(ctx: CaseContext) -> None:
+    await _error_then_alive(ctx, "WS-RESET-04", '{"type":"reset","data":{"seed":-1}}', "VALIDATION_ERROR")
+
+
+# --- step and state --------------------------------------------------------------------
+
+
+@case("WS-STEP-01", "step with a valid action answers an observation", ("WS-STEP-1", "WS-OBS-1"))
+async def _step_valid(ctx: CaseContext) -> None:
+    action = ctx.require_action()
+    async with ctx.ws() as conn:
+        await _reset(conn, _episode("WS-STEP-01"))
+        await expect_observation(conn, {"type": "step", "data": action}, "step with a valid action")
+        state = await expect_state(conn, "state after step")
+        if state.get("step_count") != 1:
+            ctx.note(f"step_count after one step is {state.get('step_count')!r} (environment-defined)")
+
+
+@case("WS-STEP-02", "an invalid action is refused with VALIDATION_ERROR and its errors", ("WS-STEP-2", "WS-ERR-8"))
+async def _step_invalid(ctx: CaseContext) -> None:
+    if ctx.setup.invalid_action is None:
+        raise NotApplicable(ctx.setup.schema_problem or "cannot build an action the action schema refuses")
+    episode_id = _episode("WS-STEP-02")
+    async with ctx.ws() as conn:
+        await _reset(conn, episode_id)
+        reply = await conn.request({"type": "step", "data": ctx.setup.invalid_action})
+        data = expect_error(reply, "VALIDATION_ERROR", "step with an invalid action")
+        errors = data.get("errors")
+        if not isinstance(errors, list) or not errors:
+            raise CaseFailed("the VALIDATION_ERROR frame has no `errors` list saying where and why")
+        if not all(isinstance(e, Mapping) and "pointer" in e and "loc" in e for e in errors):
+            ctx.non_strict("`errors` entries lack a JSON `pointer` or a `loc` path (openenv-core gives `loc` only)")
+        await expect_alive(conn, "an invalid action", episode_id)
+
+
+@case("WS-STATE-01", "state answers episode_id and step_count, before and after reset", ("WS-STATE-1", "WS-RESET-3"))
+async def _state_shape(ctx: CaseContext) -> None:
+    async with ctx.ws() as conn:
+        await expect_state(conn, "state before any reset")
+        await expect_observation(conn, {"type": "reset"}, "reset without data")
+        state = await expect_state(conn, "state after reset")
+        if not isinstance(state.get("episode_id"), str):
+            raise CaseFailed(f"after a reset without episode_id the server chose none: {state.get('episode_id')!r}")
+
+
+# --- ordering --------------------------------------------------------------------------
+
+
+@case("WS-ORDER-01", "pipelined requests get one answer each, in order", ("WS-ORDER-1", "WS-ORDER-2"))
+async def _pipelined(ctx: CaseContext) -> None:
+    requests: list[tuple[Any, str, str | None]] = [
+        ({"type": "reset", "data": {"episode_id": "conformance-order-1"}}, "observation", None),
+        ({"type": "state"}, "state", "conformance-order-1"),
+    ]
+    if ctx.setup.action is not None:
+        requests.append(({"type": "step", "data": ctx.setup.action}, "observation", None))
+    else:
+        ctx.note("no valid action: the pipeline has no step")
+    requests += [
+        ({"type": "conformance_bogus"}, "error", None),
+        ({"type": "reset", "data": {"episode_id": "conformance-order-2"}}, "observation", None),
+        ({"type": "state"}, "state", "conformance-order-2"),
+        ({"type": "state"}, "state", "conformance-order-2"),
+    ]
+    async with ctx.ws() as conn:
+        for request, _, _ in requests:
+            await conn.send_json(request)
+        for index, (request, expected_type, episode_id) in enumerate(requests, 1):
+            what = f"answer {index} of {len(requests)} (to {request['type']})"
+            data = expect_frame(await conn.receive(), expected_type, what)
+            if episode_id is not None and data.get("episode_id") != episode_id:
+                raise CaseFailed(f"{what}: episode_id {data.get('episode_id')!r}, expected {episode_id!r}")
+        extra = await receive_within(conn, min(0.2, ctx.wait_s))
+        if extra is not None:
+            raise CaseFailed(f"an extra frame after the last answer: {extra.describe()}")
+
+
+# --- errors ----------------------------------------------------------------------------
+
+
+async def _error_then_alive(ctx: CaseContext, case_id: str, payload: str | bytes, code: str) -> None:
+    """Send ``payload`` inside a session, expect ``code``, then expect the session to go on."""
+    episode_id = _episode(case_id)
+    shown = "a binary frame" if isinstance(payload, bytes) else repr(payload[:60])
+    problems: list[str] = []
+    async with ctx.ws() as conn:
+        await _reset(conn, episode_id)
+        if isinstance(payload, bytes):
+            await conn.send_binary(payload)
+        else:
+            await conn.send_text(payload)
+        try:
+            reply = await conn.receive()
+        except ServerClosed as closed:
+            raise CaseFailed(f"{closed} instead of answering {shown} with {code}") from None
+        try:
+            expect_error(reply, code, f"the answer to {shown}")
+        except CaseFailed as failed:
+            problems.append(str(failed))
+        try:
+            # a request that was not refused may legitimately have changed the episode
+            await expect_alive(conn, shown, episode_id if reply.type == "error" else None)
+        except CaseFailed as failed:
+            problems.append(str(failed))
+    if problems:
+        raise CaseFailed("; ".join(problems))
+
+
+def _error_case(case_id: str, title: str, requirements: tuple[str, ...], payload: str | bytes, code: str) -> None:
+    async def body(ctx: CaseContext) -> None:
+        await _error_then_alive(ctx, case_id, payload, code)
+
+    case(case_id, title, requirements)(body)
+
+
+_error_case("WS-ERR-01", "invalid JSON -> INVALID_JSON, session continues", ("WS-ERR-1", "WS-ERR-9"), "{not json", "INVALID_JSON")
+_error_case("WS-ERR-02", "non-object JSON -> VALIDATION_ERROR, session continues", ("WS-ERR-2", "WS-ERR-9"), "[1, 2]", "VALIDATION_ERROR")
+_error_case("WS-ERR-03", "frame without type -> UNKNOWN_TYPE, session continues", ("WS-ERR-3", "WS-ERR-9"), '{"data": {}}', "UNKNOWN_TYPE")
+_error_case("WS-ERR-04", "unknown type -> UNKNOWN_TYPE, session continues", ("WS-ERR-3", "WS-ERR-9"), '{"type": "conformance_bogus"}', "UNKNOWN_TYPE")
+_error_case("WS-ERR-05", "extra top-level key -> VALIDATION_ERROR, session continues", ("WS-CONN-4", "WS-ERR-4", "WS-ERR-9"), '{"type": "state", "conformance_extra": 1}', "VALIDATION_ERROR")
+_error_case("WS-ERR-06", "step without data -> VALIDATION_ERROR, session continues", ("WS-ERR-4", "WS-ERR-9"), '{"type": "step"}', "VALIDATION_ERROR")
+_error_case("WS-ERR-07", "binary frame -> INVALID_JSON, session continues", ("WS-ERR-5", "WS-ERR-9"), b'{"type": "state"}', "INVALID_JSON")
+
+
+@case("WS-ERR-08", "a frame just over the inbound limit -> close 1009", ("WS-ERR-6",))
+async def _oversize(ctx: CaseContext) -> None:
+    limit = ctx.setup.frame_limit_bytes
+    if limit is None:
+        raise NotApplicable(
+            "pass --frame-limit-mb MB (the server's inbound limit, 100 by default per WS-ERR-6) "
+            "to send a frame of MB MiB + 1 byte"
+        )
+    head, tail = '{"type": "state", "pad": "', '"}'
+    payload = head + "a" * max(0, limit + 1 - len(head) - len(tail)) + tail
+    async with ctx.ws() as conn:
+        try:
+            await conn.send_text(payload)
+            reply = await conn.receive()
+        except ServerClosed as closed:
+            if closed.code != 1009:
+                raise CaseFailed(f"a {len(payload)}-byte frame: {closed}, expected code 1009") from None
+            return
+        raise CaseFailed(f"a {len(payload)}-byte frame was answered ({reply.describe()}) instead of close 1009")
+
+
+# --- close, isolation, capacity --------------------------------------------------------
+
+
+@case("WS-CLOSE-01", "close -> no answer, close code 1000", ("WS-CLOSE-1",))
+async def _close(ctx: CaseContext) -> None:
+    async with ctx.ws() as conn:
+        await _reset(conn, _episode("WS-CLOSE-01"))
+        await conn.send_json({"type": "close"})
+        frames, closed = await conn.wait_closed()
+        if frames:
+            raise CaseFailed(f"the server answered close with {frames[0].describe()}")
+        if closed.code != 1000:
+            raise CaseFailed(f"after close: {closed}, expected code 1000")
+
+
+@case("WS-CONN-02", "two connections are isolated sessions", ("WS-CONN-2",))
+async def _isolation(ctx: CaseContext) -> None:
+    async with ctx.ws() as first, ctx.ws() as second:
+        await _reset(first, "conformance-iso-a")
+        await _reset(second, "conformance-iso-b")
+        if ctx.setup.action is not None:
+            await expect_observation(first, {"type": "step", "data": ctx.setup.action}, "step on connection A")
+        state_b = await expect_state(second, "state on connection B")
+        state_a = await expect_state(first, "state on connection A")
+        if state_a.get("episode_id") != "conformance-iso-a" or state_b.get("episode_id") != "conformance-iso-b":
+            raise CaseFailed(
+                f"sessions are not isolated: A reports episode {state_a.get('episode_id')!r} (expected "
+                f"'conformance-iso-a'), B reports {state_b.get('episode_id')!r} (expected 'conformance-iso-b')"
+            )
+        if state_b.get("step_count") != 0:
+            raise CaseFailed(f"a step on A changed B: B's step_count is {state_b.get('step_count')!r}, expected 0")
+
+
+async def _occupy_slot(ctx: CaseContext, stack: contextlib.AsyncExitStack, what: str) -> None:
+    """Open a session that stays open; a slot an earlier case's session still holds is retried
+    until ``ctx.wait_s`` (servers free slots after the close handshake, not before)."""
+    deadline = trio.current_time() + ctx.wait_s
+    while True:
+        async with contextlib.AsyncExitStack() as attempt:
+            conn = await attempt.enter_async_context(ctx.ws())
+            reply = await conn.request({"type": "state"})
+            busy = reply.type == "error" and isinstance(reply.data, Mapping) and reply.data.get("code") == "CAPACITY_REACHED"
+            if not busy or trio.current_time() > deadline:
+                expect_frame(reply, "state", f"state on {what}")
+                stack.push_async_exit(attempt.pop_all())
+                return
+        await trio.sleep(0.05)
+
+
+@case("WS-CAP-01", "a connection beyond the session limit gets CAPACITY_REACHED, then close", ("WS-CAP-1",), required=False)
+async def _capacity(ctx: CaseContext) -> None:
+    limit = ctx.setup.max_sessions
+    if limit is None:
+        seen = sum(e.direction == "received" and "CAPACITY_REACHED" in e.preview for e in ctx.recorder.events)
+        ctx.inform(
+            "not driven: pass --max-sessions N (the server's max_concurrent_envs) to test WS-CAP-1; "
+            f"{seen} CAPACITY_REACHED frame(s) seen during the run"
+        )
+        return
+    async with contextlib.AsyncExitStack() as stack:
+        for index in range(limit):
+            await _occupy_slot(ctx, stack, f"connection {index + 1} of {limit} (within the limit)")
+        extra = await stack.enter_async_context(ctx.ws())
+        frame = await receive_within(extra, ctx.wait_s)
+        if frame is None:
+            raise CaseFailed(f"connection {limit + 1} got no frame within {ctx.wait_s:g} s (expected CAPACITY_REACHED)")
+        data = expect_error(frame, "CAPACITY_REACHED", f"the frame on connection {limit + 1}")
+        if data.get("max_sessions") != limit or not isinstance(data.get("active_sessions"), int):
+            raise CaseFailed(f"CAPACITY_REACHED should carry active_sessions and max_sessions={limit}: {frame.describe()}")
+        rest, closed = await extra.wait_closed()
+        if rest:
+            raise CaseFailed(f"frames after CAPACITY_REACHED: {rest[0].describe()}")
+        if closed.code == 1000:
+            ctx.non_strict("closed with 1000 after CAPACITY_REACHED; WS-CAP-1 says 1013 (openenv-core 0.3 uses 1000)")
+        elif closed.code != 1013:
+            raise CaseFailed(f"after CAPACITY_REACHED: {closed}, expected code 1013")
+
+
+# --- HTTP ------------------------------------------------------------------------------
+
+
+async def _get_json(ctx: CaseContext, path: str) -> Any:
+    reply = await ctx.http.request("GET", path)
+    if reply.status != 200:
+        raise CaseFailed(f"GET {path} answered HTTP {reply.status}: {reply.text[:200]!r}")
+    if reply.body is None:
+        raise CaseFailed(f"GET {path} did not answer JSON: {reply.text[:200]!r}")
+    return reply.body
+
+
+@case("HTTP-01", "GET /health answers status healthy", ("HTTP-1",))
+async def _health(ctx: CaseContext) -> None:
+    body = await _get_json(ctx, "/health")
+    if not isinstance(body, Mapping) or body.get("status") != "healthy":
+        raise CaseFailed(f'GET /health answered {body!r}, expected {{"status": "healthy"}}')
+
+
+@case("HTTP-02", "GET /metadata answers name, description, version", ("HTTP-2",))
+async def _metadata(ctx: CaseContext) -> None:
+    body = await _get_json(ctx, "/metadata")
+    missing = [k for k in ("name", "description", "version") if not isinstance(body, Mapping) or k not in body]
+    if missing:
+        raise CaseFailed(f"GET /metadata lacks {', '.join(missing)}: {str(body)[:200]}")
+
+
+@case("HTTP-03", "GET /schema answers action, observation and state JSON Schemas", ("HTTP-3",), required=False)
+async def _schema(ctx: CaseContext) -> None:
+    body = await _get_json(ctx, "/schema")
+    for member in ("action", "observation", "state"):
+        schema = body.get(member) if isinstance(body, Mapping) else None
+        if not isinstance(schema, (Mapping, bool)):
+            raise CaseFailed(f"GET /schema: `{member}` is not a JSON Schema: {str(schema)[:120]}")
+        if isinstance(schema, Mapping):
+            try:
+                Validator(schema)
+            except ValueError as exc:
+                raise CaseFailed(f"GET /schema: `{member}` does not compile: {exc}") from None
+
+
+@case("HTTP-04", "POST /reset and POST /step answer observation data", ("HTTP-4", "WS-OBS-1"))
+async def _http_reset_step(ctx: CaseContext) -> None:
+    reply = await ctx.http.request("POST", "/reset", {})
+    if reply.status != 200:
+        raise CaseFailed(f"POST /reset answered HTTP {reply.status}: {reply.text[:200]!r}")
+    check_data_shape("observation", reply.body, "POST /reset")
+    if ctx.setup.action is None:
+        ctx.note("no valid action: POST /step not tried")
+        return
+    reply = await ctx.http.request("POST", "/step", {"action": ctx.setup.action})
+    if reply.status != 200:
+        raise CaseFailed(f"POST /step answered HTTP {reply.status}: {reply.text[:200]!r}")
+    check_data_shape("observation", reply.body, "POST /step")
+
+
+@case("HTTP-05", "POST /step with an invalid action answers 422 with detail", ("HTTP-4",))
+async def _http_invalid(ctx: CaseContext) -> None:
+    if ctx.setup.invalid_action is None:
+        raise NotApplicable(ctx.setup.schema_problem or "cannot build an action the action schema refuses")
+    reply = await ctx.http.request("POST", "/step", {"action": ctx.setup.invalid_action})
+    if reply.status != 422:
+        raise CaseFailed(f"POST /step with an invalid action answered HTTP {reply.status}, expected 422")
+    if not isinstance(reply.body, Mapping) or not isinstance(reply.body.get("detail"), list):
+        raise CaseFailed(f"the 422 body has no `detail` list: {reply.text[:200]!r}")
+
+
+@case("HTTP-06", "GET /state answers state data", ("HTTP-5", "WS-STATE-1"))
+async def _http_state(ctx: CaseContext) -> None:
+    check_data_shape("state", await _get_json(ctx, "/state"), "GET /state")
+
+
+# --- UI channel ------------------------------------------------------------------------
+
+
+async def _next_update(ui: WsConnection, ctx: CaseContext, episode_id: str, what: str) -> Mapping[str, Any]:
+    """Read /ws/ui frames until a state_update about ``episode_id`` arrives."""
+    with trio.move_on_after(ctx.wait_s):
+        while True:
+            frame = await ui.receive()
+            expect_frame(frame, "state_update", what)
+            state = frame.value["episode_state"]
+            if state.get("episode_id") == episode_id:
+                return state
+    raise CaseFailed(f"{what}: no state_update for episode {episode_id!r} within {ctx.wait_s:g} s")
+
+
+@case("UI-01", "/ws/ui sends state_update on connect and after a step", ("UI-1", "UI-2"), required=False)
+async def _ui(ctx: CaseContext) -> None:
+    episode_id = _episode("UI-01")
+    async with ctx.ws() as agent:
+        await _reset(agent, episode_id)
+        try:
+            async with ctx.ws("/ws/ui") as ui:
+                await _next_update(ui, ctx, episode_id, "on connect")
+                if ctx.setup.action is not None:
+                    await expect_observation(agent, {"type": "step", "data": ctx.setup.action}, "step")
+                    update = await _next_update(ui, ctx, episode_id, "after a step")
+                    if update.get("step_count") != 1:
+                        ctx.note(f"step_count in the update after one step: {update.get('step_count')!r}")
+                else:
+                    await _reset(agent, episode_id)
+                    await _next_update(ui, ctx, episode_id, "after a reset")
+        except HandshakeRejected as rejected:
+            raise NotApplicable(f"the server has no /ws/ui ({rejected})") from None
+
+
+# --- spec vectors ----------------------------------------------------------------------
+
+
+@case("SPEC-VEC-01", "every invalid client frame of spec/v1/examples gets its error code", ("WS-ERR-9",), required=False)
+async def _spec_vectors(ctx: CaseContext) -> None:
+    directory = ctx.setup.options.examples_dir or default_examples_dir()
+    vectors = client_error_vectors(directory) if directory is not None else []
+    if not vectors:
+        raise NotApplicable("the spec has no example vectors (spec/v1/examples/invalid)")
+    problems: list[str] = []
+    async with contextlib.AsyncExitStack() as stack:
+        conn: WsConnection | None = None
+        for vector in vectors:
+            if conn is None:
+                conn = await stack.enter_async_context(ctx.ws())
+            try:
+                await conn.send_text(vector.text)
+                expect_error(await conn.receive(), vector.expect_code, f"{vector.name} [{vector.requirement}]")
+                await expect_alive(conn, vector.name)
+            except CaseFailed as failed:
+                problems.append(str(failed))
+            except ServerClosed as closed:
+                problems.append(f"{vector.name} [{vector.requirement}]: {closed}")
+                conn = None  # the next vector gets a new connection
+    ctx.note(f"{len(vectors)} vector(s) sent from {directory}")
+    if problems:
+        raise CaseFailed(f"{len(problems)} of {len(vectors)} vector(s) mishandled: " + "; ".join(problems))
+
+
+# --- synthetic -------------------------------------------------------------------------
+
+
+@case("SCHEMA-01", "every frame the server sent during the run matches the spec", ("WS-CONN-3",))
+async def _all_frames_valid(ctx: CaseContext) -> None:
+    received = [e for e in ctx.recorder.events if e.direction == "received" and e.channel != "http"]
+    bad = [e for e in received if e.faults]
+    ctx.note(f"{len(received)} frame(s) checked against server-frame.json / ui-frame.json")
+    if bad:
+        shown = "; ".join(f"{e.case_id} {e.channel}#{e.connection}: {e.faults[0]}" for e in bad[:5])
+        more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
+        raise CaseFailed(f"{len(bad)} frame(s) break the spec: {shown}{more}")
+
+
+CASES: tuple[Case, ...] = tuple(_registry)
+
+
+def select_cases(only: list[str] | None) -> list[Case]:
+    """The cases named by ``only`` (exact IDs or group prefixes like ``WS-ERR``), in run order.
+
+    Raises ValueError naming any selector that matches no case.
+    """
+    if not only:
+        return list(CASES)
+    unknown = [s for s in only if not any(c.id == s.upper() or c.group == s.upper() for c in CASES)]
+    if unknown:
+        raise ValueError(f"unknown case ID(s): {', '.join(unknown)} (known: {', '.join(c.id for c in CASES)})")
+    wanted = {s.upper() for s in only}
+    return [c for c in CASES if c.id in wanted or c.group in wanted]

@@ -1,0 +1,108 @@
+"""``openenv-anyio check URL``: run the conformance cases against a server and report.
+
+Exit status: 0 when no required case fails beyond the expected-failures baseline and no
+baselined case passes; 1 otherwise; 2 for bad arguments or an unreachable server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
+    return int(text)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("url", metavar="URL", help="the server's base URL, http(s):// or ws(s):// (e.g. http://127.0.0.1:8000)")
+    parser.add_argument("--action", metavar="JSON", help="a valid action as a JSON object (default: built from GET /schema)")
+    parser.add_argument("--only", metavar="ID", nargs="+", help="run only these case IDs or groups (e.g. WS-ERR-01 HTTP)")
+    parser.add_argument("--json", metavar="FILE", dest="json_file", help="write the JSON report to FILE")
+    parser.add_argument("--junit", metavar="FILE", dest="junit_file", help="write a JUnit XML report to FILE")
+    parser.add_argument(
+        "--expected-failures", metavar="FILE", help="baseline: case IDs expected to fail, one per line (# comments)"
+    )
+    parser.add_argument("--timeout", metavar="S", type=_positive, default=10.0, help="per-case timeout in seconds (default 10)")
+    parser.add_argument(
+        "--frame-limit-mb",
+        metavar="MB",
+        type=_positive,
+        help="the server's inbound frame limit: WS-ERR-08 sends MB MiB + 1 byte and expects close 1009 (skipped without it)",
+    )
+    parser.add_argument(
+        "--max-sessions",
+        metavar="N",
+        type=_positive_int,
+        help="the server's session limit: WS-CAP-01 opens N sessions and expects CAPACITY_REACHED on one more",
+    )
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+
+
+def _fail(message: str) -> int:
+    print(f"openenv-anyio check: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _parse_action(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"--action is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError("--action must be a JSON object")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    from .baseline import BaselineError, apply_baseline, load_baseline
+    from .cases import CASES, select_cases
+    from .driver import DriverError, Target
+    from .reports import print_terminal, write_json, write_junit
+    from .runner import CheckOptions, run_checks_sync
+
+    if args.list:
+        for case in CASES:
+            print(f"{case.id:<12} {'required' if case.required else 'optional':<8}  {case.title}  [{', '.join(case.requirements)}]")
+        return 0
+    try:
+        action = _parse_action(args.action)
+        Target.from_url(args.url)
+        select_cases(args.only)
+        baseline = load_baseline(args.expected_failures, (c.id for c in CASES)) if args.expected_failures else {}
+    except (ValueError, BaselineError) as exc:
+        return _fail(str(exc))
+    options = CheckOptions(
+        url=args.url, action=action, only=args.only, timeout_s=args.timeout, frame_limit_mb=args.frame_limit_mb,
+        max_sessions=args.max_sessions,
+    )
+    try:
+        report = run_checks_sync(options)
+    except DriverError as exc:
+        return _fail(str(exc))
+    apply_baseline(report.results, baseline)
+    try:
+        if args.json_file:
+            write_json(report, args.json_file)
+        if args.junit_file:
+            write_junit(report, args.junit_file)
+    except OSError as exc:
+        return _fail(f"cannot write report: {exc.strerror or exc}: {exc.filename}")
+    print_terminal(report)
+    return 0 if report.passed else 1

@@ -1,0 +1,32 @@
+"""Servers for the conformance-kit tests: the real openenv-core server and the minimal raw one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from .minimal_server import MinimalServer, serve_in_thread
+
+from openenv_anyio.conformance.vectors import client_error_vectors, default_examples_dir
+
+MINIMAL_MAX_SESSIONS = 4
+_EXAMPLES = default_examples_dir()
+#: whether the bundled spec has example vectors, which SPEC-VEC-01 sends (else not applicable)
+SPEC_HAS_VECTORS = bool(_EXAMPLES and client_error_vectors(_EXAMPLES))
+
+
+@pytest.fixture(scope="session")
+def openenv_core_url() -> Iterator[str]:
+    """The real openenv-core server (uvicorn in a thread) serving a small echo environment."""
+    from .openenv_core_echo import run_openenv_core_server
+
+    with run_openenv_core_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def minimal_url() -> Iterator[str]:
+    """A correct minimal server (raw ASGI on Hypercorn/trio): inbound limit 1 MiB, 4 sessions."""
+    with serve_in_thread(MinimalServer(max_sessions=MINIMAL_MAX_SESSIONS)) as url:
+        yield url

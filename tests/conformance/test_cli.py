@@ -1,0 +1,128 @@
+"""``openenv-anyio check``: exit codes, --only, --json (validated against REPORT_SCHEMA),
+--junit (parses as XML), --expected-failures semantics, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from openenv_anyio.cli import main
+from openenv_anyio.conformance.reports import REPORT_SCHEMA
+
+from .conftest import SPEC_HAS_VECTORS
+
+
+def check(*args: str) -> int:
+    return main(["check", *args])
+
+
+def test_correct_server_exits_0(minimal_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert check(minimal_url, "--frame-limit-mb", "1") == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1].startswith("29 cases: ")
+    assert out.rstrip().endswith("PASSED")
+    assert "\x1b[" not in out  # no colour when not a terminal
+
+
+def test_required_failure_exits_1(openenv_core_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert check(openenv_core_url) == 1
+    out = capsys.readouterr().out
+    assert "WS-ERR-02" in out and out.rstrip().endswith("FAILED")
+
+
+def test_only_runs_the_named_cases_and_groups(openenv_core_url: str, tmp_path: Path) -> None:
+    report_file = tmp_path / "report.json"
+    assert check(openenv_core_url, "--only", "HTTP", "WS-ERR-01", "--json", str(report_file)) == 0
+    report = json.loads(report_file.read_text())
+    assert [c["id"] for c in report["cases"]] == ["WS-ERR-01", "HTTP-01", "HTTP-02", "HTTP-03", "HTTP-04", "HTTP-05", "HTTP-06"]
+
+
+def test_json_report_matches_its_schema(openenv_core_url: str, tmp_path: Path) -> None:
+    jsonschema.Draft202012Validator.check_schema(REPORT_SCHEMA)
+    report_file = tmp_path / "report.json"
+    assert check(openenv_core_url, "--frame-limit-mb", "16", "--json", str(report_file)) == 1
+    report = json.loads(report_file.read_text())
+    jsonschema.validate(report, REPORT_SCHEMA, cls=jsonschema.Draft202012Validator)
+    assert report["passed"] is False
+    assert report["summary"]["fail"] == 3 + SPEC_HAS_VECTORS and report["summary"]["total"] == 29
+    assert report["setup"]["action"] == {"message": ""}
+    binary = next(c for c in report["cases"] if c["id"] == "WS-ERR-07")
+    assert binary["fails_run"] and any(e["close_code"] == 1000 for e in binary["evidence"])
+
+
+def test_junit_report_parses_with_one_testcase_per_case(openenv_core_url: str, tmp_path: Path) -> None:
+    junit = tmp_path / "report.xml"
+    assert check(openenv_core_url, "--junit", str(junit)) == 1
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    cases = suite.findall("testcase")
+    assert len(cases) == int(suite.get("tests", "0")) == 29
+    failed = sorted(c.get("name", "").split()[0] for c in cases if c.find("failure") is not None)
+    assert failed == ["WS-ERR-02", "WS-ERR-07"]  # required failures; WS-RESET-04 is optional
+    assert suite.get("failures") == "2"
+    skipped = {c.get("name", "").split()[0] for c in cases if c.find("skipped") is not None}
+    assert skipped == {"WS-ERR-08", "UI-01"} | (set() if SPEC_HAS_VECTORS else {"SPEC-VEC-01"})
+
+
+def test_expected_failures_baseline(openenv_core_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline = tmp_path / "baseline.txt"
+    baseline.write_text("# openenv-core 0.3.0 defects\nWS-ERR-02  # non-object JSON closes the session\nWS-ERR-07\n")
+    assert check(openenv_core_url, "--expected-failures", str(baseline)) == 0
+    assert "expected-failure" in capsys.readouterr().out
+
+    baseline.write_text("WS-ERR-02\n")  # WS-ERR-07 still fails and is not listed
+    assert check(openenv_core_url, "--expected-failures", str(baseline)) == 1
+
+    baseline.write_text("WS-ERR-02\nWS-ERR-07\nWS-ERR-01  # passes: the baseline is stale\n")
+    json_file = tmp_path / "r.json"
+    assert check(openenv_core_url, "--expected-failures", str(baseline), "--json", str(json_file)) == 1
+    case = next(c for c in json.loads(json_file.read_text())["cases"] if c["id"] == "WS-ERR-01")
+    assert case["verdict"] == "pass" and case["baseline"] == "unexpected-pass" and case["fails_run"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["ftp://example.org"], "not an http(s):// or ws(s):// URL"),
+        (["http://127.0.0.1:9", "--only", "NOPE-01"], "unknown case ID(s): NOPE-01"),
+        (["http://127.0.0.1:9", "--action", "{oops"], "--action is not valid JSON"),
+        (["http://127.0.0.1:9", "--action", "[1]"], "--action must be a JSON object"),
+        (["http://127.0.0.1:9", "--expected-failures", "/nonexistent/baseline"], "cannot read /nonexistent/baseline"),
+    ],
+)
+def test_bad_arguments_are_one_line_errors(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert check(*args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+def test_unknown_baseline_id_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline = tmp_path / "b.txt"
+    baseline.write_text("WS-ERR-99\n")
+    assert check("http://127.0.0.1:9", "--expected-failures", str(baseline)) == 2
+    assert "line 1: 'WS-ERR-99' is not a case ID" in capsys.readouterr().err
+
+
+def test_unreachable_server_is_a_one_line_error() -> None:
+    """Run as a real process: exit 2, one line on stderr, no traceback."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run(
+        [sys.executable, "-m", "openenv_anyio", "check", "http://127.0.0.1:9", "--timeout", "5"],
+        capture_output=True, text=True, timeout=60, env=env,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("openenv-anyio check: error: cannot reach http://127.0.0.1:9")
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_list_prints_every_case(capsys: pytest.CaptureFixture[str]) -> None:
+    assert check("http://unused", "--list") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 29 and lines[0].startswith("WS-CONN-01")
