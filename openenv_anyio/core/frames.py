@@ -328,9 +328,13 @@ def _with_alias_hint(error: ProtocolError, frame_type: str, frame: Mapping[str, 
     """``error`` with the hint of the first deprecated alias ``frame`` uses, if any."""
     for alias in MEMBER_ALIASES:
         if alias.applies_to(frame_type, frame):
-            error.message = f"{error.message}; hint: {alias.hint()}"
-            error.args = (error.message,)
-            break
+            return ProtocolError(
+                error.code,
+                f"{error.message}; hint: {alias.hint()}",
+                pointer=error.pointer,
+                keyword=error.keyword,
+                errors=error.errors,
+            )
     return error
 
 
