@@ -159,10 +159,15 @@ def compile_schema(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
     return st.one_of([_for_type(kind, schema) for kind in kinds])
 
 
+def frame_schemas(entry: str) -> dict[str, dict[str, Any]]:
+    """Frame type -> its schema with ``$ref`` inlined, for the frame types of ``entry``."""
+    spec = load_spec()
+    return {frame_type: spec.dereferenced(rel) for frame_type, rel in spec.frame_schemas(entry).items()}
+
+
 def valid_frames(entry: str) -> st.SearchStrategy[dict[str, Any]]:
     """Frames valid under ``entry``: one compiled strategy per frame type of its dispatch."""
-    spec = load_spec()
-    return st.one_of([compile_schema(spec.dereferenced(rel)) for rel in spec.frame_schemas(entry).values()])
+    return st.one_of([compile_schema(schema) for schema in frame_schemas(entry).values()])
 
 
 def jsonschema_frames(entry: str) -> st.SearchStrategy[dict[str, Any]]:
@@ -198,12 +203,123 @@ def _copy(value: Any) -> Any:
     return value
 
 
+def _schema_paths(schema: Mapping[str, Any], path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Mapping[str, Any]]]:
+    """(path, subschema) for every member the schema declares, array items as index 0."""
+    for key, sub in schema.get("properties", {}).items():
+        yield (*path, key), sub
+        yield from _schema_paths(sub, (*path, key))
+    if isinstance(schema.get("items"), Mapping):
+        yield (*path, 0), schema["items"]
+        yield from _schema_paths(schema["items"], (*path, 0))
+
+
+def boundary_values(schema: Mapping[str, Any]) -> list[Any]:
+    """Values on and just beyond the constraints of ``schema``."""
+    boundary: list[Any] = []
+    if "minimum" in schema:
+        low = schema["minimum"]
+        boundary += [low - 1, low - 0.5, low, float(low), low + 0.5, -(2**64), 2**64]
+    if "maxLength" in schema:
+        n = schema["maxLength"]
+        boundary += ["e" * n, "e" * (n + 1), "\U0001F600" * n, "\U0001F600" * (n + 1)]
+    for branch in [schema, *schema.get("anyOf", ())]:
+        if "const" in branch:
+            boundary += [branch["const"], f"{branch['const']}x", str(branch["const"]).lower()]
+    boundary += list(schema.get("enum", ()))
+    return boundary
+
+
+#: One value of every JSON type (and an integral float), for type confusion.
+EVERY_TYPE: tuple[Any, ...] = (None, True, 0, 1.0, 1.5, "s", [], [1], {}, {"k": 1})
+
+
+def _near_misses(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
+    """Boundary values of ``schema`` half the time (when it has any), else any type."""
+    boundary = boundary_values(schema)
+    any_type = st.sampled_from([*EVERY_TYPE, *boundary])
+    return st.sampled_from(boundary) | any_type if boundary else any_type
+
+
+def full_example(schema: Mapping[str, Any]) -> Any:
+    """A valid value of ``schema`` with every declared member present (one array item)."""
+    if "anyOf" in schema:
+        return full_example({**{k: v for k, v in schema.items() if k != "anyOf"}, **schema["anyOf"][0]})
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    kinds = schema.get("type", "null")
+    kind = kinds if isinstance(kinds, str) else kinds[0]
+    if kind == "object":
+        return {key: full_example(sub) for key, sub in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [full_example(schema["items"])] if "items" in schema else []
+    return {"integer": schema.get("minimum", 0), "number": schema.get("minimum", 0), "string": "s",
+            "boolean": False, "null": None}[kind]
+
+
+def boundary_sweep(schema: Mapping[str, Any]) -> Iterator[Any]:
+    """Every near miss of a frame schema, deterministically: for each declared member of a
+    full example, each boundary value and each JSON type in its place, and each required
+    member dropped."""
+    base = full_example(schema)
+    yield base
+    for path, sub in [((), schema), *_schema_paths(schema)]:
+        if path:
+            for value in [*boundary_values(sub), *EVERY_TYPE]:
+                frame = _copy(base)
+                _parent(frame, path)[path[-1]] = value
+                yield frame
+        for key in sub.get("required", ()):
+            frame = _copy(base)
+            node = _parent(frame, (*path, None))
+            del node[key]
+            yield frame
+
+
+def _parent(frame: Any, path: tuple[Any, ...]) -> Any:
+    """The container at ``path[:-1]`` in ``frame``, or None where the frame has none."""
+    node = frame
+    for key in path[:-1]:
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and isinstance(key, int) and key < len(node):
+            node = node[key]
+        else:
+            return None
+    return node if isinstance(node, (dict, list)) else None
+
+
 @st.composite
-def mutated(draw: st.DrawFn, frame: dict[str, Any]) -> Any:
+def mutated(draw: st.DrawFn, frame: dict[str, Any], schema: Mapping[str, Any] | None = None) -> Any:
     """``frame`` with one change: a key dropped or added, a value of another type or out of
-    range, a wrong ``type``, or a non-object in place of the frame."""
+    range, a wrong ``type``, or a non-object in place of the frame. Given the frame's
+    schema, most changes aim at what it declares: boundary values of its constraints and
+    its required members."""
     frame = _copy(frame)
-    kind = draw(st.sampled_from(["drop", "add", "replace", "number", "type", "non-object"]))
+    kinds = ["drop", "add", "replace", "number", "type", "non-object"]
+    targets = [(path, sub) for path, sub in _schema_paths(schema) if _parent(frame, path) is not None] if schema else []
+    targets += [(path, sub) for path, sub in targets if boundary_values(sub)]  # constrained ones twice
+    if targets:
+        kinds += ["near-miss"] * 6 + ["drop-required"] * 2
+    kind = draw(st.sampled_from(kinds))
+    if kind == "near-miss":
+        path, sub = draw(st.sampled_from(targets))
+        parent = _parent(frame, path)
+        value = draw(_near_misses(sub))
+        if isinstance(parent, list):
+            parent.append(value) if not parent else parent.__setitem__(0, value)
+        else:
+            parent[path[-1]] = value
+        return frame
+    if kind == "drop-required":
+        path, sub = draw(st.sampled_from(targets))
+        node = _parent(frame, (*path, None))
+        required = [key for key in sub.get("required", ()) if isinstance(node, dict) and key in node]
+        if required:
+            del node[draw(st.sampled_from(required))]  # type: ignore[union-attr]
+            return frame
+        kind = "drop"
     if kind == "non-object":
         return draw(st.sampled_from([[frame], "frame", 0, None, True, []]))
     if kind == "type":
