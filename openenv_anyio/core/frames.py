@@ -245,7 +245,11 @@ class FrameCodec:
         return self.decode_value(parse_json(payload))
 
     def decode_value(self, obj: Any) -> Frame:
-        """Validate an already parsed JSON value as a frame of this entry point."""
+        """Validate an already parsed JSON value as a frame of this entry point.
+
+        A frame that spells a member the deprecated way (:data:`MEMBER_ALIASES`) gets a
+        hint in its VALIDATION_ERROR message saying what to write instead.
+        """
         if not isinstance(obj, dict):
             raise ProtocolError(
                 ErrorCode.VALIDATION_ERROR,
