@@ -5,7 +5,15 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-__all__ = ["ErrorCode", "ProtocolError"]
+__all__ = ["MAX_MESSAGE_CHARS", "ErrorCode", "ProtocolError", "clip_message"]
+
+#: Longest human-readable message the core puts in an error (a frame may be megabytes).
+MAX_MESSAGE_CHARS = 240
+
+
+def clip_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, ending in "..." when it was cut."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class ErrorCode(enum.StrEnum):

@@ -7,14 +7,13 @@ against the spec's schemas, never by hand.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, TypeAlias
 
 import orjson
 
-from .errors import ErrorCode, ProtocolError
+from .errors import ErrorCode, ProtocolError, clip_message
 from .spec import ENTRY_POINTS, Spec, load_spec
 from .validation import Validator, spec_validator
 
@@ -24,6 +23,8 @@ __all__ = [
     "Error",
     "Frame",
     "FrameCodec",
+    "MEMBER_ALIASES",
+    "MemberAlias",
     "Observation",
     "Reset",
     "ServerFrame",
@@ -131,7 +132,9 @@ class Error:
         return cls(code=data.pop("code"), message=data.pop("message"), extra=data)
 
     def to_wire(self) -> dict[str, Any]:
-        return {"type": "error", "data": {"message": self.message, "code": self.code, **self.extra}}
+        data: dict[str, Any] = {"message": self.message, "code": str(self.code)}
+        data.update((key, value) for key, value in self.extra.items() if key not in data)
+        return {"type": "error", "data": data}
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,28 +155,23 @@ Frame: TypeAlias = ClientFrame | ServerFrame | StateUpdate
 _ORJSON_OPTIONS: Final = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def parse_json(payload: str | bytes | bytearray | memoryview) -> Any:
-    """Parse one JSON text; raise :class:`ProtocolError` (INVALID_JSON) when it is not.
+    """Parse one JSON text (RFC 8259); raise :class:`ProtocolError` (INVALID_JSON) when it is not.
 
-    orjson parses; the standard library is the fallback for what orjson refuses but JSON
-    allows (integers beyond 64 bits). NaN and Infinity are refused, as JSON says.
+    One parser (orjson) decides, so every peer of this core agrees on what is JSON. Its
+    limits are the protocol's (``WS-CONN-5``): nesting deeper than 1024 levels, the
+    literals NaN and Infinity, numbers beyond the range of a double, unpaired surrogate
+    escapes and invalid UTF-8 are refused. Integers up to 64 bits stay exact; larger ones
+    become the nearest double, as in most JSON stacks.
     """
     try:
         return orjson.loads(payload)
-    except orjson.JSONDecodeError as first:
-        try:
-            text = payload if isinstance(payload, str) else bytes(payload).decode("utf-8")
-            return json.loads(text, parse_constant=_reject_constant)
-        except UnicodeDecodeError as exc:
-            raise ProtocolError(ErrorCode.INVALID_JSON, f"Invalid JSON: not UTF-8 ({exc.reason})") from None
-        except RecursionError:
-            raise ProtocolError(ErrorCode.INVALID_JSON, "Invalid JSON: nesting too deep") from None
-        except ValueError:
-            raise ProtocolError(ErrorCode.INVALID_JSON, f"Invalid JSON: {first}") from None
+    except orjson.JSONDecodeError as exc:
+        raise ProtocolError(ErrorCode.INVALID_JSON, clip_message(f"Invalid JSON: {exc}")) from None
+    except TypeError:  # not text at all (e.g. None): the caller broke the contract
+        raise ProtocolError(
+            ErrorCode.INVALID_JSON, f"Invalid JSON: expected text, got {type(payload).__name__}"
+        ) from None
 
 
 def _json_default(value: Any) -> Any:
@@ -186,7 +184,12 @@ def _json_default(value: Any) -> Any:
 
 
 def dumps(value: Any) -> str:
-    """JSON text for ``value`` (numpy arrays and scalars, dataclasses, pydantic models too)."""
+    """JSON text for ``value`` (numpy arrays and scalars, dataclasses, pydantic models too).
+
+    JSON has no NaN or Infinity: they are written as ``null`` (``WS-CONN-5``), as
+    openenv-core (pydantic) does, so a frame is always valid JSON and a stray NaN in an
+    observation never fails a step. Raises :class:`TypeError` for values JSON cannot hold.
+    """
     try:
         return orjson.dumps(value, default=_json_default, option=_ORJSON_OPTIONS).decode()
     except orjson.JSONEncodeError as exc:
@@ -242,7 +245,11 @@ class FrameCodec:
         return self.decode_value(parse_json(payload))
 
     def decode_value(self, obj: Any) -> Frame:
-        """Validate an already parsed JSON value as a frame of this entry point."""
+        """Validate an already parsed JSON value as a frame of this entry point.
+
+        A frame that spells a member the deprecated way (:data:`MEMBER_ALIASES`) gets a
+        hint in its VALIDATION_ERROR message saying what to write instead.
+        """
         if not isinstance(obj, dict):
             raise ProtocolError(
                 ErrorCode.VALIDATION_ERROR,
@@ -252,14 +259,11 @@ class FrameCodec:
         kind = obj.get("type")
         validator = self._by_type.get(kind) if isinstance(kind, str) else None
         if validator is None:
-            shown = "" if kind is None else kind if isinstance(kind, str) else json.dumps(kind)
-            raise ProtocolError(
-                ErrorCode.UNKNOWN_TYPE,
-                f"Unknown message type: {shown}" if kind is not None else "Frame has no type",
-                pointer="/type",
-                keyword="required" if kind is None else "enum",
-            )
-        validator.check(obj, what=f"{kind} frame")
+            raise _unknown_type(kind)
+        try:
+            validator.check(obj, what=f"{kind} frame")
+        except ProtocolError as error:
+            raise _with_alias_hint(error, kind, obj) from None
         return _from_wire(obj)
 
     def is_valid(self, obj: Any) -> bool:
@@ -270,6 +274,8 @@ class FrameCodec:
 def _json_type(value: Any) -> str:
     if isinstance(value, list):
         return "an array"
+    if isinstance(value, dict):
+        return "an object"
     if isinstance(value, str):
         return "a string"
     if isinstance(value, bool):
@@ -277,6 +283,63 @@ def _json_type(value: Any) -> str:
     if isinstance(value, (int, float)):
         return "a number"
     return "null" if value is None else type(value).__name__
+
+
+def _unknown_type(kind: Any) -> ProtocolError:
+    """UNKNOWN_TYPE for a missing, non-string or unknown ``type`` (``WS-ERR-3``)."""
+    if kind is None:
+        message, keyword = "Frame has no type", "required"
+    elif isinstance(kind, str):
+        message, keyword = clip_message(f"Unknown message type: {kind}"), "enum"
+    else:
+        message, keyword = f"Frame type must be a string, not {_json_type(kind)}", "type"
+    return ProtocolError(ErrorCode.UNKNOWN_TYPE, message, pointer="/type", keyword=keyword)
+
+
+@dataclass(frozen=True, slots=True)
+class MemberAlias:
+    """A deprecated spelling of a frame member that some published guides show.
+
+    The spec does not accept it; a frame that uses it (and lacks the real member) gets a
+    VALIDATION_ERROR whose message says what to write instead.
+    """
+
+    frame_type: str
+    alias: str
+    member: str
+    payload: str
+    requirement: str
+
+    def applies_to(self, frame_type: str, frame: Mapping[str, Any]) -> bool:
+        return frame_type == self.frame_type and self.alias in frame and self.member not in frame
+
+    def hint(self) -> str:
+        return (
+            f'put {self.payload} in "{self.member}", not "{self.alias}" '
+            f'("{self.alias}" is a deprecated alias that servers may refuse, {self.requirement})'
+        )
+
+
+#: The deprecated aliases the core explains (PROTOCOL.md names each by requirement ID).
+MEMBER_ALIASES: Final[tuple[MemberAlias, ...]] = (
+    MemberAlias(
+        frame_type="step", alias="action", member="data", payload="the action", requirement="WS-STEP-4"
+    ),
+)
+
+
+def _with_alias_hint(error: ProtocolError, frame_type: str, frame: Mapping[str, Any]) -> ProtocolError:
+    """``error`` with the hint of the first deprecated alias ``frame`` uses, if any."""
+    for alias in MEMBER_ALIASES:
+        if alias.applies_to(frame_type, frame):
+            return ProtocolError(
+                error.code,
+                f"{error.message}; hint: {alias.hint()}",
+                pointer=error.pointer,
+                keyword=error.keyword,
+                errors=error.errors,
+            )
+    return error
 
 
 _codecs: dict[str, FrameCodec] = {}

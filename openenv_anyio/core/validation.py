@@ -18,23 +18,20 @@ import jsonschema_rs
 import referencing
 import referencing.jsonschema
 
-from .errors import ErrorCode, ProtocolError
+from .errors import ErrorCode, ProtocolError, clip_message
 from .spec import Spec, load_spec
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["SchemaFault", "Validator", "build_rs_registry", "spec_validator"]
+__all__ = ["MAX_FAULTS", "SchemaFault", "Validator", "build_rs_registry", "spec_validator"]
 
-_MAX_MESSAGE = 240
+#: At most this many faults are listed in a VALIDATION_ERROR's ``errors``.
+MAX_FAULTS = 32
 
 
 def _pointer(path: Iterable[str | int]) -> str:
     return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
-
-
-def _shorten(text: str) -> str:
-    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +42,15 @@ class SchemaFault:
     keyword: str
     message: str
     schema_path: str
+    path: tuple[str | int, ...] = ()
 
     def as_error_entry(self) -> dict[str, Any]:
-        """The entry for an error frame's ``errors`` list (pydantic-like ``loc``/``msg``/``type``)."""
-        loc = [part for part in self.pointer.split("/")[1:]]
-        return {"loc": loc, "msg": self.message, "type": self.keyword, "pointer": self.pointer}
+        """The entry for an error frame's ``errors`` list (pydantic-like ``loc``/``msg``/``type``).
+
+        ``loc`` keeps array indexes as integers, as pydantic does; ``pointer`` is the same
+        place as a JSON pointer.
+        """
+        return {"loc": list(self.path), "msg": self.message, "type": self.keyword, "pointer": self.pointer}
 
 
 def build_rs_registry(spec: Spec) -> jsonschema_rs.Registry:
@@ -121,8 +122,9 @@ class Validator:
             SchemaFault(
                 pointer=_pointer(error.absolute_path),
                 keyword=str(error.validator),
-                message=_shorten(error.message),
+                message=clip_message(error.message),
                 schema_path=_pointer(error.absolute_schema_path),
+                path=tuple(error.absolute_path),
             )
             for error in errors
         ]
@@ -130,7 +132,8 @@ class Validator:
     def check(self, instance: Any, *, what: str = "value") -> None:
         """Raise :class:`ProtocolError` (VALIDATION_ERROR) unless ``instance`` is valid.
 
-        The message names the first fault's JSON pointer; ``errors`` lists them all.
+        The message names the first fault's JSON pointer; ``errors`` lists the faults (at
+        most :data:`MAX_FAULTS`, the most relevant first).
         """
         if self._fast.is_valid(instance):
             return
@@ -139,10 +142,10 @@ class Validator:
         where = first.pointer or "/"
         raise ProtocolError(
             ErrorCode.VALIDATION_ERROR,
-            f"Invalid {what} at {where}: {first.message}",
+            clip_message(f"Invalid {what} at {where}: {first.message}"),
             pointer=first.pointer,
             keyword=first.keyword,
-            errors=[fault.as_error_entry() for fault in faults],
+            errors=[fault.as_error_entry() for fault in faults[:MAX_FAULTS]],
         )
 
 

@@ -1,0 +1,1 @@
+"""Benchmarks: each module exposes ``run(quick: bool) -> list[dict]`` and prints a table."""

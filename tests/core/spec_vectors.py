@@ -1,0 +1,75 @@
+"""The test vectors of ``spec/v1/examples/``: one JSON file per frame, valid or invalid."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from openenv_anyio.core import ENTRY_POINTS, load_spec
+
+VECTOR_KEYS = {"entry", "valid", "requirement", "description", "source"}
+SOURCES = {"openenv-core-0.3.0", "spec"}
+
+
+@dataclass(frozen=True)
+class Vector:
+    """One example frame and what the spec says about it."""
+
+    path: Path
+    doc: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return f"{self.path.parent.name}/{self.path.stem}"
+
+    @property
+    def entry(self) -> str:
+        return self.doc["entry"]
+
+    @property
+    def valid(self) -> bool:
+        return self.doc["valid"]
+
+    @property
+    def is_text(self) -> bool:
+        return "text" in self.doc
+
+    @property
+    def frame(self) -> Any:
+        return self.doc["frame"]
+
+    @property
+    def wire_text(self) -> str:
+        """What travels in the text frame: ``text`` as is, or ``frame`` serialised."""
+        return self.doc["text"] if self.is_text else json.dumps(self.doc["frame"], ensure_ascii=False)
+
+
+def examples_dir() -> Path:
+    return load_spec().directory / "examples"
+
+
+def load_vectors() -> list[Vector]:
+    """Every vector file, sorted by path."""
+    return [
+        Vector(path, json.loads(path.read_text(encoding="utf-8")))
+        for path in sorted(examples_dir().glob("*/*.json"))
+    ]
+
+
+def check_vector_format(vector: Vector) -> None:
+    """Assert the file follows the vector format of the spec's examples."""
+    doc = vector.doc
+    assert VECTOR_KEYS <= doc.keys(), f"missing keys: {VECTOR_KEYS - doc.keys()}"
+    assert doc["entry"] in ENTRY_POINTS
+    assert doc["source"] in SOURCES
+    assert isinstance(doc["valid"], bool) and isinstance(doc["description"], str)
+    assert ("frame" in doc) != ("text" in doc), "exactly one of frame and text"
+    assert vector.path.parent.name == ("valid" if doc["valid"] else "invalid")
+    extra = doc.keys() - VECTOR_KEYS - {"frame", "text", "expect_code"}
+    assert not extra, f"unknown keys: {extra}"
+    if doc["valid"]:
+        assert "expect_code" not in doc and "frame" in doc
+    else:
+        assert doc["expect_code"] in load_spec().error_codes()
