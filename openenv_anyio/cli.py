@@ -14,7 +14,9 @@ from collections.abc import Sequence
 __all__ = ["main"]
 
 #: name -> (module, one-line summary)
-COMMANDS: dict[str, tuple[str, str]] = {}
+COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("openenv_anyio.server.cli", "Serve an environment over /ws, /ws/ui and HTTP."),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
