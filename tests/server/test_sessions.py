@@ -126,14 +126,14 @@ def test_shutdown_closes_connections_with_1001_and_envs() -> None:
     assert Tracked.live == live_before
 
 
-def _raw_handshake(url: str) -> socket.socket:
+def _raw_handshake(url: str, path: str = "/ws") -> socket.socket:
     """Open /ws by hand, then never read or answer again: a peer that vanished (half-open)."""
     host, port = url.removeprefix("http://").split(":")
     sock = socket.create_connection((host, int(port)), timeout=TIMEOUT)
     key = base64.b64encode(os.urandom(16)).decode()
     sock.sendall(
         (
-            f"GET /ws HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
         ).encode()
     )
