@@ -9,6 +9,7 @@ Exceptions of the environment propagate unchanged; the session turns them into f
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
@@ -20,6 +21,7 @@ from .env_runner import EnvRunner, InlineRunner, ThreadRunner
 __all__ = ["BoundEnv", "FactoryFailure", "declared_non_blocking"]
 
 _METHODS = ("reset", "step", "close")
+log = logging.getLogger("openenv_anyio.server")
 
 
 class FactoryFailure(Exception):
@@ -135,6 +137,6 @@ class BoundEnv:
             if callable(getattr(self.env, "close", None)):
                 await self._call("close")
         except Exception:
-            pass
+            log.exception("environment close() raised")
         finally:
             await self.runner.aclose()

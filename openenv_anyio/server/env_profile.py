@@ -1,7 +1,7 @@
 """What ``GET /metadata`` and ``GET /schema`` say about the served environment.
 
-Read from the factory's class when the factory is a class (or a partial of one); otherwise one
-instance is built, read and closed, once. Undeclared schemas fall back to permissive ones.
+Read from the factory when it is a class; otherwise (a function or partial, whose instances may
+carry their own schemas) one instance is built, read and closed, once. Undeclared schemas fall back to permissive ones.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 
 from ..environment import EnvFactory
-from . import liveness
+from . import connection_guards, liveness
 from .app import create_app
 from .config import ServerConfig
 from .context import AsgiReceive, AsgiSend, ServerContext
@@ -87,6 +87,7 @@ class EnvServer:
         when the configured port is 0).
         """
         liveness.install()
+        connection_guards.install()
         self._stop = trio.Event()
         async with trio.open_nursery() as nursery:
             binds = await nursery.start(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import datetime
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,11 +42,14 @@ class EpisodeView:
         self.is_reset = True
 
     def record_step(
-        self, timestamp: float, action: Any, observation: Mapping[str, Any], reward: Any, done: bool
+        self, action: Any, observation: Mapping[str, Any], reward: Any, done: bool, *, log: bool
     ) -> None:
+        """One step happened; ``log=False`` skips the action log (nobody is watching, so
+        the log does not keep observations alive for nothing)."""
         self.step_count += 1
         self.current_observation = observation
-        self.action_logs.append((timestamp, action, observation, reward, done, self.step_count))
+        if log:
+            self.action_logs.append((time.time(), action, observation, reward, done, self.step_count))
         self.is_reset = False
 
     def render(self) -> dict[str, Any]:

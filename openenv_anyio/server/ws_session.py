@@ -9,7 +9,6 @@ wait, so a request that is executing is never reaped (``WS-IDLE-2``) and no extr
 from __future__ import annotations
 
 import math
-import time
 import uuid
 from typing import Any
 
@@ -196,10 +195,11 @@ class WsSession:
                 await self._reply(_execution_error(exc))
                 return True
             await self.send({"type": "websocket.send", "text": text})
-            view = self.view
-            view.record_step(time.time(), frame.action, lifted.observation, lifted.reward, lifted.done)
-            if self.ctx.hub.subscribers:
-                self.ctx.hub.publish(view)
+            view, hub = self.view, self.ctx.hub
+            watched = bool(hub.subscribers)
+            view.record_step(frame.action, lifted.observation, lifted.reward, lifted.done, log=watched)
+            if watched:
+                hub.publish(view)
             return True
         if kind is Reset:
             try:

@@ -9,7 +9,7 @@ import pytest
 from openenv_anyio.envs.echo import EchoEnv
 from openenv_anyio.envs.guess import GuessNumberEnv
 
-from .conftest import running
+from .conftest import running, wait_for
 
 generic_client = pytest.importorskip("openenv.core.generic_client", reason="openenv-core (interop extra) not installed")
 GenericEnvClient = generic_client.GenericEnvClient
@@ -70,3 +70,17 @@ def test_guess_number_game_with_the_real_client() -> None:
             assert result.observation["hint"] == "correct" and result.reward == 1.0
             state = env.state()
             assert state["solved"] is True and state["step_count"] <= 7
+
+
+def test_many_client_closes_never_break_the_server() -> None:
+    """The real client sends ``close`` and closes the socket at once: both ends close
+    together. 300 such sessions leave the server up with nothing behind (WS-CLOSE-2)."""
+    with running(EchoEnv) as server:
+
+        async def cycles() -> None:
+            for _ in range(300):
+                async with GenericEnvClient(base_url=server.url) as env:
+                    await env.reset()
+
+        asyncio.run(asyncio.wait_for(cycles(), 120))
+        wait_for(lambda: server.stats() == {"active_sessions": 0, "live_envs": 0, "connections": 0})
