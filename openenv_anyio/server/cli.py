@@ -73,7 +73,11 @@ async def _serve_until_signalled(server: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import logging
+
     import trio
+
+    logging.basicConfig(level=logging.WARNING, format="openenv-anyio: %(levelname)s %(name)s: %(message)s")
 
     from .config import ServerConfig
     from .env_server import EnvServer

@@ -9,6 +9,7 @@ thread and shuts them down cleanly when the ``with`` block ends.
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue
 import threading
 from collections.abc import Iterator
@@ -70,6 +71,7 @@ class EnvServer:
         config.websocket_ping_interval = None  # our sessions ping and watch the pongs
         config.graceful_timeout = self.config.shutdown_grace_s
         config.accesslog = None
+        config.errorlog = logging.getLogger("hypercorn.error")  # plain logging, no own handler
         return config
 
     def shutdown(self) -> None:

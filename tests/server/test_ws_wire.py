@@ -212,3 +212,15 @@ def test_capacity_error_then_close_1013() -> None:
         wait_for(lambda: server.stats()["active_sessions"] == 0)  # freed once the close is seen
         with ws_connect(server) as third:
             assert ask(third, {"type": "reset"})["type"] == "observation"
+
+
+def test_pydantic_action_model_over_ws() -> None:
+    """WS-STEP-2 with a pydantic action model: schema faults, and model faults, as VALIDATION_ERROR."""
+    from .envs import PydanticEnv
+
+    with running(PydanticEnv) as server, ws_connect(server) as ws:
+        ask(ws, {"type": "reset"})
+        assert ask(ws, {"type": "step", "data": {"dx": 3}})["data"]["observation"] == {"x": 3, "action_type": "Move"}
+        wrong = ask(ws, {"type": "step", "data": {"dx": "far"}})
+        assert wrong["data"]["code"] == "VALIDATION_ERROR"
+        assert wrong["data"]["errors"][0]["pointer"] == "/data/dx"
