@@ -58,10 +58,27 @@ def _reset_then_state(env: Any, kwargs: Mapping[str, Any]) -> tuple[Any, Any]:
     return observation, state
 
 
-class BoundEnv:
-    """An environment instance plus its runner; one per session (or per HTTP request)."""
+def accepted_keywords(method: Any) -> frozenset[str] | None:
+    """The keyword names ``method`` accepts; ``None`` when it takes ``**kwargs`` (or is opaque)."""
+    try:
+        parameters = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return frozenset(
+        p.name for p in parameters if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    )
 
-    __slots__ = ("env", "runner", "action_check", "_async", "_closed")
+
+class BoundEnv:
+    """An environment instance plus its runner; one per session (or per HTTP request).
+
+    Reset parameters the environment's ``reset`` does not accept are dropped, as the
+    reference server does (a client may always send ``seed`` and ``episode_id``).
+    """
+
+    __slots__ = ("env", "runner", "action_check", "_async", "_closed", "_reset_keywords")
 
     def __init__(self, env: Any, runner: EnvRunner) -> None:
         self.env = env
@@ -71,6 +88,7 @@ class BoundEnv:
             name: inspect.iscoroutinefunction(getattr(env, name, None)) for name in _METHODS
         }
         self._closed = False
+        self._reset_keywords = accepted_keywords(getattr(env, "reset", None))
 
     @classmethod
     async def create(cls, factory: EnvFactory, *, inline: bool | None = None) -> BoundEnv:
@@ -101,6 +119,9 @@ class BoundEnv:
 
     async def reset(self, kwargs: Mapping[str, Any]) -> tuple[LiftedObservation, dict[str, Any] | None]:
         """Reset; returns the lifted observation and the new state (``None`` if unreadable)."""
+        accepted = self._reset_keywords
+        if accepted is not None and not accepted.issuperset(kwargs):
+            kwargs = {key: value for key, value in kwargs.items() if key in accepted}
         if self._async["reset"]:
             observation = await self.env.reset(**kwargs)
             state = None

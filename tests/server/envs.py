@@ -113,3 +113,10 @@ class PydanticEnv(Environment):
     @property
     def state(self) -> dict[str, Any]:
         return {"episode_id": None, "step_count": 0}
+
+
+class PlainResetEnv(InlineTracked):
+    """``reset`` takes no parameters: the server drops the ones a client sends."""
+
+    def reset(self) -> dict[str, Any]:  # type: ignore[override]
+        return {"plain": True}

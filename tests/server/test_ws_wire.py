@@ -224,3 +224,11 @@ def test_pydantic_action_model_over_ws() -> None:
         wrong = ask(ws, {"type": "step", "data": {"dx": "far"}})
         assert wrong["data"]["code"] == "VALIDATION_ERROR"
         assert wrong["data"]["errors"][0]["pointer"] == "/data/dx"
+
+
+def test_reset_parameters_the_env_does_not_take_are_dropped() -> None:
+    """WS-RESET-1: like the reference server, unknown reset parameters are filtered out."""
+    from .envs import PlainResetEnv
+
+    with running(PlainResetEnv) as server, ws_connect(server) as ws:
+        assert ask(ws, {"type": "reset", "data": {"seed": 1, "episode_id": "x"}})["data"]["observation"] == {"plain": True}
