@@ -13,7 +13,8 @@ that never send the event behave exactly as before.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import trio
@@ -22,7 +23,7 @@ from hypercorn.protocol import h11 as _h11
 from hypercorn.protocol.ws_stream import ASGIWebsocketState, WSStream
 from wsproto.events import Event, Ping, Pong
 
-__all__ = ["PING_EVENT", "PongProbe", "install"]
+__all__ = ["PING_EVENT", "PingSchedule", "PongProbe", "install"]
 
 PING_EVENT = "openenv.ping"
 
@@ -75,3 +76,46 @@ def install() -> None:
     """Make Hypercorn build WebSocket streams that understand ``openenv.ping``."""
     _h11.WSStream = _ProbingWSStream  # type: ignore[misc]
     _h2.WSStream = _ProbingWSStream  # type: ignore[misc]
+
+
+class PingSchedule:
+    """When to ping a quiet connection and when to give up on it (``WS-PING-1``).
+
+    The owner waits for inbound messages with :meth:`deadline` as the deadline, calls
+    :meth:`heard` on every inbound message, and :meth:`on_deadline` when the wait timed out;
+    ``on_deadline`` returns ``False`` once the peer has missed its pong.
+    """
+
+    __slots__ = ("interval", "timeout", "probe", "due", "sent_at")
+
+    def __init__(self, interval: float | None, timeout: float | None) -> None:
+        self.interval = interval or math.inf
+        self.timeout = timeout or math.inf
+        self.probe: PongProbe | None = PongProbe() if self.interval < math.inf else None
+        self.due = trio.current_time() + self.interval
+        self.sent_at: float | None = None
+
+    def deadline(self) -> float:
+        return self.due if self.sent_at is None else self.sent_at + self.timeout
+
+    def heard(self, now: float) -> None:
+        """Inbound traffic proves the peer alive: next ping one interval from now."""
+        self.sent_at, self.due = None, now + self.interval
+
+    async def on_deadline(self, send: Callable[[dict[str, Any]], Awaitable[None]], now: float) -> bool:
+        """Ping if due, or judge the pong; ``False`` when the peer is gone."""
+        probe = self.probe
+        if probe is None:
+            return True
+        if self.sent_at is None:
+            if now >= self.due:
+                try:
+                    await send({"type": PING_EVENT, "probe": probe})
+                    self.sent_at = now
+                except Exception:  # the ASGI server cannot ping: stop trying
+                    self.probe, self.due = None, math.inf
+            return True
+        if probe.last_pong >= self.sent_at:
+            self.heard(probe.last_pong)
+            return True
+        return now < self.sent_at + self.timeout

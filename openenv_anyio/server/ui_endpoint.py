@@ -15,6 +15,7 @@ import trio
 
 from ..core import StateUpdate
 from .context import AsgiReceive, AsgiSend, ServerContext
+from .liveness import PingSchedule
 from .ws_session import CLOSE_GOING_AWAY, close_websocket
 
 __all__ = ["serve_ui"]
@@ -30,10 +31,23 @@ class _UiConnection:
         self.scope.cancel()
 
 
-async def _drain(receive: AsgiReceive, done: trio.CancelScope) -> None:
-    while (await receive())["type"] != "websocket.disconnect":
-        pass
-    done.cancel()
+async def _drain(receive: AsgiReceive, send: AsgiSend, pings: PingSchedule, done: trio.CancelScope) -> None:
+    """Read and drop the subscriber's frames (UI-1); end the connection when it leaves or
+    stops answering pings (WS-PING-1)."""
+    try:
+        while True:
+            with trio.CancelScope(deadline=pings.deadline()) as wait:
+                message = await receive()
+            now = trio.current_time()
+            if wait.cancelled_caught:
+                if not await pings.on_deadline(send, now):
+                    return
+            elif message["type"] == "websocket.disconnect":
+                return
+            else:
+                pings.heard(now)
+    finally:
+        done.cancel()
 
 
 async def serve_ui(ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
@@ -49,7 +63,8 @@ async def serve_ui(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
     try:
         with connection.scope:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_drain, receive, nursery.cancel_scope)
+                pings = PingSchedule(ctx.config.ping_interval_s, ctx.config.ping_timeout_s)
+                nursery.start_soon(_drain, receive, send, pings, nursery.cancel_scope)
                 while True:
                     for view in await subscriber.take():
                         frame = StateUpdate(view.render())

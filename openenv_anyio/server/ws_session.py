@@ -28,7 +28,7 @@ from ..core import (
 )
 from .bound_env import BoundEnv, FactoryFailure
 from .context import AsgiReceive, AsgiSend, ServerContext, log
-from .liveness import PING_EVENT, PongProbe
+from .liveness import PingSchedule
 from .ui_hub import EpisodeView
 
 __all__ = ["serve_ws", "WsSession"]
@@ -120,16 +120,10 @@ class WsSession:
         config = self.ctx.config
         receive, send, handle = self.receive, self.send, self._handle
         idle_limit = config.session_timeout_s or math.inf
-        ping_interval = config.ping_interval_s or math.inf
-        ping_timeout = config.ping_timeout_s or math.inf
-        probe: PongProbe | None = PongProbe() if ping_interval < math.inf else None
-        now = trio.current_time()
-        idle_deadline = now + idle_limit
-        ping_due = now + ping_interval
-        ping_sent_at: float | None = None
+        pings = PingSchedule(config.ping_interval_s, config.ping_timeout_s)
+        idle_deadline = trio.current_time() + idle_limit
         while True:
-            deadline = min(idle_deadline, ping_due if ping_sent_at is None else ping_sent_at + ping_timeout)
-            with trio.CancelScope(deadline=deadline) as scope:
+            with trio.CancelScope(deadline=min(idle_deadline, pings.deadline())) as scope:
                 self._wait_scope = scope
                 if self._shutdown:
                     scope.cancel()
@@ -143,17 +137,8 @@ class WsSession:
                 if now >= idle_deadline:  # WS-IDLE-1
                     await close_websocket(send, CLOSE_IDLE, f"session idle for {config.session_timeout_s:g} s (session_timeout)")
                     return
-                if ping_sent_at is None:
-                    if probe is not None and now >= ping_due:
-                        try:
-                            await send({"type": PING_EVENT, "probe": probe})
-                            ping_sent_at = now
-                        except Exception:  # the ASGI server cannot ping: stop trying
-                            probe, ping_due = None, math.inf
-                elif probe is not None and probe.last_pong >= ping_sent_at:
-                    ping_sent_at, ping_due = None, probe.last_pong + ping_interval
-                elif now >= ping_sent_at + ping_timeout:  # WS-PING-1: the peer is gone
-                    log.info("session %s: no pong within %g s, closing", self.session_id, ping_timeout)
+                if not await pings.on_deadline(send, now):  # WS-PING-1: the peer is gone
+                    log.info("session %s: no pong within %g s, closing", self.session_id, pings.timeout)
                     with trio.move_on_after(1.0):
                         await close_websocket(send, CLOSE_INTERNAL, "ping timeout")
                     return
@@ -167,7 +152,7 @@ class WsSession:
                 return
             now = trio.current_time()
             idle_deadline = now + idle_limit
-            ping_sent_at, ping_due = None, now + ping_interval
+            pings.heard(now)
 
     async def _reply(self, frame: Any) -> None:
         await self.send({"type": "websocket.send", "text": self.ctx.encode(frame)})

@@ -12,7 +12,7 @@ import pytest
 from openenv_anyio.core import decode_ui_frame
 from openenv_anyio.envs.echo import EchoEnv
 
-from .conftest import TIMEOUT, ask, running, ws_connect
+from .conftest import TIMEOUT, ask, running, wait_for, ws_connect
 from .test_sessions import _raw_handshake
 
 
@@ -100,3 +100,14 @@ def test_stuck_subscriber_never_slows_stepping() -> None:
                 assert len(state["action_logs"]) <= 50
         finally:
             stuck.close()
+
+
+def test_half_open_subscriber_is_dropped_within_ping_timeout() -> None:
+    """UI-4, WS-PING-1: a subscriber that vanished without a close is dropped."""
+    with running(EchoEnv, ping_interval_s=0.2, ping_timeout_s=0.4) as server:
+        sock = _raw_handshake(server.url, "/ws/ui")
+        try:
+            wait_for(lambda: server.stats()["connections"] == 1)
+            assert wait_for(lambda: server.stats()["connections"] == 0) < 0.2 + 0.4 + 5
+        finally:
+            sock.close()
