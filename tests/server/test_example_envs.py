@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from openenv_anyio.core import ProtocolError
 from openenv_anyio.envs.echo import EchoEnv
 from openenv_anyio.envs.guess import GuessNumberEnv
 from openenv_anyio.server.action_check import action_check_for
-from openenv_anyio.core import ProtocolError
 
 
 def test_guess_terminates_when_out_of_guesses() -> None:

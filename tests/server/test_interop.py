@@ -84,3 +84,14 @@ def test_many_client_closes_never_break_the_server() -> None:
 
         asyncio.run(asyncio.wait_for(cycles(), 120))
         wait_for(lambda: server.stats() == {"active_sessions": 0, "live_envs": 0, "connections": 0})
+
+
+def test_real_client_over_capacity_sees_capacity_reached() -> None:
+    """WS-CAP-1 as the reference client experiences it."""
+    with running(EchoEnv, max_concurrent_envs=1) as server:
+        with GenericEnvClient(base_url=server.url).sync() as first:
+            first.reset()
+            with GenericEnvClient(base_url=server.url).sync() as second:
+                with pytest.raises(Exception, match="CAPACITY_REACHED"):
+                    second.reset()
+            assert first.step({"message": "still here"}).reward == 10.0

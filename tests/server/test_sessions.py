@@ -179,3 +179,16 @@ def test_connect_reset_close_cycles_leave_nothing_behind() -> None:
         wait_for(lambda: server.stats() == {"active_sessions": 0, "live_envs": 0, "connections": 0})
         assert Tracked.live == live_before
         wait_for(lambda: threading.active_count() <= threads_before)
+
+
+def test_shutdown_lets_a_running_step_finish_first() -> None:
+    """WS-SHUT-1 with WS-ORDER-1: the executing step is answered, then close 1001."""
+    with contextlib.ExitStack() as clients:
+        with running(Tracked) as server:
+            ws = clients.enter_context(ws_connect(server))
+            ask(ws, {"type": "reset"})
+            ws.send(json.dumps({"type": "step", "data": {"sleep": 0.5}}))
+            wait_for(lambda: Tracked.live > 0)
+            time.sleep(0.1)
+        assert json.loads(ws.recv(timeout=TIMEOUT))["type"] == "observation"
+        assert closed_code(ws)[0] == 1001
