@@ -18,6 +18,8 @@ class ServerConfig:
     - ``max_message_size_mb``: inbound frame limit in MiB, over it close 1009 (``WS-ERR-6``).
     - ``ping_interval_s`` / ``ping_timeout_s``: ping a connection quiet this long, and drop
       it when the pong does not come within the timeout (``WS-PING-1``). ``None`` disables.
+    - ``send_timeout_s``: drop a connection whose peer takes no data for this long (it
+      stopped reading); ``None`` waits forever.
     - ``inline``: ``None`` follows each environment's ``NON_BLOCKING``; ``True`` runs every
       sync call on the event loop; ``False`` always uses the session's worker thread.
     - ``validate_outbound``: check every frame the server sends against the spec (tests).
@@ -32,6 +34,7 @@ class ServerConfig:
     max_message_size_mb: float = 100.0
     ping_interval_s: float | None = 20.0
     ping_timeout_s: float | None = 20.0
+    send_timeout_s: float | None = 20.0
     inline: bool | None = None
     validate_outbound: bool = False
     action_log_size: int = 50

@@ -72,6 +72,7 @@ class EnvServer:
         config.graceful_timeout = self.config.shutdown_grace_s
         config.accesslog = None
         config.errorlog = logging.getLogger("hypercorn.error")  # plain logging, no own handler
+        setattr(config, connection_guards.SEND_TIMEOUT_ATTR, self.config.send_timeout_s)
         return config
 
     def shutdown(self) -> None:

@@ -14,6 +14,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from .conftest import TIMEOUT, ask, running, wait_for, ws_connect
+from openenv_anyio.envs.echo import EchoEnv
+
 from .envs import AsyncEnv, InlineTracked, Tracked, failing_factory
 
 
@@ -192,3 +194,31 @@ def test_shutdown_lets_a_running_step_finish_first() -> None:
             time.sleep(0.1)
         assert json.loads(ws.recv(timeout=TIMEOUT))["type"] == "observation"
         assert closed_code(ws)[0] == 1001
+
+
+def test_client_that_stops_reading_is_dropped_after_send_timeout() -> None:
+    """WS-CLOSE-2: answers pile up unread -> after ``send_timeout_s`` without progress the
+    connection is dropped and its session freed."""
+    with running(EchoEnv, send_timeout_s=0.5) as server:
+        sock = _raw_handshake(server.url)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.settimeout(0.2)
+        try:
+            frame = _masked_text_frame(json.dumps({"type": "step", "data": {"message": "m", "pad": 200_000}}))
+            for _ in range(500):  # 100 MB of answers, never read: the buffers fill up
+                try:
+                    sock.sendall(frame)
+                except OSError:
+                    break
+            wait_for(lambda: server.stats() == {"active_sessions": 0, "live_envs": 0, "connections": 0})
+        finally:
+            sock.close()
+
+
+def _masked_text_frame(text: str) -> bytes:
+    """One client-to-server WebSocket text frame (RFC 6455: clients mask)."""
+    payload = text.encode()
+    mask = os.urandom(4)
+    assert len(payload) < 126
+    masked = bytes(byte ^ mask[index % 4] for index, byte in enumerate(payload))
+    return bytes([0x81, 0x80 | len(payload)]) + mask + masked

@@ -111,3 +111,22 @@ def test_half_open_subscriber_is_dropped_within_ping_timeout() -> None:
             assert wait_for(lambda: server.stats()["connections"] == 0) < 0.2 + 0.4 + 5
         finally:
             sock.close()
+
+
+def test_subscriber_that_stops_reading_is_dropped_after_send_timeout() -> None:
+    """UI-4: a subscriber whose socket takes no data is dropped; stepping never waits."""
+    with running(EchoEnv, send_timeout_s=0.5) as server:
+        stuck = _raw_handshake(server.url, "/ws/ui")
+        stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        try:
+            with ws_connect(server) as ws:
+                ask(ws, {"type": "reset"})
+                wait_for(lambda: server.stats()["connections"] == 2)
+                steps = 0
+                while server.stats()["connections"] == 2:
+                    assert ask(ws, {"type": "step", "data": {"message": "m", "pad": 100_000}})["type"] == "observation"
+                    steps += 1
+                    assert steps < 5000, "the stuck subscriber was never dropped"
+                assert server.stats() == {"active_sessions": 1, "live_envs": 1, "connections": 1}
+        finally:
+            stuck.close()
