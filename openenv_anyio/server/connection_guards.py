@@ -25,7 +25,7 @@ import logging
 from typing import Any
 
 import trio
-from hypercorn.events import Closed, RawData
+from hypercorn.events import RawData
 from hypercorn.trio.tcp_server import TCPServer
 
 __all__ = ["SEND_TIMEOUT_ATTR", "install"]
@@ -72,17 +72,15 @@ def install() -> None:
         async with self.send_lock:
             with trio.CancelScope(shield=True):
                 try:
-                    sent = await _send_with_progress_timeout(self, event.data, timeout)
-                except trio.BusyResourceError:
-                    return
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    sent = False
-                else:
-                    if not sent:
+                    if not await _send_with_progress_timeout(self, event.data, timeout):
                         log.info("peer took no data for %g s; dropping the connection", timeout)
                         await self.stream.aclose()
-                if not sent:
-                    await self.protocol.handle(Closed())
+                except (trio.BusyResourceError, trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass
+        # No ``protocol.handle(Closed())`` here (Hypercorn's own path does it): this runs in the
+        # application's send, and Closed queues a disconnect for the application, which waits
+        # forever when its queue is full. The reader task sees the closed socket and reports it
+        # once the application has drained its queue.
 
     @functools.wraps(original_run)
     async def run(self: TCPServer) -> None:
