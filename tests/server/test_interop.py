@@ -87,11 +87,13 @@ def test_many_client_closes_never_break_the_server() -> None:
 
 
 def test_real_client_over_capacity_sees_capacity_reached() -> None:
-    """WS-CAP-1 as the reference client experiences it."""
+    """WS-CAP-1 as the reference client experiences it: the CAPACITY_REACHED frame if it reads
+    before the close arrives, else the close with 1013 (it only reads when it sends a request)."""
     with running(EchoEnv, max_concurrent_envs=1) as server:
         with GenericEnvClient(base_url=server.url).sync() as first:
             first.reset()
             with GenericEnvClient(base_url=server.url).sync() as second:
-                with pytest.raises(Exception, match="CAPACITY_REACHED"):
+                with pytest.raises(Exception) as refused:
                     second.reset()
+                assert "CAPACITY_REACHED" in str(refused.value) or "1013" in str(refused.value)
             assert first.step({"message": "still here"}).reward == 10.0
