@@ -160,9 +160,9 @@ def test_half_open_peer_is_freed_within_ping_timeout() -> None:
 
 def test_idle_peer_that_answers_pings_is_kept() -> None:
     """WS-PING-1: a live client (its library answers pings) survives many ping rounds."""
-    with running(Tracked, ping_interval_s=0.1, ping_timeout_s=0.2) as server, ws_connect(server) as ws:
+    with running(Tracked, ping_interval_s=0.1, ping_timeout_s=0.5) as server, ws_connect(server) as ws:
         ask(ws, {"type": "reset"})
-        time.sleep(1.0)
+        time.sleep(1.5)  # two or more ping rounds
         assert ask(ws, {"type": "state"})["type"] == "state"
         assert server.stats()["active_sessions"] == 1
 
