@@ -65,10 +65,12 @@ async def serve_ui(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
             async with trio.open_nursery() as nursery:
                 pings = PingSchedule(ctx.config.ping_interval_s, ctx.config.ping_timeout_s)
                 nursery.start_soon(_drain, receive, send, pings, nursery.cancel_scope)
+                def encode(episode_state: dict[str, Any]) -> str:
+                    return ctx.encode(StateUpdate(episode_state), ui=True)
+
                 while True:
                     for view in await subscriber.take():
-                        frame = StateUpdate(view.render())
-                        await send({"type": "websocket.send", "text": ctx.encode(frame, ui=True)})
+                        await send({"type": "websocket.send", "text": view.encoded(encode)})
         if connection.shutdown:
             with trio.move_on_after(1.0):
                 await close_websocket(send, CLOSE_GOING_AWAY, "server shutting down")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 import datetime
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import trio
@@ -22,7 +22,10 @@ __all__ = ["EpisodeView", "UiHub", "UiSubscriber"]
 class EpisodeView:
     """The dashboard's picture of one session's episode."""
 
-    __slots__ = ("session_id", "episode_id", "step_count", "current_observation", "action_logs", "is_reset")
+    __slots__ = (
+        "session_id", "episode_id", "step_count", "current_observation", "action_logs", "is_reset",
+        "version", "_encoded",
+    )
 
     def __init__(self, session_id: str, action_log_size: int) -> None:
         self.session_id = session_id
@@ -33,6 +36,8 @@ class EpisodeView:
             collections.deque(maxlen=action_log_size)
         )
         self.is_reset = False
+        self.version = 0
+        self._encoded: tuple[int, str] | None = None
 
     def record_reset(self, episode_id: str | None, step_count: int, observation: Mapping[str, Any]) -> None:
         self.episode_id = episode_id
@@ -40,6 +45,7 @@ class EpisodeView:
         self.current_observation = observation
         self.action_logs.clear()
         self.is_reset = True
+        self.version += 1
 
     def record_step(
         self, action: Any, observation: Mapping[str, Any], reward: Any, done: bool, *, log: bool
@@ -51,6 +57,14 @@ class EpisodeView:
         if log:
             self.action_logs.append((time.time(), action, observation, reward, done, self.step_count))
         self.is_reset = False
+        self.version += 1
+
+    def encoded(self, encode: Callable[[dict[str, Any]], str]) -> str:
+        """``encode(self.render())``, computed once per version and shared by every subscriber."""
+        cached = self._encoded
+        if cached is None or cached[0] != self.version:
+            cached = self._encoded = (self.version, encode(self.render()))
+        return cached[1]
 
     def render(self) -> dict[str, Any]:
         """The ``episode_state`` of a ``state_update`` frame."""
