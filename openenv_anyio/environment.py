@@ -130,11 +130,16 @@ def lift_observation(value: Any) -> LiftedObservation:
 def normalise_state(value: Any) -> dict[str, Any]:
     """The ``data`` of a ``state`` frame from whatever an environment's ``state`` gave.
 
-    ``episode_id`` defaults to ``None`` and ``step_count`` to 0; other keys are kept.
+    ``episode_id`` defaults to ``None`` and ``step_count`` to 0; other keys are kept. Raises
+    :class:`TypeError` when they have the wrong type (the frame would break the spec).
     """
     data = to_plain_dict(value)
-    data.setdefault("episode_id", None)
-    data.setdefault("step_count", 0)
+    episode_id = data.setdefault("episode_id", None)
+    step_count = data.setdefault("step_count", 0)
+    if episode_id is not None and not isinstance(episode_id, str):
+        raise TypeError(f"state episode_id must be a string or None, not {type(episode_id).__name__}")
+    if isinstance(step_count, bool) or not isinstance(step_count, int) or step_count < 0:
+        raise TypeError(f"state step_count must be an integer >= 0, not {step_count!r}")
     return data
 
 

@@ -71,6 +71,9 @@ def test_not_observation_like_is_type_error() -> None:
 def test_normalise_state_fills_the_required_keys() -> None:
     """WS-STATE-1."""
     assert normalise_state({"extra": 1}) == {"extra": 1, "episode_id": None, "step_count": 0}
+    for bad in ({"episode_id": 3}, {"step_count": -1}, {"step_count": "2"}, {"step_count": True}):
+        with pytest.raises(TypeError):
+            normalise_state(bad)
 
 
 def test_schema_of() -> None:
