@@ -1,0 +1,179 @@
+"""The environment API for authors, and the pure functions that read what an environment returns.
+
+An environment is any object with ``reset(**kwargs)``, ``step(action)``, a ``state``
+(property or zero-argument method) and optionally ``close()``; each may be sync or
+``async def``. Subclassing :class:`Environment` is optional (duck typing is accepted).
+
+What ``reset`` and ``step`` return is *observation-like*: a mapping, a dataclass instance or
+a pydantic model. :func:`lift_observation` takes ``reward``, ``done`` and ``metadata`` out of
+it (missing reward -> ``None``, missing done -> ``False``); the rest is the observation.
+
+No I/O happens here: the server decides where and how the calls run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, NamedTuple, TypeAlias
+
+__all__ = [
+    "EnvFactory",
+    "Environment",
+    "LiftedObservation",
+    "SchemaLike",
+    "env_metadata",
+    "is_model_class",
+    "lift_observation",
+    "normalise_state",
+    "schema_of",
+    "to_plain_dict",
+]
+
+#: A JSON Schema mapping, a pydantic model class, or ``None`` (nothing declared).
+SchemaLike: TypeAlias = "Mapping[str, Any] | type | None"
+
+
+class Environment:
+    """Optional base class of an environment; every method may also be ``async def``.
+
+    Class attributes:
+
+    - ``NON_BLOCKING``: ``True`` promises that the sync methods never block (pure CPU work of
+      well under a millisecond), so a server may call them inline on its event loop instead
+      of hopping to the session's worker thread.
+    - ``action_schema``, ``observation_schema``, ``state_schema``: a JSON Schema mapping, a
+      pydantic model class, or ``None``. A declared action schema is enforced: an action that
+      does not match it is refused before ``step`` sees it. When it is a pydantic model,
+      ``step`` receives an instance of that model; otherwise it receives the JSON object.
+    - ``metadata``: ``name``, ``description``, ``version``, ... (``name`` defaults to the
+      class name).
+    """
+
+    NON_BLOCKING: ClassVar[bool] = False
+    action_schema: ClassVar[SchemaLike] = None
+    observation_schema: ClassVar[SchemaLike] = None
+    state_schema: ClassVar[SchemaLike] = None
+    metadata: ClassVar[Mapping[str, Any]] = {}
+
+    def reset(self, **kwargs: Any) -> Any:
+        """Start a new episode and return the first observation-like value."""
+        raise NotImplementedError
+
+    def step(self, action: Any) -> Any:
+        """Apply one action and return an observation-like value."""
+        raise NotImplementedError
+
+    @property
+    def state(self) -> Mapping[str, Any]:
+        """The episode's state: ``episode_id``, ``step_count`` and any extra keys."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release resources; called once when the session ends."""
+
+
+#: A class or a zero-argument callable that builds one environment instance.
+EnvFactory: TypeAlias = Callable[[], Any]
+
+
+class LiftedObservation(NamedTuple):
+    """An observation-like value split into the parts of an ``observation`` frame."""
+
+    observation: dict[str, Any]
+    reward: float | bool | None
+    done: bool
+    metadata: Any
+
+
+def to_plain_dict(value: Any) -> dict[str, Any]:
+    """A shallow ``dict`` copy of a mapping, dataclass instance or pydantic model.
+
+    Raises :class:`TypeError` for anything else. Nested values are left as they are (the
+    encoder serialises numpy values, dataclasses and pydantic models).
+    """
+    if isinstance(value, Mapping):
+        return dict(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dict(dump())
+    raise TypeError(
+        f"expected a mapping, a dataclass or a pydantic model, got {type(value).__name__}"
+    )
+
+
+def _plain_reward(reward: Any) -> float | bool | None:
+    if reward is None or isinstance(reward, (bool, int, float)):
+        return reward
+    item = getattr(reward, "item", None)  # numpy scalars
+    if callable(item):
+        reward = item()
+    if isinstance(reward, (bool, int, float)):
+        return reward
+    return float(reward)
+
+
+def lift_observation(value: Any) -> LiftedObservation:
+    """Split an observation-like value into observation, reward, done and metadata.
+
+    ``None`` is an empty observation. Pure: no side effect, ``value`` is not modified.
+    """
+    fields = {} if value is None else to_plain_dict(value)
+    reward = _plain_reward(fields.pop("reward", None))
+    done = bool(fields.pop("done", False))
+    metadata = fields.pop("metadata", None)
+    return LiftedObservation(fields, reward, done, metadata)
+
+
+def normalise_state(value: Any) -> dict[str, Any]:
+    """The ``data`` of a ``state`` frame from whatever an environment's ``state`` gave.
+
+    ``episode_id`` defaults to ``None`` and ``step_count`` to 0; other keys are kept. Raises
+    :class:`TypeError` when they have the wrong type (the frame would break the spec).
+    """
+    data = to_plain_dict(value)
+    episode_id = data.setdefault("episode_id", None)
+    step_count = data.setdefault("step_count", 0)
+    if episode_id is not None and not isinstance(episode_id, str):
+        raise TypeError(f"state episode_id must be a string or None, not {type(episode_id).__name__}")
+    if isinstance(step_count, bool) or not isinstance(step_count, int) or step_count < 0:
+        raise TypeError(f"state step_count must be an integer >= 0, not {step_count!r}")
+    return data
+
+
+def schema_of(declared: Any) -> dict[str, Any] | None:
+    """The JSON Schema of a declared schema: a mapping as is, a pydantic model's
+    ``model_json_schema()``, ``None`` when nothing is declared."""
+    if declared is None:
+        return None
+    if isinstance(declared, Mapping):
+        return dict(declared)
+    builder = getattr(declared, "model_json_schema", None)
+    if callable(builder):
+        return dict(builder())
+    raise TypeError(f"a schema must be a JSON Schema mapping or a pydantic model, not {declared!r}")
+
+
+def is_model_class(declared: Any) -> bool:
+    """True when ``declared`` is a pydantic model class (has ``model_validate``)."""
+    return isinstance(declared, type) and callable(getattr(declared, "model_validate", None))
+
+
+def env_metadata(env_or_class: Any) -> dict[str, Any]:
+    """The ``GET /metadata`` answer for an environment (class or instance)."""
+    cls = env_or_class if isinstance(env_or_class, type) else type(env_or_class)
+    declared = getattr(env_or_class, "metadata", None)
+    declared = dict(declared) if isinstance(declared, Mapping) else {}
+    name = str(declared.pop("name", None) or cls.__name__)
+    answer: dict[str, Any] = {
+        "name": name,
+        "description": declared.pop("description", None) or f"{name} environment",
+        "readme_content": declared.pop("readme_content", None),
+        "version": declared.pop("version", None) or "1.0.0",
+        "author": declared.pop("author", None),
+        "documentation_url": declared.pop("documentation_url", None),
+    }
+    answer.update(declared)
+    return answer

@@ -1,0 +1,130 @@
+"""The Quart-Trio application: the HTTP endpoints of section 9.
+
+``POST /reset`` and ``POST /step`` are stateless like the reference server's: each builds a
+fresh environment, uses it once and closes it (``HTTP-4``). Bodies are checked with the same
+schemas as the WebSocket frames; a bad body or action is HTTP 422 ``{"detail": [...]}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quart import Response, request
+from quart_trio import QuartTrio
+
+from ..core import FrameCodec, ProtocolError, Reset, dumps, parse_json
+from .bound_env import FactoryFailure
+from .context import ServerContext, log
+from .env_profile import EnvProfile
+
+__all__ = ["create_app"]
+
+
+def _json(value: Any, status: int = 200) -> Response:
+    return Response(dumps(value), status=status, content_type="application/json")
+
+
+def _unprocessable(error: ProtocolError, *, strip: str = "", prefix: tuple[str, ...] = ("body",)) -> Response:
+    """422 with pydantic-style ``detail`` entries, locations rebased from ``strip`` to ``prefix``."""
+    entries = error.errors or [{"loc": [], "msg": error.message, "type": error.keyword or "value_error"}]
+    drop = len([part for part in strip.split("/") if part])
+    detail = [
+        {
+            "loc": [*prefix, *entry.get("loc", [])[drop:]],
+            "msg": entry.get("msg", error.message),
+            "type": entry.get("type", "value_error"),
+        }
+        for entry in entries
+    ]
+    return _json({"detail": detail}, 422)
+
+
+class _BadBody(Exception):
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+
+async def _json_body(*, default: Any) -> Any:
+    raw = await request.get_data()
+    if not raw.strip():
+        return default
+    try:
+        return parse_json(raw)
+    except ProtocolError as error:
+        raise _BadBody(_json({"detail": [{"loc": ["body"], "msg": error.message, "type": "json_invalid"}]}, 422)) from None
+
+
+def _server_error(exc: BaseException) -> Response:
+    status = 500
+    log.warning("HTTP request failed: %s: %s", type(exc).__name__, exc)
+    return _json({"detail": f"{type(exc).__name__}: {exc}"}, status)
+
+
+def create_app(ctx: ServerContext) -> QuartTrio:
+    """The HTTP side of one server."""
+    app = QuartTrio("openenv_anyio.server")
+    app.config["MAX_CONTENT_LENGTH"] = ctx.config.max_message_bytes
+    profile = EnvProfile(ctx)
+    codec = FrameCodec("client-frame")
+
+    @app.errorhandler(_BadBody)
+    async def bad_body(error: _BadBody) -> Response:
+        return error.response
+
+    @app.errorhandler(FactoryFailure)
+    async def factory_failed(error: FactoryFailure) -> Response:
+        return _server_error(error)
+
+    @app.get("/health")
+    async def health() -> Response:  # HTTP-1
+        return _json({"status": "healthy"})
+
+    @app.get("/metadata")
+    async def metadata() -> Response:  # HTTP-2
+        return _json((await profile.describe())[0])
+
+    @app.get("/schema")
+    async def schema() -> Response:  # HTTP-3
+        return _json((await profile.describe())[1])
+
+    @app.get("/state")
+    async def state() -> Response:  # HTTP-5
+        async with ctx.fresh_env() as env:
+            try:
+                return _json(await env.state())
+            except Exception as exc:
+                return _server_error(exc)
+
+    @app.post("/reset")
+    async def reset() -> Response:  # HTTP-4
+        body = await _json_body(default={})
+        try:
+            frame = codec.decode_value({"type": "reset", "data": body})
+        except ProtocolError as error:
+            return _unprocessable(error, strip="/data")
+        assert isinstance(frame, Reset)
+        async with ctx.fresh_env() as env:
+            try:
+                lifted, _ = await env.reset(frame.kwargs)
+            except Exception as exc:
+                return _server_error(exc)
+        return _json({"observation": lifted.observation, "reward": lifted.reward, "done": lifted.done})
+
+    @app.post("/step")
+    async def step() -> Response:  # HTTP-4
+        body = await _json_body(default=None)
+        if not isinstance(body, dict) or not isinstance(body.get("action"), dict):
+            missing = {"loc": ["body", "action"], "msg": "Field required: an object", "type": "missing"}
+            return _json({"detail": [missing]}, 422)
+        async with ctx.fresh_env() as env:
+            try:
+                action = env.check_action(body["action"])
+            except ProtocolError as error:
+                return _unprocessable(error, strip="/data", prefix=("body", "action"))
+            try:
+                lifted = await env.step(action)
+            except Exception as exc:
+                return _server_error(exc)
+        return _json({"observation": lifted.observation, "reward": lifted.reward, "done": lifted.done})
+
+    return app

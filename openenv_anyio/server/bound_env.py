@@ -1,0 +1,163 @@
+"""One environment instance bound to the runner its calls run on.
+
+Created from the factory on the session's runner (so a thread-affine environment is built on
+the thread that will serve it), it answers reset/step/state with values ready for frames,
+awaits ``async def`` methods on the event loop and sends sync ones to the runner.
+Exceptions of the environment propagate unchanged; the session turns them into frames.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+from ..environment import EnvFactory, LiftedObservation, lift_observation, normalise_state
+from .action_check import ActionCheck, action_check_for
+from .env_runner import EnvRunner, InlineRunner, ThreadRunner
+
+__all__ = ["BoundEnv", "FactoryFailure", "declared_non_blocking"]
+
+_METHODS = ("reset", "step", "close")
+log = logging.getLogger("openenv_anyio.server")
+
+
+class FactoryFailure(Exception):
+    """The factory raised while building an environment (``WS-FACT-1``)."""
+
+    def __init__(self, factory: EnvFactory, cause: BaseException) -> None:
+        self.factory_name = getattr(factory, "__qualname__", None) or type(factory).__name__
+        super().__init__(f"Failed to create environment ({self.factory_name}): {type(cause).__name__}: {cause}")
+
+
+def declared_non_blocking(factory: Any) -> bool | None:
+    """``NON_BLOCKING`` as declared by a factory class (or a partial of one), else ``None``."""
+    target = factory.func if isinstance(factory, partial) else factory
+    if isinstance(target, type):
+        return bool(getattr(target, "NON_BLOCKING", False))
+    return None
+
+
+def read_state(env: Any) -> Any:
+    """Read ``env.state`` whether it is a property or a zero-argument method (sync part)."""
+    value = env.state
+    return value() if callable(value) else value
+
+
+def _reset_then_state(env: Any, kwargs: Mapping[str, Any]) -> tuple[Any, Any]:
+    """Reset, then read the new episode's state in the same call (one thread hop)."""
+    observation = env.reset(**kwargs)
+    if inspect.isawaitable(observation):
+        return observation, None
+    try:
+        state = read_state(env)
+    except Exception:
+        state = None
+    return observation, state
+
+
+def accepted_keywords(method: Any) -> frozenset[str] | None:
+    """The keyword names ``method`` accepts; ``None`` when it takes ``**kwargs`` (or is opaque)."""
+    try:
+        parameters = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return frozenset(
+        p.name for p in parameters if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    )
+
+
+class BoundEnv:
+    """An environment instance plus its runner; one per session (or per HTTP request).
+
+    Reset parameters the environment's ``reset`` does not accept are dropped, as the
+    reference server does (a client may always send ``seed`` and ``episode_id``).
+    """
+
+    __slots__ = ("env", "runner", "action_check", "_async", "_closed", "_reset_keywords")
+
+    def __init__(self, env: Any, runner: EnvRunner) -> None:
+        self.env = env
+        self.runner = runner
+        self.action_check: ActionCheck = action_check_for(getattr(env, "action_schema", None))
+        self._async = {
+            name: inspect.iscoroutinefunction(getattr(env, name, None)) for name in _METHODS
+        }
+        self._closed = False
+        self._reset_keywords = accepted_keywords(getattr(env, "reset", None))
+
+    @classmethod
+    async def create(cls, factory: EnvFactory, *, inline: bool | None = None) -> BoundEnv:
+        """Build an environment with ``factory`` on the runner chosen for it.
+
+        ``inline=None`` follows the environment's ``NON_BLOCKING`` declaration.
+        Raises :class:`FactoryFailure` when the factory raises.
+        """
+        declared = declared_non_blocking(factory)
+        runner: EnvRunner = (
+            InlineRunner() if inline is True or (inline is None and declared) else ThreadRunner()
+        )
+        try:
+            env = await runner.run(factory)
+        except Exception as exc:
+            await runner.aclose()
+            raise FactoryFailure(factory, exc) from exc
+        if isinstance(runner, ThreadRunner) and inline is None and getattr(env, "NON_BLOCKING", False):
+            await runner.aclose()
+            runner = InlineRunner()
+        return cls(env, runner)
+
+    async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        method = getattr(self.env, name)
+        if self._async[name]:
+            return await method(*args, **kwargs)
+        return await self.runner.run(partial(method, *args, **kwargs))
+
+    async def reset(self, kwargs: Mapping[str, Any]) -> tuple[LiftedObservation, dict[str, Any] | None]:
+        """Reset; returns the lifted observation and the new state (``None`` if unreadable)."""
+        accepted = self._reset_keywords
+        if accepted is not None and not accepted.issuperset(kwargs):
+            kwargs = {key: value for key, value in kwargs.items() if key in accepted}
+        if self._async["reset"]:
+            observation = await self.env.reset(**kwargs)
+            state = None
+        else:
+            observation, state = await self.runner.run(partial(_reset_then_state, self.env, kwargs))
+        lifted = lift_observation(observation)
+        try:
+            if state is None:
+                state = await self.runner.run(partial(read_state, self.env))
+            elif inspect.isawaitable(state):
+                state = await state
+            return lifted, normalise_state(state)
+        except Exception:
+            return lifted, None
+
+    def check_action(self, action: Mapping[str, Any]) -> Any:
+        """Validate ``action`` (raises ProtocolError) and return what ``step`` receives."""
+        return self.action_check(action)
+
+    async def step(self, action: Any) -> LiftedObservation:
+        """Step with an already checked action."""
+        return lift_observation(await self._call("step", action))
+
+    async def state(self) -> dict[str, Any]:
+        """The ``data`` of a ``state`` frame."""
+        return normalise_state(await self.runner.run(partial(read_state, self.env)))
+
+    async def aclose(self) -> None:
+        """Call the environment's ``close()`` (once, errors swallowed) and stop the runner."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if callable(getattr(self.env, "close", None)):
+                await self._call("close")
+        except Exception:
+            log.exception("environment close() raised")
+        finally:
+            await self.runner.aclose()

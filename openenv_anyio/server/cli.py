@@ -1,0 +1,119 @@
+"""``openenv-anyio serve MODULE:ATTR``: serve an environment class or factory.
+
+Loopback by default. SIGINT/SIGTERM shut down cleanly (connections closed with 1001,
+environments closed) and the command exits 0. A bad target is a one-line error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Any
+
+__all__ = ["configure", "resolve_target", "run"]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="MODULE:ATTR", help="environment class or factory, e.g. openenv_anyio.envs.guess:GuessNumberEnv")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback)")
+    parser.add_argument("--port", type=int, default=8000, help="port (0 picks a free one; default 8000)")
+    parser.add_argument("--max-concurrent-envs", type=int, default=None, metavar="N", help="session limit (default: none)")
+    parser.add_argument("--session-timeout", type=float, default=None, metavar="S", help="close sessions idle this many seconds")
+    parser.add_argument("--max-message-size-mb", type=float, default=100.0, metavar="M", help="inbound frame limit in MiB (default 100)")
+    parser.add_argument("--ping-interval", type=float, default=20.0, metavar="S", help="ping quiet connections after S seconds (default 20)")
+    parser.add_argument("--ping-timeout", type=float, default=20.0, metavar="S", help="drop a connection whose pong is this late (default 20)")
+    parser.add_argument("--inline", action="store_true", default=None, help="run every sync environment call on the event loop (no worker thread)")
+
+
+def _simple_resolve(target: str) -> Any:
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"expected MODULE:ATTR, got {target!r}")
+    try:
+        value: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot import module {module_name!r}: {exc}") from None
+    for part in attr.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise ValueError(f"module {module_name!r} has no attribute {attr!r}") from None
+    if not callable(value):
+        raise ValueError(f"{target} is not a class or factory (got {type(value).__name__})")
+    return value
+
+
+def resolve_target(target: str) -> Any:
+    """The environment factory named by ``target`` (raises ValueError with a one-line message).
+
+    Uses the full resolver of :mod:`openenv_anyio.envs.loading` (Gymnasium ids, openenv-core
+    environments) when it is available, else plain ``MODULE:ATTR``.
+    """
+    try:
+        from openenv_anyio.envs.loading import resolve_env_target
+    except ImportError:
+        return _simple_resolve(target)
+    return resolve_env_target(target)
+
+
+async def _serve_until_signalled(server: Any) -> None:
+    import signal
+
+    import trio
+
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(server.serve)
+            print(f"openenv-anyio: serving on {url} (WebSocket {url.replace('http', 'ws', 1)}/ws)", file=sys.stderr, flush=True)
+            async for _ in signals:
+                print("openenv-anyio: shutting down", file=sys.stderr, flush=True)
+                server.shutdown()
+                break
+
+
+def run(args: argparse.Namespace) -> int:
+    import logging
+
+    import trio
+
+    logging.basicConfig(level=logging.WARNING, format="openenv-anyio: %(levelname)s %(name)s: %(message)s")
+
+    from .config import ServerConfig
+    from .env_server import EnvServer
+
+    try:
+        factory = resolve_target(args.target)
+        config = ServerConfig(
+            host=args.host,
+            port=args.port,
+            max_concurrent_envs=args.max_concurrent_envs,
+            session_timeout_s=args.session_timeout,
+            max_message_size_mb=args.max_message_size_mb,
+            ping_interval_s=args.ping_interval or None,
+            ping_timeout_s=args.ping_timeout or None,
+            inline=args.inline,
+        )
+    except ValueError as exc:
+        print(f"openenv-anyio serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        trio.run(_serve_until_signalled, EnvServer(factory, config))
+    except (OSError, BaseExceptionGroup) as exc:  # e.g. the port is taken
+        os_error = _first_os_error(exc)
+        if os_error is None:
+            raise
+        print(f"openenv-anyio serve: {os_error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _first_os_error(exc: BaseException) -> OSError | None:
+    if isinstance(exc, OSError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _first_os_error(inner)
+            if found is not None:
+                return found
+    return None

@@ -1,0 +1,54 @@
+"""The server's settings, in one immutable value."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ServerConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """How an :class:`~openenv_anyio.server.EnvServer` listens and runs sessions.
+
+    - ``port=0`` binds a free port (the bound URL is reported once listening).
+    - ``max_concurrent_envs``: session limit (``None``: unlimited), ``WS-CAP-1``.
+    - ``session_timeout_s``: close a session idle this long with 4408 (``WS-IDLE-1``);
+      time spent executing a request never counts (``WS-IDLE-2``).
+    - ``max_message_size_mb``: inbound frame limit in MiB, over it close 1009 (``WS-ERR-6``).
+    - ``ping_interval_s`` / ``ping_timeout_s``: ping a connection quiet this long, and drop
+      it when the pong does not come within the timeout (``WS-PING-1``). ``None`` disables.
+    - ``send_timeout_s``: drop a connection whose peer takes no data for this long (it
+      stopped reading); ``None`` waits forever.
+    - ``inline``: ``None`` follows each environment's ``NON_BLOCKING``; ``True`` runs every
+      sync call on the event loop; ``False`` always uses the session's worker thread.
+    - ``validate_outbound``: check every frame the server sends against the spec (tests).
+    - ``action_log_size``: actions kept per session for ``/ws/ui`` updates.
+    - ``shutdown_grace_s``: how long a shutdown waits for running requests and connections.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    max_concurrent_envs: int | None = None
+    session_timeout_s: float | None = None
+    max_message_size_mb: float = 100.0
+    ping_interval_s: float | None = 20.0
+    ping_timeout_s: float | None = 20.0
+    send_timeout_s: float | None = 20.0
+    inline: bool | None = None
+    validate_outbound: bool = False
+    action_log_size: int = 50
+    shutdown_grace_s: float = 3.0
+
+    def __post_init__(self) -> None:
+        if self.max_concurrent_envs is not None and self.max_concurrent_envs < 1:
+            raise ValueError("max_concurrent_envs must be at least 1 (or None for no limit)")
+        if self.session_timeout_s is not None and self.session_timeout_s <= 0:
+            raise ValueError("session_timeout_s must be positive (or None for no timeout)")
+        if self.max_message_size_mb <= 0:
+            raise ValueError("max_message_size_mb must be positive")
+
+    @property
+    def max_message_bytes(self) -> int:
+        """The inbound frame limit in bytes."""
+        return int(self.max_message_size_mb * 1024 * 1024)

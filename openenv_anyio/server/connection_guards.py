@@ -1,0 +1,96 @@
+"""Keep one connection's trouble inside that connection (guards around Hypercorn's trio TCP
+server).
+
+1. The close race. When both ends close a WebSocket at the same moment, Hypercorn may
+   half-close the socket (``send_eof``, outside its send lock) while its reader task answers
+   the peer's close frame (``send_all``); trio raises ``BusyResourceError`` in the reader.
+   Measured here: about one in a few hundred sessions closed by the openenv-core client.
+   The guard treats it as what it is, the connection closing, and drops those bytes.
+2. A peer that stops reading. Hypercorn shields every socket write from cancellation, so a
+   write to a peer whose TCP window stays shut waits forever, uncancellable: the session (or
+   ``/ws/ui`` subscriber) never ends and server shutdown hangs. With a send timeout set on
+   the Hypercorn config (:data:`SEND_TIMEOUT_ATTR`), a write that makes no progress for that
+   long aborts the connection (still shielded from outside cancellation, so a frame is never
+   cut by anything else).
+3. Anything else a connection task raises would escape into the listener's nursery and stop
+   the server for everyone; the guard logs it and ends that connection only.
+
+:func:`install` applies them (idempotent); without a send timeout, writes behave as before.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+import trio
+from hypercorn.events import RawData
+from hypercorn.trio.tcp_server import TCPServer
+
+__all__ = ["SEND_TIMEOUT_ATTR", "install"]
+
+log = logging.getLogger("openenv_anyio.server")
+
+#: Attribute of a ``hypercorn.config.Config``: seconds a write may make no progress.
+SEND_TIMEOUT_ATTR = "openenv_send_timeout"
+_CHUNK = 256 * 1024
+
+
+def _only_exceptions(error: BaseException) -> bool:
+    if isinstance(error, BaseExceptionGroup):
+        return all(_only_exceptions(inner) for inner in error.exceptions)
+    return isinstance(error, Exception)
+
+
+async def _send_with_progress_timeout(server: TCPServer, data: bytes, timeout: float) -> bool:
+    """Write ``data``; ``False`` when a chunk made no progress within ``timeout``."""
+    view = memoryview(data)
+    for start in range(0, len(view), _CHUNK):
+        with trio.move_on_after(timeout) as progress:
+            await server.stream.send_all(view[start : start + _CHUNK])
+        if progress.cancelled_caught:
+            return False
+    return True
+
+
+def install() -> None:
+    if getattr(TCPServer.protocol_send, "_openenv_guarded", False):
+        return
+    original_send = TCPServer.protocol_send
+    original_run = TCPServer.run
+
+    @functools.wraps(original_send)
+    async def protocol_send(self: TCPServer, event: Any) -> None:
+        timeout = getattr(self.config, SEND_TIMEOUT_ATTR, None)
+        if timeout is None or not isinstance(event, RawData):
+            try:
+                await original_send(self, event)
+            except trio.BusyResourceError:  # the other task is half-closing this socket
+                pass
+            return
+        async with self.send_lock:
+            with trio.CancelScope(shield=True):
+                try:
+                    if not await _send_with_progress_timeout(self, event.data, timeout):
+                        log.info("peer took no data for %g s; dropping the connection", timeout)
+                        await self.stream.aclose()
+                except (trio.BusyResourceError, trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass
+        # No ``protocol.handle(Closed())`` here (Hypercorn's own path does it): this runs in the
+        # application's send, and Closed queues a disconnect for the application, which waits
+        # forever when its queue is full. The reader task sees the closed socket and reports it
+        # once the application has drained its queue.
+
+    @functools.wraps(original_run)
+    async def run(self: TCPServer) -> None:
+        try:
+            await original_run(self)
+        except BaseException as error:
+            if not _only_exceptions(error):
+                raise  # cancellation, KeyboardInterrupt: not ours to swallow
+            log.exception("connection failed; the server carries on")
+
+    protocol_send._openenv_guarded = True  # type: ignore[attr-defined]
+    TCPServer.protocol_send = protocol_send  # type: ignore[method-assign]
+    TCPServer.run = run  # type: ignore[method-assign]

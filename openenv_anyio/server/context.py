@@ -1,0 +1,66 @@
+"""What every endpoint of one server shares: the factory, settings, registry and UI hub."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+import trio
+
+from ..core import Frame, ProtocolError, decode_server_frame, decode_ui_frame, encode_frame
+from ..environment import EnvFactory
+from .bound_env import BoundEnv
+from .config import ServerConfig
+from .session_registry import SessionRegistry
+from .ui_hub import UiHub
+
+__all__ = ["AsgiReceive", "AsgiSend", "OutboundFrameError", "ServerContext", "log"]
+
+log = logging.getLogger("openenv_anyio.server")
+
+AsgiMessage: TypeAlias = MutableMapping[str, Any]
+AsgiReceive: TypeAlias = Callable[[], Awaitable[AsgiMessage]]
+AsgiSend: TypeAlias = Callable[[AsgiMessage], Awaitable[None]]
+
+
+class OutboundFrameError(RuntimeError):
+    """The server was about to send a frame the spec does not allow (a server bug)."""
+
+
+@dataclass(eq=False)
+class ServerContext:
+    factory: EnvFactory
+    config: ServerConfig
+    registry: SessionRegistry = field(init=False)
+    hub: UiHub = field(init=False, default_factory=UiHub)
+
+    def __post_init__(self) -> None:
+        self.registry = SessionRegistry(self.config.max_concurrent_envs)
+
+    def encode(self, frame: Frame, *, ui: bool = False) -> str:
+        """The frame's text; checked against the spec when ``validate_outbound`` is on."""
+        text = encode_frame(frame)
+        if self.config.validate_outbound:
+            try:
+                (decode_ui_frame if ui else decode_server_frame)(text)
+            except ProtocolError as exc:
+                raise OutboundFrameError(f"outbound frame breaks the spec: {exc}: {text[:200]}") from exc
+        return text
+
+    @contextlib.asynccontextmanager
+    async def fresh_env(self) -> AsyncIterator[BoundEnv]:
+        """A new environment for one HTTP request (or a profile read), closed afterwards.
+
+        Raises :class:`~openenv_anyio.server.bound_env.FactoryFailure` like a session would.
+        """
+        bound = await BoundEnv.create(self.factory, inline=self.config.inline)
+        self.registry.env_opened()
+        try:
+            yield bound
+        finally:
+            with trio.CancelScope(shield=True):
+                await bound.aclose()
+                self.registry.env_closed()

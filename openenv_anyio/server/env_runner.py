@@ -1,0 +1,140 @@
+"""Where an environment's sync calls run: inline on the event loop, or on one worker thread.
+
+Every session owns one runner. :class:`ThreadRunner` gives the session a dedicated OS
+thread fed by a queue, so every call of that session runs on the same thread (thread
+affinity, ``SRV-EXEC-1``: libraries such as Playwright require it) and no thread is spawned
+per call. A finished call wakes the waiting trio task directly
+(``TrioToken.run_sync_soon`` + ``reschedule``), the cheapest way back onto the loop.
+:class:`InlineRunner` calls directly, for environments that declare ``NON_BLOCKING``.
+
+Coroutine results are awaited on the event loop in both cases (async environments).
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import outcome
+import trio
+
+__all__ = ["EnvRunner", "InlineRunner", "ThreadRunner"]
+
+_thread_numbers = itertools.count(1)
+
+
+class EnvRunner(Protocol):
+    """Runs zero-argument sync callables for one session."""
+
+    async def run(self, fn: Callable[[], Any]) -> Any:
+        """Call ``fn`` where this runner runs calls; await the result if it is awaitable."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop the runner; it runs nothing afterwards."""
+        ...
+
+
+class InlineRunner:
+    """Runs calls directly on the event loop (no thread hop)."""
+
+    __slots__ = ()
+
+    async def run(self, fn: Callable[[], Any]) -> Any:
+        result = fn()
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    async def aclose(self) -> None:
+        return None
+
+
+class _Pending:
+    """One submitted call: the task waiting for it, unless it stopped waiting."""
+
+    __slots__ = ("task", "abandoned")
+
+    def __init__(self, task: trio.lowlevel.Task) -> None:
+        self.task = task
+        self.abandoned = False
+
+
+_STOP: Callable[[], Any] = lambda: None  # noqa: E731 - identity marks the last job
+
+
+class ThreadRunner:
+    """A dedicated worker thread for one session's sync calls.
+
+    If the waiting task is cancelled while a call runs, the runner stops waiting for that
+    call (the thread finishes it in the background); later calls queue behind it.
+    :meth:`aclose` lets the thread run out and joins it, unless a call was abandoned (then
+    the daemon thread ends by itself once the environment returns).
+    """
+
+    def __init__(self, name: str | None = None) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], _Pending]] = queue.SimpleQueue()
+        self._abandoned = False
+        self._closed = False
+        self._thread = threading.Thread(
+            target=self._work, name=name or f"openenv-env-{next(_thread_numbers)}", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def thread(self) -> threading.Thread:
+        return self._thread
+
+    def _work(self) -> None:
+        jobs, token, deliver = self._jobs, self._token, self._deliver
+        while True:
+            fn, pending = jobs.get()
+            result = outcome.capture(fn)
+            try:
+                token.run_sync_soon(deliver, pending, result)
+            except trio.RunFinishedError:
+                return
+            if fn is _STOP:
+                return
+
+    @staticmethod
+    def _deliver(pending: _Pending, result: outcome.Outcome[Any]) -> None:
+        if not pending.abandoned:
+            trio.lowlevel.reschedule(pending.task, result)
+
+    async def _submit(self, fn: Callable[[], Any]) -> Any:
+        pending = _Pending(trio.lowlevel.current_task())
+        self._jobs.put((fn, pending))
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            pending.abandoned = True
+            self._abandoned = True
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        return await trio.lowlevel.wait_task_rescheduled(abort)
+
+    async def run(self, fn: Callable[[], Any]) -> Any:
+        if self._closed:
+            raise RuntimeError("the environment runner is closed")
+        result = await self._submit(fn)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._abandoned:  # a call still runs: let the thread stop after it, unwaited
+            orphan = _Pending(trio.lowlevel.current_task())
+            orphan.abandoned = True
+            self._jobs.put((_STOP, orphan))
+            return
+        with trio.CancelScope(shield=True):
+            await self._submit(_STOP)
+        self._thread.join()  # the thread returns right after delivering _STOP

@@ -1,0 +1,172 @@
+"""``EnvServer``: Hypercorn's trio worker serving the Quart-Trio app, with ``/ws`` and
+``/ws/ui`` routed to lean raw-ASGI handlers in front of it.
+
+Use :meth:`EnvServer.serve` from trio, or :meth:`EnvServer.run_in_thread` from anywhere
+else (asyncio tests, scripts, benchmarks): it runs trio and Hypercorn on a background
+thread and shuts them down cleanly when the ``with`` block ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve as hypercorn_serve
+
+from ..environment import EnvFactory
+from . import connection_guards, liveness
+from .app import create_app
+from .config import ServerConfig
+from .context import AsgiReceive, AsgiSend, ServerContext
+from .ui_endpoint import serve_ui
+from .ws_session import serve_ws
+
+__all__ = ["EnvServer", "RunningServer"]
+
+
+class _Router:
+    """ASGI app: WebSocket scopes for ``/ws`` and ``/ws/ui`` go to the raw handlers, the rest
+    to the Quart app (HTTP routes, lifespan)."""
+
+    def __init__(self, ctx: ServerContext, http_app: Any) -> None:
+        self._ctx = ctx
+        self._http_app = http_app
+
+    async def __call__(self, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
+        if scope["type"] == "websocket":
+            path = scope["path"]
+            if path == "/ws":
+                return await serve_ws(self._ctx, scope, receive, send)
+            if path == "/ws/ui":
+                return await serve_ui(self._ctx, scope, receive, send)
+        await self._http_app(scope, receive, send)
+
+
+def _bind(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class EnvServer:
+    """Serves one environment factory over ``/ws``, ``/ws/ui`` and HTTP."""
+
+    def __init__(self, factory: EnvFactory, config: ServerConfig | None = None) -> None:
+        self.config = config or ServerConfig()
+        self.ctx = ServerContext(factory, self.config)
+        self.asgi = _Router(self.ctx, create_app(self.ctx))
+        self.url: str | None = None
+        self._stop = trio.Event()
+
+    def _hypercorn_config(self) -> HypercornConfig:
+        config = HypercornConfig()
+        config.bind = [_bind(self.config.host, self.config.port)]
+        config.websocket_max_message_size = self.config.max_message_bytes  # WS-ERR-6
+        config.websocket_ping_interval = None  # our sessions ping and watch the pongs
+        config.graceful_timeout = self.config.shutdown_grace_s
+        config.accesslog = None
+        config.errorlog = logging.getLogger("hypercorn.error")  # plain logging, no own handler
+        setattr(config, connection_guards.SEND_TIMEOUT_ATTR, self.config.send_timeout_s)
+        return config
+
+    def shutdown(self) -> None:
+        """Ask a running :meth:`serve` to stop (call from the server's trio thread)."""
+        self._stop.set()
+
+    async def _shutdown_trigger(self) -> None:
+        await self._stop.wait()
+        await self.ctx.registry.shutdown(self.config.shutdown_grace_s)  # WS-SHUT-1
+
+    async def serve(self, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
+        """Listen and serve until :meth:`shutdown` (or cancellation).
+
+        ``task_status.started(url)`` reports the base URL once listening (the bound port
+        when the configured port is 0).
+        """
+        liveness.install()
+        connection_guards.install()
+        self._stop = trio.Event()
+        async with trio.open_nursery() as nursery:
+            binds = await nursery.start(
+                partial(
+                    hypercorn_serve,
+                    self.asgi,
+                    self._hypercorn_config(),
+                    shutdown_trigger=self._shutdown_trigger,
+                    mode="asgi",
+                )
+            )
+            self.url = binds[0]
+            task_status.started(self.url)
+
+    def stats(self) -> dict[str, int]:
+        """Active sessions, live environment instances, open connections (server thread)."""
+        return self.ctx.registry.stats()
+
+    @contextlib.contextmanager
+    def run_in_thread(self, *, start_timeout: float = 30.0) -> Iterator[RunningServer]:
+        """Run the server on a background thread for the duration of a ``with`` block.
+
+        Yields a :class:`RunningServer` (``.url``, ``.stats()``). Leaving the block shuts the
+        server down (connections closed with 1001, environments closed) and joins the thread;
+        an error the server raised is re-raised there.
+        """
+        started: queue.SimpleQueue[tuple[str, trio.lowlevel.TrioToken] | BaseException] = queue.SimpleQueue()
+        failure: list[BaseException] = []
+
+        async def main() -> None:
+            async with trio.open_nursery() as nursery:
+                url = await nursery.start(self.serve)
+                started.put((url, trio.lowlevel.current_trio_token()))
+
+        def thread_main() -> None:
+            try:
+                trio.run(main)
+            except BaseException as exc:  # reported to the caller's thread
+                failure.append(exc)
+                started.put(exc)
+
+        thread = threading.Thread(target=thread_main, name="openenv-anyio-server", daemon=True)
+        thread.start()
+        try:
+            first = started.get(timeout=start_timeout)
+        except queue.Empty:
+            raise RuntimeError(f"server did not start within {start_timeout} s") from None
+        if isinstance(first, BaseException):
+            thread.join()
+            raise RuntimeError(f"server failed to start: {first!r}") from first
+        url, token = first
+        try:
+            yield RunningServer(url=url, server=self, token=token)
+        finally:
+            with contextlib.suppress(trio.RunFinishedError):
+                trio.from_thread.run_sync(self.shutdown, trio_token=token)
+            thread.join(timeout=self.config.shutdown_grace_s * 3 + 10)
+            if thread.is_alive():
+                raise RuntimeError("server thread did not stop")
+            if failure:
+                raise RuntimeError(f"server failed: {failure[0]!r}") from failure[0]
+
+
+@dataclass(frozen=True)
+class RunningServer:
+    """A server running on a background thread (see :meth:`EnvServer.run_in_thread`)."""
+
+    url: str
+    server: EnvServer
+    token: trio.lowlevel.TrioToken
+
+    @property
+    def ws_url(self) -> str:
+        """The ``/ws`` endpoint's URL."""
+        return "ws" + self.url.removeprefix("http") + "/ws"
+
+    def stats(self) -> dict[str, int]:
+        """Active sessions, live environment instances, open connections."""
+        return trio.from_thread.run_sync(self.server.stats, trio_token=self.token)

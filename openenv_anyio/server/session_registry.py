@@ -1,0 +1,76 @@
+"""Who is connected: capacity slots, live environment count, and shutdown of everyone."""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+import trio
+
+__all__ = ["Connection", "SessionRegistry"]
+
+
+class Connection(Protocol):
+    """A connection the registry can ask to end (a ``/ws`` session or a ``/ws/ui`` subscriber)."""
+
+    def request_shutdown(self) -> None: ...
+
+
+class SessionRegistry:
+    """Counts sessions against ``max_sessions`` (``WS-CAP-1``) and ends them on shutdown."""
+
+    def __init__(self, max_sessions: int | None) -> None:
+        self.max_sessions = max_sessions
+        self.sessions = 0
+        self.live_envs = 0
+        self.closing = False
+        self._connections: set[Connection] = set()
+        self._changed = trio.Event()
+
+    def try_reserve(self) -> bool:
+        """Take a session slot; ``False`` when the server is full or shutting down."""
+        if self.closing or (self.max_sessions is not None and self.sessions >= self.max_sessions):
+            return False
+        self.sessions += 1
+        return True
+
+    def release(self) -> None:
+        self.sessions -= 1
+        self._notify()
+
+    def env_opened(self) -> None:
+        self.live_envs += 1
+
+    def env_closed(self) -> None:
+        self.live_envs -= 1
+        self._notify()
+
+    def attach(self, connection: Connection) -> None:
+        self._connections.add(connection)
+        if self.closing:
+            connection.request_shutdown()
+
+    def detach(self, connection: Connection) -> None:
+        self._connections.discard(connection)
+        self._notify()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def stats(self) -> dict[str, int]:
+        """Active sessions, live environment instances and open connections."""
+        return {
+            "active_sessions": self.sessions,
+            "live_envs": self.live_envs,
+            "connections": len(self._connections),
+        }
+
+    async def shutdown(self, grace_s: float = math.inf) -> None:
+        """Refuse new sessions, ask every connection to end, wait (at most ``grace_s``)."""
+        self.closing = True
+        for connection in list(self._connections):
+            connection.request_shutdown()
+        with trio.move_on_after(grace_s):
+            while self._connections or self.sessions or self.live_envs:
+                await self._changed.wait()

@@ -1,0 +1,79 @@
+"""The ``/ws/ui`` endpoint: a read-only stream of ``state_update`` frames (section 8).
+
+Two tasks per subscriber: one sends the pending updates (latest per session), one reads and
+drops whatever the subscriber sends (``UI-1``) and notices when it leaves. A subscriber that
+stops reading only stalls its own sender task; sessions keep stepping (``UI-4``).
+``/ws/ui?session=ID`` watches one session (``UI-3``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs
+
+import trio
+
+from ..core import StateUpdate
+from .context import AsgiReceive, AsgiSend, ServerContext
+from .liveness import PingSchedule
+from .ws_session import CLOSE_GOING_AWAY, close_websocket
+
+__all__ = ["serve_ui"]
+
+
+class _UiConnection:
+    def __init__(self) -> None:
+        self.scope = trio.CancelScope()
+        self.shutdown = False
+
+    def request_shutdown(self) -> None:
+        self.shutdown = True
+        self.scope.cancel()
+
+
+async def _drain(receive: AsgiReceive, send: AsgiSend, pings: PingSchedule, done: trio.CancelScope) -> None:
+    """Read and drop the subscriber's frames (UI-1); end the connection when it leaves or
+    stops answering pings (WS-PING-1)."""
+    try:
+        while True:
+            with trio.CancelScope(deadline=pings.deadline()) as wait:
+                message = await receive()
+            now = trio.current_time()
+            if wait.cancelled_caught:
+                if not await pings.on_deadline(send, now):
+                    return
+            elif message["type"] == "websocket.disconnect":
+                return
+            else:
+                pings.heard(now)
+    finally:
+        done.cancel()
+
+
+async def serve_ui(ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
+    """ASGI handler of one ``/ws/ui`` connection."""
+    if (await receive())["type"] != "websocket.connect":
+        return
+    await send({"type": "websocket.accept"})
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    session_filter = query.get("session", [None])[0]
+    connection = _UiConnection()
+    ctx.registry.attach(connection)
+    subscriber = ctx.hub.subscribe(session_filter)
+    try:
+        with connection.scope:
+            async with trio.open_nursery() as nursery:
+                pings = PingSchedule(ctx.config.ping_interval_s, ctx.config.ping_timeout_s)
+                nursery.start_soon(_drain, receive, send, pings, nursery.cancel_scope)
+                def encode(episode_state: dict[str, Any]) -> str:
+                    return ctx.encode(StateUpdate(episode_state), ui=True)
+
+                while True:
+                    for view in await subscriber.take():
+                        await send({"type": "websocket.send", "text": view.encoded(encode)})
+        if connection.shutdown:
+            with trio.move_on_after(1.0):
+                await close_websocket(send, CLOSE_GOING_AWAY, "server shutting down")
+    finally:
+        ctx.hub.unsubscribe(subscriber)
+        ctx.registry.detach(connection)

@@ -1,0 +1,154 @@
+"""The ``/ws/ui`` broadcast: what each session looks like, and who is watching (section 8).
+
+Each session keeps an :class:`EpisodeView` (cheap to update on every step; rendered into a
+``state_update`` only when someone watches). Each subscriber holds at most one pending view
+per session: publishing overwrites it (latest state wins, ``UI-4``) and sets a flag, so a
+slow or stuck subscriber costs the stepping session nothing but a dict store.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import trio
+
+__all__ = ["EpisodeView", "UiHub", "UiSubscriber"]
+
+
+class EpisodeView:
+    """The dashboard's picture of one session's episode."""
+
+    __slots__ = (
+        "session_id", "episode_id", "step_count", "current_observation", "action_logs", "is_reset",
+        "version", "_encoded",
+    )
+
+    def __init__(self, session_id: str, action_log_size: int) -> None:
+        self.session_id = session_id
+        self.episode_id: str | None = None
+        self.step_count = 0
+        self.current_observation: Mapping[str, Any] | None = None
+        self.action_logs: collections.deque[tuple[float, Any, Mapping[str, Any], Any, bool, int]] = (
+            collections.deque(maxlen=action_log_size)
+        )
+        self.is_reset = False
+        self.version = 0
+        self._encoded: tuple[int, str] | None = None
+
+    def record_reset(self, episode_id: str | None, step_count: int, observation: Mapping[str, Any]) -> None:
+        self.episode_id = episode_id
+        self.step_count = step_count
+        self.current_observation = observation
+        self.action_logs.clear()
+        self.is_reset = True
+        self.version += 1
+
+    def record_step(
+        self, action: Any, observation: Mapping[str, Any], reward: Any, done: bool, *, log: bool
+    ) -> None:
+        """One step happened; ``log=False`` skips the action log (nobody is watching, so
+        the log does not keep observations alive for nothing)."""
+        self.step_count += 1
+        self.current_observation = observation
+        if log:
+            self.action_logs.append((time.time(), action, observation, reward, done, self.step_count))
+        self.is_reset = False
+        self.version += 1
+
+    def encoded(self, encode: Callable[[dict[str, Any]], str]) -> str:
+        """``encode(self.render())``, computed once per version and shared by every subscriber."""
+        cached = self._encoded
+        if cached is None or cached[0] != self.version:
+            cached = self._encoded = (self.version, encode(self.render()))
+        return cached[1]
+
+    def render(self) -> dict[str, Any]:
+        """The ``episode_state`` of a ``state_update`` frame."""
+        return {
+            "episode_id": self.episode_id,
+            "step_count": self.step_count,
+            "current_observation": self.current_observation,
+            "action_logs": [
+                {
+                    "timestamp": datetime.datetime.fromtimestamp(ts, datetime.UTC).isoformat(),
+                    "action": action,
+                    "observation": observation,
+                    "reward": reward,
+                    "done": done,
+                    "step_count": count,
+                }
+                for ts, action, observation, reward, done, count in self.action_logs
+            ],
+            "is_reset": self.is_reset,
+            "session_id": self.session_id,
+        }
+
+
+class UiSubscriber:
+    """One ``/ws/ui`` connection: the sessions it watches and its pending updates."""
+
+    __slots__ = ("session_filter", "pending", "_wake")
+
+    def __init__(self, session_filter: str | None) -> None:
+        self.session_filter = session_filter
+        self.pending: dict[str, EpisodeView] = {}
+        self._wake = trio.Event()
+
+    def watches(self, session_id: str) -> bool:
+        return self.session_filter is None or self.session_filter == session_id
+
+    def offer(self, view: EpisodeView) -> None:
+        """Keep ``view`` as this session's latest pending update (never blocks)."""
+        self.pending[view.session_id] = view
+        self._wake.set()
+
+    def forget(self, session_id: str) -> None:
+        self.pending.pop(session_id, None)
+
+    async def take(self) -> list[EpisodeView]:
+        """Wait until something is pending, then take everything pending."""
+        while not self.pending:
+            await self._wake.wait()
+            self._wake = trio.Event()
+        views = list(self.pending.values())
+        self.pending.clear()
+        return views
+
+
+class UiHub:
+    """Sessions' views and the subscribers watching them."""
+
+    def __init__(self) -> None:
+        self.views: dict[str, EpisodeView] = {}
+        self.subscribers: set[UiSubscriber] = set()
+
+    def add_session(self, view: EpisodeView) -> None:
+        """A session started: later subscribers see it on connect (``UI-2``)."""
+        self.views[view.session_id] = view
+
+    def remove_session(self, session_id: str) -> None:
+        self.views.pop(session_id, None)
+        for subscriber in self.subscribers:
+            subscriber.forget(session_id)
+
+    def publish(self, view: EpisodeView) -> None:
+        """A watched session changed: offer it to every subscriber watching it."""
+        for subscriber in self.subscribers:
+            if subscriber.watches(view.session_id):
+                subscriber.offer(view)
+
+    def subscribe(self, session_filter: str | None) -> UiSubscriber:
+        """Register a subscriber, with the current view of every session it watches pending."""
+        subscriber = UiSubscriber(session_filter)
+        for view in self.views.values():
+            if subscriber.watches(view.session_id):
+                subscriber.offer(view)
+        self.subscribers.add(subscriber)
+        return subscriber
+
+    def unsubscribe(self, subscriber: UiSubscriber) -> None:
+        self.subscribers.discard(subscriber)

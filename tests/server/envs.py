@@ -1,0 +1,122 @@
+"""Environments made for the server tests: each exposes one behaviour to check."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, ClassVar
+
+import pydantic
+import trio
+
+from openenv_anyio.environment import Environment
+
+
+class Tracked(Environment):
+    """Counts live instances and records the thread of every call (thread affinity)."""
+
+    live: ClassVar[int] = 0
+    lock: ClassVar[threading.Lock] = threading.Lock()
+    closed: ClassVar[int] = 0
+
+    def __init__(self) -> None:
+        with Tracked.lock:
+            Tracked.live += 1
+        self.threads: list[int] = [threading.get_ident()]
+        self.steps = 0
+        self.episode_id: str | None = None
+
+    def reset(self, **kwargs: Any) -> dict[str, Any]:
+        self.threads.append(threading.get_ident())
+        self.steps = 0
+        self.episode_id = kwargs.get("episode_id", "ep")
+        return {"threads": sorted(set(self.threads)), "reward": 0.0}
+
+    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        self.threads.append(threading.get_ident())
+        self.steps += 1
+        if action.get("sleep"):
+            time.sleep(float(action["sleep"]))
+        if action.get("raise"):
+            raise ValueError(str(action["raise"]))
+        return {"threads": sorted(set(self.threads)), "reward": 1.0, "done": False}
+
+    @property
+    def state(self) -> dict[str, Any]:
+        self.threads.append(threading.get_ident())
+        return {"episode_id": self.episode_id, "step_count": self.steps, "threads": sorted(set(self.threads))}
+
+    def close(self) -> None:
+        with Tracked.lock:
+            Tracked.live -= 1
+            Tracked.closed += 1
+
+
+class InlineTracked(Tracked):
+    NON_BLOCKING: ClassVar[bool] = True
+
+
+class AsyncEnv:
+    """Duck-typed, every method ``async def``; ``state`` is a method."""
+
+    NON_BLOCKING = False
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.closed = False
+
+    async def reset(self, **kwargs: Any) -> dict[str, Any]:
+        await trio.sleep(0)
+        self.count = 0
+        return {"kind": "async", "thread": threading.get_ident()}
+
+    async def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        await trio.sleep(float(action.get("sleep", 0)))
+        self.count += 1
+        return {"kind": "async", "count": self.count, "thread": threading.get_ident(), "reward": self.count}
+
+    async def state(self) -> dict[str, Any]:
+        return {"episode_id": "async-ep", "step_count": self.count}
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def failing_factory() -> Any:
+    raise RuntimeError("no environment today")
+
+
+class Move(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    dx: int
+    dy: int = 0
+
+
+class PydanticEnv(Environment):
+    """Declares its action as a pydantic model: ``step`` receives a ``Move``."""
+
+    NON_BLOCKING: ClassVar[bool] = True
+    action_schema: ClassVar[type] = Move
+
+    def __init__(self) -> None:
+        self.x = 0
+
+    def reset(self, **kwargs: Any) -> dict[str, Any]:
+        self.x = 0
+        return {"x": 0}
+
+    def step(self, action: Move) -> dict[str, Any]:
+        assert isinstance(action, Move), type(action)
+        self.x += action.dx
+        return {"x": self.x, "action_type": type(action).__name__, "reward": float(self.x)}
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return {"episode_id": None, "step_count": 0}
+
+
+class PlainResetEnv(InlineTracked):
+    """``reset`` takes no parameters: the server drops the ones a client sends."""
+
+    def reset(self) -> dict[str, Any]:  # type: ignore[override]
+        return {"plain": True}

@@ -1,0 +1,51 @@
+"""Runners without a server: thread affinity, result and error delivery, clean join."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import trio
+
+from openenv_anyio.server.env_runner import InlineRunner, ThreadRunner
+
+pytestmark = pytest.mark.trio
+
+
+async def test_thread_runner_uses_one_thread_and_joins_it() -> None:
+    """SRV-EXEC-1."""
+    with trio.fail_after(10):
+        runner = ThreadRunner()
+        idents = {await runner.run(threading.get_ident) for _ in range(50)}
+        assert len(idents) == 1 and idents != {threading.get_ident()}
+        with pytest.raises(ZeroDivisionError):
+            await runner.run(lambda: 1 / 0)
+        assert await runner.run(lambda: 42) == 42
+        await runner.aclose()
+        assert not runner.thread.is_alive()
+        with pytest.raises(RuntimeError, match="closed"):
+            await runner.run(lambda: 1)
+
+
+async def test_coroutines_are_awaited_on_the_loop() -> None:
+    async def on_loop() -> int:
+        return threading.get_ident()
+
+    with trio.fail_after(10):
+        runner = ThreadRunner()
+        assert await runner.run(on_loop) == threading.get_ident()
+        await runner.aclose()
+        assert await InlineRunner().run(on_loop) == threading.get_ident()
+
+
+async def test_cancelled_wait_abandons_the_call_and_the_thread_still_ends() -> None:
+    release = threading.Event()
+    with trio.fail_after(10):
+        runner = ThreadRunner()
+        with trio.move_on_after(0.05):
+            await runner.run(release.wait)
+        await runner.aclose()  # does not wait for the abandoned call
+        assert runner.thread.is_alive()
+        release.set()
+        await trio.to_thread.run_sync(runner.thread.join, 5)
+        assert not runner.thread.is_alive()
