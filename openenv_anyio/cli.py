@@ -15,10 +15,10 @@ __all__ = ["main"]
 
 #: name -> (module, one-line summary)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("openenv_anyio.server.cli", "serve an environment over /ws, /ws/ui and HTTP"),
     "demo": ("openenv_anyio.demo.cli", "serve an environment and run concurrent agents against it"),
-    "docs": ("openenv_anyio.docs.cli", "generate the protocol reference (Markdown or HTML) from the spec"),
     "check": ("openenv_anyio.conformance.cli", "check a server against the protocol (conformance kit)"),
-    "serve": ("openenv_anyio.server.cli", "Serve an environment over /ws, /ws/ui and HTTP."),
+    "docs": ("openenv_anyio.docs.cli", "generate the protocol reference (Markdown or HTML) from the spec"),
 }
 
 
