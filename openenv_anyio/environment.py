@@ -48,6 +48,8 @@ class Environment:
       ``step`` receives an instance of that model; otherwise it receives the JSON object.
     - ``metadata``: ``name``, ``description``, ``version``, ... (``name`` defaults to the
       class name).
+    - ``MAX_CONCURRENT_SESSIONS``: ``None`` (no limit of its own) or the most sessions the
+      environment supports at once; a server caps ``max_concurrent_envs`` at it.
     """
 
     NON_BLOCKING: ClassVar[bool] = False
@@ -55,6 +57,7 @@ class Environment:
     observation_schema: ClassVar[SchemaLike] = None
     state_schema: ClassVar[SchemaLike] = None
     metadata: ClassVar[Mapping[str, Any]] = {}
+    MAX_CONCURRENT_SESSIONS: ClassVar[int | None] = None
 
     def reset(self, **kwargs: Any) -> Any:
         """Start a new episode and return the first observation-like value."""

@@ -14,10 +14,10 @@ from typing import Any
 from ..core import ErrorCode, ProtocolError, Validator, dumps
 from ..environment import is_model_class, schema_of
 
-__all__ = ["ActionCheck", "action_check_for"]
+__all__ = ["ActionCheck", "action_check_for", "relocate"]
 
 
-def _relocate(error: ProtocolError, prefix: str) -> ProtocolError:
+def relocate(error: ProtocolError, prefix: str) -> ProtocolError:
     """The same error with every location put under ``prefix`` (e.g. ``/data``)."""
     head = [part for part in prefix.split("/")[1:]]
     entries = [
@@ -75,7 +75,7 @@ class ActionCheck:
             try:
                 validator.check(action, what="action")
             except ProtocolError as error:
-                raise _relocate(error, prefix) from None
+                raise relocate(error, prefix) from None
         model = self._model
         if model is None:
             return action

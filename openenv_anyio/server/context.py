@@ -30,6 +30,16 @@ class OutboundFrameError(RuntimeError):
     """The server was about to send a frame the spec does not allow (a server bug)."""
 
 
+def session_limit(factory: EnvFactory, configured: int | None) -> int | None:
+    """The configured limit, capped by the env's ``MAX_CONCURRENT_SESSIONS`` when it has one."""
+    cap = getattr(factory, "MAX_CONCURRENT_SESSIONS", None)
+    if not isinstance(cap, int) or isinstance(cap, bool):
+        return configured
+    if configured is not None and configured > cap:
+        log.warning("the environment supports at most %d concurrent sessions; limiting to %d", cap, cap)
+    return cap if configured is None else min(configured, cap)
+
+
 @dataclass(eq=False)
 class ServerContext:
     factory: EnvFactory
@@ -38,7 +48,7 @@ class ServerContext:
     hub: UiHub = field(init=False, default_factory=UiHub)
 
     def __post_init__(self) -> None:
-        self.registry = SessionRegistry(self.config.max_concurrent_envs)
+        self.registry = SessionRegistry(session_limit(self.factory, self.config.max_concurrent_envs))
 
     def encode(self, frame: Frame, *, ui: bool = False) -> str:
         """The frame's text; checked against the spec when ``validate_outbound`` is on."""

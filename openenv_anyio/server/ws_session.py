@@ -24,8 +24,8 @@ from ..core import (
     State,
     Step,
     decode_client_frame,
-    parse_json,
 )
+from .action_check import relocate
 from .bound_env import BoundEnv, FactoryFailure
 from .context import AsgiReceive, AsgiSend, ServerContext, log
 from .liveness import PingSchedule
@@ -162,7 +162,7 @@ class WsSession:
         try:
             frame = decode_client_frame(payload)
         except ProtocolError as error:
-            await self._reply(Error.from_protocol_error(_with_hint(error, payload)))
+            await self._reply(Error.from_protocol_error(error))
             return True
         env = self.env
         assert env is not None
@@ -176,6 +176,11 @@ class WsSession:
             try:
                 lifted = await env.step(action)
                 text = self.ctx.encode(Observation(lifted.observation, lifted.reward, lifted.done))
+            except ProtocolError as error:  # the env refused the action itself (WS-STEP-2)
+                if error.code is ErrorCode.VALIDATION_ERROR:
+                    error = relocate(error, "/data")
+                await self._reply(Error.from_protocol_error(error))
+                return True
             except Exception as exc:  # WS-ERR-7
                 await self._reply(_execution_error(exc))
                 return True
@@ -214,22 +219,3 @@ class WsSession:
             return True
         await self.send({"type": "websocket.send", "text": text})
         return True
-
-
-def _with_hint(error: ProtocolError, payload: str | bytes) -> ProtocolError:
-    """Point users of the deprecated ``{"type":"step","action":...}`` at ``data`` (WS-STEP-4)."""
-    if error.code is not ErrorCode.VALIDATION_ERROR or not isinstance(payload, str) or '"action"' not in payload:
-        return error
-    try:
-        value = parse_json(payload)
-    except ProtocolError:
-        return error
-    if isinstance(value, dict) and value.get("type") == "step" and "action" in value:
-        return ProtocolError(
-            error.code,
-            error.message + ' (send the action in "data": {"type":"step","data":{...}})',
-            pointer=error.pointer,
-            keyword=error.keyword,
-            errors=error.errors,
-        )
-    return error

@@ -70,3 +70,24 @@ def test_openenv_core_environment_through_the_real_client(serve: Any) -> None:
         assert state["episode_id"] == "served-1" and state["step_count"] == 1
         with pytest.raises(RuntimeError, match=r"VALIDATION_ERROR"):
             env.step({"message": 5})
+
+
+def test_refusal_only_the_adapter_can_see_is_a_validation_error(serve: Any) -> None:
+    """WS-STEP-2: MultiDiscrete([3, 5]) takes [3, 0] by the (uniform) schema bound, not by the space."""
+    url = serve("adapter_samples:GridWalkEnv")
+    with GenericEnvClient(base_url=url, message_timeout_s=10).sync() as env:
+        env.reset(seed=1)
+        with pytest.raises(RuntimeError, match=r"VALIDATION_ERROR") as caught:
+            env.step({"action": [3, 0]})
+        assert "/data/action/0" in str(caught.value) and "MultiDiscrete" in str(caught.value)
+        assert env.step({"action": [2, 4]}).done in (True, False)
+
+
+def test_an_env_without_concurrent_sessions_is_capped_at_one(serve: Any) -> None:
+    """openenv-core's SUPPORTS_CONCURRENT_SESSIONS = False caps the server at one session (WS-CAP-1)."""
+    url = serve("adapter_samples:EchoEnv")
+    with GenericEnvClient(base_url=url, message_timeout_s=10).sync() as first:
+        first.reset()
+        with pytest.raises(Exception, match=r"CAPACITY_REACHED|1013|capacity"):
+            with GenericEnvClient(base_url=url, message_timeout_s=10).sync() as second:
+                second.reset()
