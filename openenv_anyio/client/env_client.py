@@ -45,7 +45,8 @@ __all__ = ["EnvClient", "State", "StepResult"]
 
 _Answer = TypeVar("_Answer", Observation, StateFrame)
 
-CLOSE_TIMEOUT_S: Final = 5.0
+CLOSE_WAIT_S: Final = 1.0  # for the server's close after our ``close`` frame (WS-CLOSE-1)
+CLOSE_TIMEOUT_S: Final = 2.0  # for the answer to a close frame of ours
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,9 +162,12 @@ class EnvClient:
         try:
             await self.close()
         finally:
+            # The group holds only the client's own tasks, now cancelled: the caller's
+            # exception, if any, is not passed in, so it propagates as itself (not wrapped
+            # in an exception group).
             task_group.cancel_scope.cancel()
             self._task_group = None
-            await task_group.__aexit__(exc_type, exc, tb)
+            await task_group.__aexit__(None, None, None)
         return None
 
     async def _connect(self) -> WebSocketTransport:
@@ -187,11 +191,16 @@ class EnvClient:
             return
         with anyio.CancelScope(shield=True):
             if self._dropped is None and not transport.ended:
-                with anyio.move_on_after(CLOSE_TIMEOUT_S):
+                # WS-CLOSE-1: after ``close`` the server closes the WebSocket; only a server
+                # that does not is sent a close frame of ours.
+                transport.expect_close()
+                with anyio.move_on_after(CLOSE_WAIT_S):
                     try:
                         await transport.send_text('{"type":"close"}')
                     except EnvClientError:
                         pass
+                    else:
+                        await transport.wait_ended()
                 await transport.close(1000, timeout_s=CLOSE_TIMEOUT_S)
             else:
                 await transport.abort()

@@ -53,6 +53,7 @@ READ_SIZE: Final = 256 * 1024
 INBOX_SIZE: Final = 8  # answers are one per request; more waiting frames is a broken peer
 MAX_REJECT_BODY: Final = 4096
 CLOSE_TOO_BIG: Final = 1009
+CLOSE_GRACE_S: Final = 2.0
 
 
 def _payload_size(data: str | bytes) -> int:
@@ -93,6 +94,8 @@ class WebSocketTransport:
         self._ended = anyio.Event()
         self._pong = anyio.Event()
         self._ping_count = 0
+        self._refused = False
+        self._reader_scope = anyio.CancelScope()
 
     # -- opening -----------------------------------------------------------------------
 
@@ -120,10 +123,11 @@ class WebSocketTransport:
                 )
             else:
                 stream = await anyio.connect_tcp(address.host, address.port)
-        except ConnectionRefusedError as exc:
-            raise ConnectionRefused(url, str(exc) or "connection refused") from exc
         except OSError as exc:  # includes ssl.SSLError and name resolution failures
-            raise ConnectError(url, str(exc) or type(exc).__name__) from exc
+            cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
+            if isinstance(cause, ConnectionRefusedError):
+                raise ConnectionRefused(url, "connection refused") from exc
+            raise ConnectError(url, str(cause) or type(cause).__name__) from exc
         try:
             transport, leftover = await cls._handshake(address, stream, max_message_size, subprotocols)
             transport._handle(leftover)
@@ -187,34 +191,38 @@ class WebSocketTransport:
         """Read until the connection ends: deliver messages, answer pings and closes.
 
         Never raises for a connection problem: it records :attr:`failure` and ends, so
-        the task group that owns it is not torn down by a peer's misbehaviour.
+        the task group that owns it is not torn down by a peer's misbehaviour. After the
+        client refused a frame (1009) it keeps reading, discarding, for at most
+        ``CLOSE_GRACE_S`` so the peer sees the close and can answer it.
         """
         try:
-            while not self._ended.is_set():
-                try:
-                    data = await self._stream.receive(READ_SIZE)
-                except anyio.EndOfStream:
-                    self._fail(ConnectionLost(self.address.url, "closed without a WebSocket close frame"))
-                    break
-                except anyio.ClosedResourceError:
-                    break  # we closed the stream ourselves
-                except (anyio.BrokenResourceError, OSError) as exc:
-                    self._fail(ConnectionLost(self.address.url, str(exc) or type(exc).__name__))
-                    break
-                self._conn.receive_data(data)
-                self._handle(self._conn.events())
-                if self._outgoing:
-                    await self._flush()
+            with self._reader_scope:
+                while not self._ended.is_set():
+                    try:
+                        data = await self._stream.receive(READ_SIZE)
+                    except anyio.EndOfStream:
+                        self._fail(ConnectionLost(self.address.url, "closed without a WebSocket close frame"))
+                        break
+                    except anyio.ClosedResourceError:
+                        break  # we closed the stream ourselves
+                    except (anyio.BrokenResourceError, OSError) as exc:
+                        self._fail(ConnectionLost(self.address.url, str(exc) or type(exc).__name__))
+                        break
+                    self._conn.receive_data(data)
+                    self._handle(self._conn.events())
+                    if self._outgoing:
+                        await self._flush()
         finally:
             self._ended.set()
             self._inbox_in.close()
-            if self.failure is not None:
-                await anyio.aclose_forcefully(self._stream)
+            await anyio.aclose_forcefully(self._stream)
 
     def _handle(self, events: Iterable[Event]) -> None:
         """React to wsproto events (synchronously; bytes to send go to ``_outgoing``)."""
         for event in events:
             if isinstance(event, (TextMessage, BytesMessage)):
+                if self._refused:
+                    continue
                 data = event.data
                 self._size += _payload_size(data)
                 if self._size > self._limit:
@@ -230,12 +238,13 @@ class WebSocketTransport:
                         self._inbox_in.send_nowait(data)
                     except anyio.WouldBlock:
                         self._fail(ProtocolViolation(self.address.url, f"more than {INBOX_SIZE} unrequested frames"))
-                        self._send_close(1008, "too many unrequested frames")
+                        self._refuse(1008, "too many unrequested frames")
                         return
                 else:
                     self._parts.append(data)
             elif isinstance(event, Ping):
-                self._outgoing += self._conn.send(event.response())
+                if self._conn.state is ConnectionState.OPEN:
+                    self._outgoing += self._conn.send(event.response())
             elif isinstance(event, Pong):
                 self._pong.set()
             elif isinstance(event, CloseConnection):
@@ -250,18 +259,23 @@ class WebSocketTransport:
         declared = self._declared_frame_size()
         self._fail(MessageTooLarge(self.address.url, max(self._size, declared), self._limit))
         self._parts = []
-        self._send_close(CLOSE_TOO_BIG, "message too big")
+        self._refuse(CLOSE_TOO_BIG, "message too big")
+
+    def _refuse(self, code: int, reason: str) -> None:
+        """Close with ``code`` and stop delivering; the reader waits briefly for the peer's close."""
+        self._refused = True
+        self._inbox_in.close()
+        if self._conn.state is ConnectionState.OPEN:
+            self._outgoing += self._conn.send(CloseConnection(code=code, reason=reason))
+            self._reader_scope.deadline = anyio.current_time() + CLOSE_GRACE_S
+        else:
+            self._ended.set()
 
     def _declared_frame_size(self) -> int:
         """The length the current frame's header announced (0 when wsproto does not say)."""
         decoder = getattr(getattr(self._conn, "_proto", None), "_frame_decoder", None)
         header = getattr(decoder, "header", None)
         return int(getattr(header, "payload_len", 0) or 0)
-
-    def _send_close(self, code: int, reason: str) -> None:
-        if self._conn.state is ConnectionState.OPEN:
-            self._outgoing += self._conn.send(CloseConnection(code=code, reason=reason))
-        self._ended.set()
 
     def _fail(self, error: EnvClientError) -> None:
         if self.failure is None:
@@ -288,7 +302,7 @@ class WebSocketTransport:
             self._ping_count += 1
             try:
                 await self._send_bytes(self._conn.send(Ping(payload=self._ping_count.to_bytes(4, "big"))))
-            except EnvClientError:
+            except (EnvClientError, LocalProtocolError):
                 return
             with anyio.move_on_after(timeout_s):
                 await self._pong.wait()
@@ -344,6 +358,13 @@ class WebSocketTransport:
 
     # -- closing -----------------------------------------------------------------------
 
+    def expect_close(self) -> None:
+        """The peer is about to close: its close frame is no failure."""
+        self._closing = True
+
+    async def wait_ended(self) -> None:
+        await self._ended.wait()
+
     async def close(self, code: int = 1000, reason: str = "", *, timeout_s: float = 5.0) -> None:
         """Send a close frame, wait (at most ``timeout_s``) for the peer's, then close TCP.
 
@@ -362,7 +383,9 @@ class WebSocketTransport:
             await self.abort()
 
     async def abort(self) -> None:
-        """Close the TCP connection at once (the reader then ends)."""
+        """Close the TCP connection now; after a refusal, let the reader finish its close first."""
+        if self._refused and not self._ended.is_set():
+            return  # the reader ends within CLOSE_GRACE_S and closes the stream
         self._ended.set()
         await anyio.aclose_forcefully(self._stream)
 

@@ -1,0 +1,21 @@
+"""Client tests run on both anyio backends against real servers on loopback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from .servers import SERVERS
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="module", params=sorted(SERVERS))
+def server_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Base URL of a running echo server: openenv-core's, and ours when it is built."""
+    with SERVERS[request.param]() as url:
+        yield url

@@ -1,0 +1,69 @@
+"""Servers the client tests talk to over real loopback sockets.
+
+``real_openenv_server`` runs openenv-core's FastAPI app under uvicorn in a thread;
+``our_server`` runs openenv-anyio's server when it is importable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import uvicorn
+
+
+@contextlib.contextmanager
+def real_openenv_server(factory: Callable[[], Any] | None = None, max_concurrent_envs: int = 32) -> Iterator[str]:
+    """openenv-core 0.3's server on 127.0.0.1 (a free port); yields its base URL."""
+    from openenv.core.env_server.http_server import create_fastapi_app
+
+    from .echo_envs import CoreEchoEnv, EchoAction, EchoObservation
+
+    app = create_fastapi_app(factory or CoreEchoEnv, EchoAction, EchoObservation, max_concurrent_envs=max_concurrent_envs)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", ws_ping_interval=None)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("openenv-core server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+def our_server_available() -> bool:
+    try:
+        import openenv_anyio.server  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def our_server(**config: Any) -> Iterator[str]:
+    """openenv-anyio's server on 127.0.0.1 (a free port) serving the plain echo env."""
+    from openenv_anyio.server import EnvServer, ServerConfig
+
+    from .echo_envs import PlainEchoEnv
+
+    server = EnvServer(PlainEchoEnv, ServerConfig(host="127.0.0.1", port=0, **config))
+    with server.run_in_thread() as running:
+        yield running.url
+
+
+SERVERS: dict[str, Callable[..., contextlib.AbstractContextManager[str]]] = {"openenv-core": real_openenv_server}
+if our_server_available():
+    SERVERS["openenv-anyio"] = our_server

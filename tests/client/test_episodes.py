@@ -1,0 +1,175 @@
+"""Full episodes against real servers on loopback: openenv-core's (interop) and ours."""
+
+from __future__ import annotations
+
+import threading
+
+import anyio
+import pytest
+
+from openenv_anyio import (
+    CapacityReached,
+    ConnectionDropped,
+    EnvClient,
+    EnvExecutionError,
+    NotConnected,
+    RequestValidationError,
+    ServerError,
+    State,
+    StepResult,
+)
+
+from .servers import real_openenv_server
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_full_episode(server_url: str) -> None:
+    """WS-RESET-1, WS-STEP-1, WS-STATE-1, WS-RESET-3, WS-CLOSE-1 through the client."""
+    async with EnvClient(server_url) as env:
+        with anyio.fail_after(10):
+            first = await env.reset(seed=1, episode_id="ep-1")
+            assert first == StepResult(observation={"echoed": "", "length": 0, "pad": ""}, reward=0.0, done=False)
+            assert await env.state() == State(episode_id="ep-1", step_count=0, extra={})
+            for count, message in enumerate(["hi", "there", "agent"], start=1):
+                result = await env.step({"message": message})
+                assert result.observation == {"echoed": message, "length": len(message), "pad": ""}
+                assert result.reward == float(len(message)) and result.done is False
+                assert (await env.state()).step_count == count
+            await env.reset()
+            state = await env.state()
+            assert state.step_count == 0 and isinstance(state.episode_id, str) and state.episode_id != "ep-1"
+            await env.close()
+        with pytest.raises(NotConnected):
+            await env.step({"message": "after close"})
+
+
+async def test_error_frames_become_typed_errors(server_url: str) -> None:
+    """WS-STEP-2 and WS-ERR-7 answers surface as ServerError subclasses (WS-ERR-8); the
+    session continues after each."""
+    async with EnvClient(server_url) as env:
+        with anyio.fail_after(10):
+            await env.reset()
+            with pytest.raises(RequestValidationError) as invalid:
+                await env.step({"nope": 1})
+            assert invalid.value.code == "VALIDATION_ERROR" and invalid.value.errors
+            assert invalid.value.extra["errors"] == invalid.value.errors
+            with pytest.raises(EnvExecutionError) as failed:
+                await env.step({"message": "boom"})
+            assert failed.value.code == "EXECUTION_ERROR" and "boom" in failed.value.message
+            assert isinstance(failed.value, ServerError)
+            assert (await env.step({"message": "ok"})).observation["echoed"] == "ok"
+
+
+async def test_invalid_requests_are_refused_before_sending(server_url: str) -> None:
+    """Frames sent are validated against spec/ (client-frame.json): a negative seed is refused."""
+    async with EnvClient(server_url) as env:
+        with pytest.raises(ValueError, match="seed"):
+            await env.reset(seed=-1)
+        with pytest.raises(TypeError):
+            await env.step(["not", "an", "object"])
+        with anyio.fail_after(10):
+            assert (await env.reset(seed=0)).done is False
+
+
+async def test_two_tasks_stepping_one_client_each_get_their_own_answer(server_url: str) -> None:
+    """Concurrent calls on one client are serialised: no library error, no swapped answers."""
+    answers: dict[str, list[str]] = {"left": [], "right": []}
+
+    async def agent(name: str) -> None:
+        for index in range(30):
+            message = f"{name}-{index}"
+            result = await env.step({"message": message})
+            answers[name].append(result.observation["echoed"])
+
+    async with EnvClient(server_url) as env:
+        with anyio.fail_after(20):
+            await env.reset()
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(agent, "left")
+                task_group.start_soon(agent, "right")
+            assert (await env.state()).step_count == 60
+    for name, echoed in answers.items():
+        assert echoed == [f"{name}-{index}" for index in range(30)]
+
+
+async def test_many_clients_in_one_task_group(server_url: str) -> None:
+    """Structured-concurrency agents: N sessions in one task group, returns collected."""
+    returns: dict[int, float] = {}
+
+    async def episode(agent: int) -> None:
+        async with EnvClient(server_url) as env:
+            await env.reset(seed=agent)
+            total = 0.0
+            for step in range(5):
+                result = await env.step({"message": "x" * (agent + step)})
+                total += float(result.reward or 0.0)
+            returns[agent] = total
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as task_group:
+            for agent in range(8):
+                task_group.start_soon(episode, agent)
+    assert returns == {agent: float(sum(agent + step for step in range(5))) for agent in range(8)}
+
+
+async def test_an_error_inside_the_block_propagates_unchanged(server_url: str) -> None:
+    with pytest.raises(KeyError, match="mine"):
+        async with EnvClient(server_url) as env:
+            await env.reset()
+            raise KeyError("mine")
+
+
+def test_sync_wrapper_from_a_plain_script(server_url: str) -> None:
+    with EnvClient(server_url).sync() as env:
+        assert env.reset(seed=3).reward == 0.0
+        assert env.step({"message": "sync"}).observation["echoed"] == "sync"
+        assert env.state().step_count == 1
+        with pytest.raises(RequestValidationError):
+            env.step({"bad": True})
+
+
+async def test_sync_wrapper_in_a_thread_while_an_event_loop_runs(server_url: str) -> None:
+    """The blocking face works from a worker thread while the caller's loop keeps running."""
+    ticks = 0
+
+    def blocking_agent() -> list[str]:
+        assert threading.current_thread() is not threading.main_thread()
+        env = EnvClient(server_url).sync()
+        try:
+            env.reset()
+            return [env.step({"message": m}).observation["echoed"] for m in ("a", "b", "c")]
+        finally:
+            env.close()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await anyio.sleep(0.001)
+            ticks += 1
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(ticker)
+            echoed = await anyio.to_thread.run_sync(blocking_agent)
+            task_group.cancel_scope.cancel()
+    assert echoed == ["a", "b", "c"]
+    assert ticks > 0
+
+
+async def test_capacity_error_frame_becomes_capacity_reached() -> None:
+    """WS-CAP-1 on the real server: the connection beyond the limit gets CapacityReached with
+    the frame's extra keys, then the connection is gone."""
+    with real_openenv_server(max_concurrent_envs=1) as url:
+        async with EnvClient(url) as first:
+            with anyio.fail_after(10):
+                await first.reset()
+                async with EnvClient(url) as second:
+                    await anyio.sleep(0.2)  # the error frame and close arrive unrequested
+                    with pytest.raises(CapacityReached) as caught:
+                        await second.reset()
+                    with pytest.raises((ConnectionDropped, ServerError, ConnectionError)):
+                        await second.reset()
+                assert (await first.step({"message": "still mine"})).observation["echoed"] == "still mine"
+    assert caught.value.code == "CAPACITY_REACHED"
+    assert caught.value.extra == {"active_sessions": 1, "max_sessions": 1}
