@@ -8,7 +8,6 @@ not later when it connects.
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -40,16 +39,6 @@ class WebSocketAddress:
     @property
     def url(self) -> str:
         return f"{self.scheme}://{self.host_header}{self.target}"
-
-    @property
-    def is_loopback(self) -> bool:
-        """True for ``localhost`` and loopback IP literals (never reached through a proxy)."""
-        if self.host.lower() == "localhost" or self.host.lower().endswith(".localhost"):
-            return True
-        try:
-            return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:
-            return False
 
     def __str__(self) -> str:
         return self.url

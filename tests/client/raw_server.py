@@ -8,11 +8,14 @@ connection are owned by the test's task group and end with it.
 from __future__ import annotations
 
 import contextlib
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import anyio
 import anyio.abc
 from anyio.abc import SocketAttribute
+from anyio.streams.tls import TLSListener
 from wsproto import ConnectionType, WSConnection
 from wsproto.connection import ConnectionState
 from wsproto.events import (
@@ -116,14 +119,17 @@ class RawPeer:
 
 
 @contextlib.asynccontextmanager
-async def raw_server(handler: Handler, *, handshake: bool = True) -> AsyncIterator[str]:
-    """Serve ``handler`` on 127.0.0.1 (a free port); yields the base URL ``http://...``.
+async def raw_server(
+    handler: Handler, *, handshake: bool = True, ssl_context: ssl.SSLContext | None = None
+) -> AsyncIterator[str]:
+    """Serve ``handler`` on 127.0.0.1 (a free port); yields the base URL ``http://...``
+    (``https://...`` with ``ssl_context``).
 
     With ``handshake=False`` the handler gets the peer before any handshake (it may
     never answer it).
     """
 
-    async def serve_one(stream: anyio.abc.SocketStream) -> None:
+    async def serve_one(stream: anyio.abc.ByteStream) -> None:
         async with stream:
             peer = RawPeer(stream)
             with contextlib.suppress(PeerClosed, anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -131,12 +137,15 @@ async def raw_server(handler: Handler, *, handshake: bool = True) -> AsyncIterat
                     await peer.accept()
                 await handler(peer)
 
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-    port = listener.extra(SocketAttribute.local_port)
+    tcp = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = tcp.extra(SocketAttribute.local_port)
+    listener: anyio.abc.Listener[Any] = tcp
+    if ssl_context is not None:
+        listener = TLSListener(tcp, ssl_context, standard_compatible=False)
     async with listener, anyio.create_task_group() as task_group:
         task_group.start_soon(listener.serve, serve_one)
         try:
-            yield f"http://127.0.0.1:{port}"
+            yield f"{'https' if ssl_context else 'http'}://127.0.0.1:{port}"
         finally:
             task_group.cancel_scope.cancel()
 

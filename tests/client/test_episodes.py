@@ -173,3 +173,17 @@ async def test_capacity_error_frame_becomes_capacity_reached() -> None:
                 assert (await first.step({"message": "still mine"})).observation["echoed"] == "still mine"
     assert caught.value.code == "CAPACITY_REACHED"
     assert caught.value.extra == {"active_sessions": 1, "max_sessions": 1}
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_many_agents_example(server_url: str, backend: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """examples/many_agents.py runs N sessions in one task group on either backend."""
+    import runpy
+    from pathlib import Path
+
+    example = runpy.run_path(str(Path(__file__).parents[2] / "examples" / "many_agents.py"))
+    assert example["main"]([server_url, "--agents", "4", "--steps", "3", "--backend", backend]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and lines[0].startswith("agent 0: return ")
+    assert example["main"](["http://127.0.0.1:1", "--agents", "2", "--backend", backend]) == 1
+    assert "cannot connect" in capsys.readouterr().err
