@@ -19,3 +19,10 @@ def server_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """Base URL of a running echo server: openenv-core's, and ours when it is built."""
     with SERVERS[request.param]() as url:
         yield url
+
+
+@pytest.fixture(params=sorted(SERVERS))
+def one_session_server_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Base URL of an echo server that allows a single session (max_concurrent_envs=1)."""
+    with SERVERS[request.param](max_concurrent_envs=1) as url:
+        yield url

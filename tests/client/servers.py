@@ -17,13 +17,15 @@ import uvicorn
 
 
 @contextlib.contextmanager
-def real_openenv_server(factory: Callable[[], Any] | None = None, max_concurrent_envs: int = 32) -> Iterator[str]:
-    """openenv-core 0.3's server on 127.0.0.1 (a free port); yields its base URL."""
+def real_openenv_server(max_concurrent_envs: int | None = None) -> Iterator[str]:
+    """openenv-core 0.3's server on 127.0.0.1 (a free port); yields its base URL.
+
+    Its default limit is one session; without ``max_concurrent_envs`` it gets 32."""
     from openenv.core.env_server.http_server import create_fastapi_app
 
     from .echo_envs import CoreEchoEnv, EchoAction, EchoObservation
 
-    app = create_fastapi_app(factory or CoreEchoEnv, EchoAction, EchoObservation, max_concurrent_envs=max_concurrent_envs)
+    app = create_fastapi_app(CoreEchoEnv, EchoAction, EchoObservation, max_concurrent_envs=max_concurrent_envs or 32)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -53,13 +55,14 @@ def our_server_available() -> bool:
 
 
 @contextlib.contextmanager
-def our_server(**config: Any) -> Iterator[str]:
+def our_server(max_concurrent_envs: int | None = None) -> Iterator[str]:
     """openenv-anyio's server on 127.0.0.1 (a free port) serving the plain echo env."""
     from openenv_anyio.server import EnvServer, ServerConfig
 
     from .echo_envs import PlainEchoEnv
 
-    server = EnvServer(PlainEchoEnv, ServerConfig(host="127.0.0.1", port=0, **config))
+    config = ServerConfig(host="127.0.0.1", port=0, max_concurrent_envs=max_concurrent_envs)
+    server = EnvServer(PlainEchoEnv, config)
     with server.run_in_thread() as running:
         yield running.url
 
