@@ -232,7 +232,7 @@ class EnvClient:
         return State(episode_id=episode_id, step_count=step_count, extra=data)
 
     def _usable(self) -> WebSocketTransport:
-        if self._dropped is not None:
+        if self._dropped is not None and not self._closed:
             raise ConnectionDropped(self.url, self._dropped) from self._dropped
         transport = self._transport
         if transport is None or self._closed:

@@ -16,6 +16,7 @@ from openenv_anyio.client import (
     HandshakeRejected,
     MessageTimeout,
     MessageTooLarge,
+    NotConnected,
     ProtocolViolation,
 )
 from openenv_anyio.core import Observation, encode_frame
@@ -271,3 +272,48 @@ async def test_client_keepalive_keeps_a_live_connection() -> None:
             await anyio.sleep(0.7)
             with anyio.fail_after(5):
                 assert (await env.step({"message": "ok"})).observation == {"echoed": "ok"}
+
+
+async def test_a_task_cancelled_while_waiting_its_turn_does_not_break_the_client() -> None:
+    """Serialised calls: cancelling a call that has not been sent yet changes nothing."""
+
+    async def slow_echo(peer: RawPeer) -> None:
+        while True:
+            text = await peer.receive_text()
+            if text == '{"type":"close"}':
+                await peer.close(1000)
+                return
+            await anyio.sleep(0.3)
+            await peer.send_text(encode_frame(Observation({"echoed": str(text)}, 0.0, False)))
+
+    results: list[str] = []
+
+    async def first(env: EnvClient) -> None:
+        results.append((await env.step({"message": "first"})).observation["echoed"])
+
+    async with raw_server(slow_echo) as url:
+        async with EnvClient(url) as env:
+            with anyio.fail_after(10):
+                async with anyio.create_task_group() as task_group:
+                    task_group.start_soon(first, env)
+                    await anyio.sleep(0.05)  # first is now in flight
+                    with anyio.move_on_after(0.1):
+                        await env.step({"message": "never sent"})
+                assert results == ['{"type":"step","data":{"message":"first"}}']
+                later = await env.step({"message": "later"})
+    assert later.observation["echoed"] == '{"type":"step","data":{"message":"later"}}'
+
+
+async def test_cancelling_the_whole_client_block_leaves_nothing_behind() -> None:
+    async def silent(peer: RawPeer) -> None:
+        await peer.pump()
+
+    async with raw_server(silent) as url:
+        with anyio.fail_after(5):
+            with anyio.move_on_after(0.2) as scope:
+                async with EnvClient(url) as env:
+                    await env.step({"message": "never answered"})
+            assert scope.cancelled_caught
+        assert client_tasks() == []
+        with pytest.raises(NotConnected):
+            await env.step({"message": "after"})
