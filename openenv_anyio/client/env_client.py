@@ -205,11 +205,14 @@ class EnvClient:
             else:
                 await transport.abort()
 
-    def sync(self) -> SyncEnvClient:
-        """A blocking wrapper: ``with EnvClient(url).sync() as env: env.step(...)``."""
+    def sync(self, *, backend: str = "asyncio") -> SyncEnvClient:
+        """A blocking wrapper: ``with EnvClient(url).sync() as env: env.step(...)``.
+
+        The client runs on ``backend`` (``"asyncio"`` or ``"trio"``) in a thread of its own.
+        """
         from .sync import SyncEnvClient
 
-        return SyncEnvClient(self)
+        return SyncEnvClient(self, backend=backend)
 
     # -- requests ----------------------------------------------------------------------
 

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from .errors import NotConnected
+
 if TYPE_CHECKING:
     from .env_client import EnvClient, State, StepResult
 
@@ -33,12 +35,15 @@ class SyncEnvClient:
         self._backend = backend
         self._stack: contextlib.ExitStack | None = None
         self._portal: BlockingPortal | None = None
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"SyncEnvClient({self.client.url!r})"
 
     def connect(self) -> SyncEnvClient:
         """Start the client's event-loop thread and open the connection (idempotent)."""
+        if self._closed:
+            raise NotConnected(f"{self!r} is closed")
         if self._portal is not None:
             return self
         stack = contextlib.ExitStack()
@@ -54,6 +59,7 @@ class SyncEnvClient:
     def close(self) -> None:
         """Close the session and stop the event-loop thread (idempotent)."""
         stack, self._stack, self._portal = self._stack, None, None
+        self._closed = True
         if stack is not None:
             stack.close()
 
@@ -69,6 +75,8 @@ class SyncEnvClient:
         self.close()
 
     def _call(self, func: Any, *args: Any) -> Any:
+        if self._closed:
+            raise NotConnected(f"{self!r} is closed")
         portal = self._portal or self.connect()._portal
         assert portal is not None
         return portal.call(func, *args)

@@ -120,13 +120,18 @@ async def test_an_error_inside_the_block_propagates_unchanged(server_url: str) -
             raise KeyError("mine")
 
 
-def test_sync_wrapper_from_a_plain_script(server_url: str) -> None:
-    with EnvClient(server_url).sync() as env:
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_sync_wrapper_from_a_plain_script(server_url: str, backend: str) -> None:
+    threads = threading.active_count()
+    with EnvClient(server_url).sync(backend=backend) as env:
         assert env.reset(seed=3).reward == 0.0
         assert env.step({"message": "sync"}).observation["echoed"] == "sync"
         assert env.state().step_count == 1
         with pytest.raises(RequestValidationError):
             env.step({"bad": True})
+    assert threading.active_count() == threads  # the client's event-loop thread has ended
+    with pytest.raises(NotConnected):
+        env.step({"message": "after close"})
 
 
 async def test_sync_wrapper_in_a_thread_while_an_event_loop_runs(server_url: str) -> None:
