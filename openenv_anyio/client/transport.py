@@ -248,6 +248,11 @@ class WebSocketTransport:
             elif isinstance(event, Pong):
                 self._pong.set()
             elif isinstance(event, CloseConnection):
+                if self._conn.state is ConnectionState.OPEN:  # wsproto could not parse a frame
+                    self._fail(ProtocolViolation(self.address.url, f"invalid WebSocket frame: {event.reason}"))
+                    self._outgoing += self._conn.send(CloseConnection(code=event.code, reason="invalid frame"))
+                    self._ended.set()
+                    return
                 if not self._closing:
                     self._fail(ConnectionClosedByServer(self.address.url, event.code, event.reason or ""))
                 if self._conn.state is ConnectionState.REMOTE_CLOSING:

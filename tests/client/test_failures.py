@@ -317,3 +317,25 @@ async def test_cancelling_the_whole_client_block_leaves_nothing_behind() -> None
         assert client_tasks() == []
         with pytest.raises(NotConnected):
             await env.step({"message": "after"})
+
+
+async def test_a_malformed_websocket_frame_is_a_protocol_violation() -> None:
+    """A text frame that is not UTF-8 (WS-CONN-3) is the server's fault, reported as such."""
+    close_codes: list[int | None] = []
+
+    async def garbling(peer: RawPeer) -> None:
+        await peer.receive_text()
+        await peer.stream.send(b"\x81\x02\xff\xfe")  # FIN + text, 2 bytes, invalid UTF-8
+        try:
+            await peer.pump()
+        except PeerClosed as closed:
+            close_codes.append(closed.code)
+
+    async with raw_server(garbling) as url:
+        async with EnvClient(url) as env:
+            with anyio.fail_after(5), pytest.raises(ProtocolViolation, match="invalid WebSocket frame"):
+                await env.step({"message": "hi"})
+        with anyio.fail_after(5):
+            while not close_codes:
+                await anyio.sleep(0.01)
+    assert close_codes == [1007]  # invalid frame payload data
