@@ -1,67 +1,9 @@
 """openenv-anyio: the OpenEnv environment protocol, spec first, on structured concurrency."""
 
-from .client import (
-    CapacityReached,
-    ConnectError,
-    ConnectionClosedByServer,
-    ConnectionDropped,
-    ConnectionLost,
-    ConnectionRefused,
-    ConnectTimeout,
-    EnvClient,
-    EnvClientError,
-    EnvExecutionError,
-    EnvFactoryError,
-    EpisodeMismatch,
-    HandshakeRejected,
-    InvalidJsonError,
-    MessageTimeout,
-    MessageTooLarge,
-    NotConnected,
-    ProtocolViolation,
-    RequestValidationError,
-    ServerError,
-    ServerMessageTooLarge,
-    SessionError,
-    SessionNotFound,
-    State,
-    StepResult,
-    SyncEnvClient,
-    UnknownTypeError,
-)
+from . import client
+from .client import *  # noqa: F403  (EnvClient, StepResult, State, SyncEnvClient, the errors)
 from .core import ErrorCode, ProtocolError
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "CapacityReached",
-    "ConnectError",
-    "ConnectTimeout",
-    "ConnectionClosedByServer",
-    "ConnectionDropped",
-    "ConnectionLost",
-    "ConnectionRefused",
-    "EnvClient",
-    "EnvClientError",
-    "EnvExecutionError",
-    "EnvFactoryError",
-    "EpisodeMismatch",
-    "ErrorCode",
-    "HandshakeRejected",
-    "InvalidJsonError",
-    "MessageTimeout",
-    "MessageTooLarge",
-    "NotConnected",
-    "ProtocolError",
-    "ProtocolViolation",
-    "RequestValidationError",
-    "ServerError",
-    "ServerMessageTooLarge",
-    "SessionError",
-    "SessionNotFound",
-    "State",
-    "StepResult",
-    "SyncEnvClient",
-    "UnknownTypeError",
-    "__version__",
-]
+__all__ = ["ErrorCode", "ProtocolError", "__version__", *client.__all__]

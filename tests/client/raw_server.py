@@ -161,3 +161,17 @@ async def echo_answers(peer: RawPeer) -> None:
             return
         message = frame.action.get("message", "") if isinstance(frame, Step) else ""
         await peer.send_text(encode_frame(Observation({"echoed": message}, 0.0, False)))
+
+
+def first_answer_late(delay_s: float) -> Handler:
+    """A server that answers the first request after ``delay_s`` (echoing "late"), then
+    echoes: what a client that gave up waiting must never hand to a later request."""
+    from openenv_anyio.core import Observation, encode_frame
+
+    async def handler(peer: RawPeer) -> None:
+        await peer.receive_text()
+        await anyio.sleep(delay_s)
+        await peer.send_text(encode_frame(Observation({"echoed": "late"}, 0.0, False)))
+        await echo_answers(peer)
+
+    return handler

@@ -21,7 +21,7 @@ from openenv_anyio.client import (
 )
 from openenv_anyio.core import Observation, encode_frame
 
-from .raw_server import PeerClosed, RawPeer, echo_answers, raw_server
+from .raw_server import PeerClosed, RawPeer, echo_answers, first_answer_late, raw_server
 
 pytestmark = pytest.mark.anyio
 
@@ -184,13 +184,7 @@ async def test_cancelling_a_step_from_outside_leaves_nothing_behind() -> None:
     """An enclosing cancel scope cancels a pending step: no task is left, the next call
     raises a clear error, and the late answer is never handed out (WS-ORDER-3)."""
 
-    async def slow(peer: RawPeer) -> None:
-        await peer.receive_text()
-        await anyio.sleep(0.5)
-        await peer.send_text(encode_frame(Observation({"echoed": "late"}, 0.0, False)))
-        await echo_answers(peer)
-
-    async with raw_server(slow) as url:
+    async with raw_server(first_answer_late(0.5)) as url:
         async with EnvClient(url) as env:
             with anyio.move_on_after(0.1) as scope:
                 await env.step({"message": "first"})
@@ -207,13 +201,7 @@ async def test_cancelling_a_step_from_outside_leaves_nothing_behind() -> None:
 async def test_a_late_answer_never_reaches_a_later_request() -> None:
     """After MessageTimeout the delayed answer of step 1 must not become step 2's answer."""
 
-    async def delayed(peer: RawPeer) -> None:
-        await peer.receive_text()
-        await anyio.sleep(0.4)
-        await peer.send_text(encode_frame(Observation({"echoed": "first"}, 0.0, False)))
-        await echo_answers(peer)
-
-    async with raw_server(delayed) as url:
+    async with raw_server(first_answer_late(0.4)) as url:
         async with EnvClient(url, message_timeout_s=0.2) as env:
             with anyio.fail_after(5), pytest.raises(MessageTimeout):
                 await env.step({"message": "first"})
