@@ -82,6 +82,7 @@ class WebSocketTransport:
     ) -> None:
         self.address = address
         self.failure: EnvClientError | None = None
+        self.pings_answered = 0
         self._stream = stream
         self._conn = connection
         self._limit = max_message_size
@@ -245,6 +246,7 @@ class WebSocketTransport:
             elif isinstance(event, Ping):
                 if self._conn.state is ConnectionState.OPEN:
                     self._outgoing += self._conn.send(event.response())
+                    self.pings_answered += 1
             elif isinstance(event, Pong):
                 self._pong.set()
             elif isinstance(event, CloseConnection):

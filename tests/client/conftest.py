@@ -26,3 +26,13 @@ def one_session_server_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """Base URL of an echo server that allows a single session (max_concurrent_envs=1)."""
     with SERVERS[request.param](max_concurrent_envs=1) as url:
         yield url
+
+
+PING_TIMEOUT_S = 0.3
+
+
+@pytest.fixture(params=sorted(SERVERS))
+def pinging_server_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Base URL of an echo server that pings every 0.1 s and drops a peer silent for 0.3 s."""
+    with SERVERS[request.param](ping_interval_s=0.1, ping_timeout_s=PING_TIMEOUT_S) as url:
+        yield url

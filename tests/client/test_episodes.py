@@ -195,3 +195,16 @@ def test_many_agents_example(server_url: str, backend: str, capsys: pytest.Captu
     assert len(lines) == 4 and lines[0].startswith("agent 0: return ")
     assert example["main"](["http://127.0.0.1:1", "--agents", "2", "--backend", backend]) == 1
     assert "cannot connect" in capsys.readouterr().err
+
+
+async def test_idle_client_outlives_three_ping_timeouts(pinging_server_url: str) -> None:
+    """WS-PING-1 with real servers: the reader answers the server's pings while the agent
+    thinks; after 3x the server's ping timeout the session still works."""
+    from .conftest import PING_TIMEOUT_S
+
+    async with EnvClient(pinging_server_url) as env:
+        with anyio.fail_after(10):
+            await env.reset()
+            await anyio.sleep(3 * PING_TIMEOUT_S + 0.2)
+            assert (await env.step({"message": "awake"})).observation["echoed"] == "awake"
+            assert env._transport is not None and env._transport.pings_answered >= 2  # it was pinged
