@@ -289,12 +289,13 @@ class WebSocketTransport:
             self.failure = error
 
     async def _flush(self) -> None:
-        data, self._outgoing = bytes(self._outgoing), bytearray()
+        """Send the reader's control frames, unless a send is under way: the sender then
+        sends them right after its frame, so the reader never stops reading to wait."""
+        if self._send_lock.locked():
+            return
         try:
-            async with self._send_lock:
-                await self._stream.send(data)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            self._fail(ConnectionLost(self.address.url, str(exc) or type(exc).__name__))
+            await self._send_bytes(b"")
+        except EnvClientError:
             self._ended.set()
 
     # -- keep-alive --------------------------------------------------------------------
@@ -342,9 +343,14 @@ class WebSocketTransport:
         await self._send_bytes(data)
 
     async def _send_bytes(self, data: bytes) -> None:
+        """Send ``data``, then any control frames the reader queued meanwhile (pongs, closes)."""
         try:
             async with self._send_lock:
-                await self._stream.send(data)
+                if data:
+                    await self._stream.send(data)
+                while self._outgoing:
+                    queued, self._outgoing = bytes(self._outgoing), bytearray()
+                    await self._stream.send(queued)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             self._fail(ConnectionLost(self.address.url, str(exc) or type(exc).__name__))
             raise self.failure from exc  # type: ignore[misc]
