@@ -48,6 +48,7 @@ class RawPeer:
         self.stream = stream
         self.ws = WSConnection(ConnectionType.SERVER)
         self.pongs = 0
+        self.pings_received = 0
         self.pings_answered: list[bytes] = []
         self._messages: list[str | bytes] = []
         self._parts: list[str | bytes] = []
@@ -82,6 +83,7 @@ class RawPeer:
                 self._messages.append(joined)
                 self._parts = []
         elif isinstance(event, Ping):
+            self.pings_received += 1
             await self.stream.send(self.ws.send(event.response()))
         elif isinstance(event, Pong):
             self.pongs += 1
