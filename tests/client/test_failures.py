@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import anyio
 import pytest
+from wsproto import WSConnection
+from wsproto.events import BytesMessage, TextMessage
 
 from openenv_anyio.client import (
     ConnectionClosedByServer,
@@ -331,3 +335,60 @@ async def test_a_malformed_websocket_frame_is_a_protocol_violation() -> None:
             while not close_codes:
                 await anyio.sleep(0.01)
     assert close_codes == [1007]  # invalid frame payload data
+
+
+async def test_a_fragmented_message_over_the_limit_is_refused() -> None:
+    """The limit applies to the whole message, not to each fragment."""
+
+    async def fragments(peer: RawPeer) -> None:
+        await peer.receive_text()
+        piece = "x" * (400 * 1024)
+        await peer.stream.send(peer.ws.send(TextMessage(data='{"pad":"', message_finished=False)))
+        for _ in range(3):
+            await peer.stream.send(peer.ws.send(TextMessage(data=piece, message_finished=False)))
+        await peer.stream.send(peer.ws.send(TextMessage(data='"}', message_finished=True)))
+        await peer.pump()
+
+    async with raw_server(fragments) as url:
+        async with EnvClient(url, max_message_size_mb=1.0) as env:
+            with anyio.fail_after(5), pytest.raises(MessageTooLarge) as caught:
+                await env.step({"message": "hi"})
+    assert caught.value.size > 1024 * 1024 and caught.value.limit == 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("send", "complaint"),
+    [
+        (lambda ws: ws.send(BytesMessage(data=b'{"type":"state","data":{}}')), "Binary frames"),
+        (lambda ws: ws.send(TextMessage(data='{"type":"state","data":{"episode_id":null,"step_count":0}}')), "state frame answered step"),
+    ],
+    ids=["binary-frame", "wrong-answer-type"],
+)
+async def test_frames_that_cannot_answer_the_request_are_protocol_violations(
+    send: Callable[[WSConnection], bytes], complaint: str
+) -> None:
+    async def answering(peer: RawPeer) -> None:
+        await peer.receive_text()
+        await peer.stream.send(send(peer.ws))
+        await peer.pump()
+
+    async with raw_server(answering) as url:
+        async with EnvClient(url) as env:
+            with anyio.fail_after(5), pytest.raises(ProtocolViolation, match=complaint):
+                await env.step({"message": "hi"})
+            with pytest.raises(ConnectionDropped):
+                await env.state()
+
+
+async def test_an_unrequested_frame_before_a_request_is_a_protocol_violation() -> None:
+    """WS-ORDER-2: only an error frame may arrive unrequested (before a close)."""
+
+    async def chatty(peer: RawPeer) -> None:
+        await peer.send_text(encode_frame(Observation({"unasked": True}, 0.0, False)))
+        await peer.pump()
+
+    async with raw_server(chatty) as url:
+        async with EnvClient(url) as env:
+            await anyio.sleep(0.1)
+            with anyio.fail_after(5), pytest.raises(ProtocolViolation, match="unrequested observation"):
+                await env.step({"message": "hi"})
