@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import anyio
@@ -20,6 +21,8 @@ from openenv_anyio import (
     StepResult,
 )
 
+
+from .leftovers import client_tasks
 
 pytestmark = pytest.mark.anyio
 
@@ -208,3 +211,20 @@ async def test_idle_client_outlives_three_ping_timeouts(pinging_server_url: str)
             await anyio.sleep(3 * PING_TIMEOUT_S + 0.2)
             assert (await env.step({"message": "awake"})).observation["echoed"] == "awake"
             assert env._transport is not None and env._transport.pings_answered >= 2  # it was pinged
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open files through /proc (Linux)")
+async def test_open_close_cycles_leave_nothing_behind(server_url: str) -> None:
+    """Clients opened and closed in a loop leave no task and no socket behind."""
+    async with EnvClient(server_url) as env:  # warm-up: imports, server-side caches
+        await env.reset()
+    await anyio.sleep(0.1)
+    files_before = len(os.listdir("/proc/self/fd"))
+    with anyio.fail_after(30):
+        for _ in range(20):
+            async with EnvClient(server_url) as env:
+                await env.reset()
+                await env.step({"message": "cycle"})
+        await anyio.sleep(0.2)  # the server (in this process) closes its side too
+    assert client_tasks() == []
+    assert len(os.listdir("/proc/self/fd")) <= files_before + 2

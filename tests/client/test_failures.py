@@ -25,17 +25,13 @@ from openenv_anyio.client import (
 )
 from openenv_anyio.core import Observation, encode_frame
 
+from .leftovers import client_tasks
 from .raw_server import PeerClosed, RawPeer, echo_answers, first_answer_late, raw_server
 
 pytestmark = pytest.mark.anyio
 
 LIMIT = 0.5  # seconds: the timeouts under test
 SLACK = 1.5  # seconds: generous, the machine is noisy
-
-
-def client_tasks() -> list[str]:
-    """Names of the client's own tasks still running (reader, keep-alive)."""
-    return [task.name for task in anyio.get_running_tasks() if "EnvClient(" in (task.name or "")]
 
 
 async def test_connect_timeout_when_the_handshake_is_never_answered() -> None:
