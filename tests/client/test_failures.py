@@ -25,7 +25,7 @@ from openenv_anyio.client import (
 )
 from openenv_anyio.core import Observation, encode_frame
 
-from .leftovers import client_tasks
+from .leftovers import client_tasks, wait_until_no_client_tasks
 from .raw_server import PeerClosed, RawPeer, echo_answers, first_answer_late, raw_server
 
 pytestmark = pytest.mark.anyio
@@ -92,8 +92,7 @@ async def test_message_timeout_when_a_step_is_never_answered() -> None:
             with anyio.fail_after(LIMIT + SLACK), pytest.raises(MessageTimeout) as caught:
                 await env.step({"message": "hi"})
             elapsed = anyio.current_time() - start
-            await anyio.sleep(0.05)
-            assert client_tasks() == []  # reader and keep-alive ended with the connection
+            await wait_until_no_client_tasks()  # reader and keep-alive ended with the connection
             with pytest.raises(ConnectionDropped) as later:
                 await env.state()
             assert later.value.cause is caught.value
@@ -189,8 +188,7 @@ async def test_cancelling_a_step_from_outside_leaves_nothing_behind() -> None:
             with anyio.move_on_after(0.1) as scope:
                 await env.step({"message": "first"})
             assert scope.cancelled_caught
-            await anyio.sleep(0.05)
-            assert client_tasks() == []
+            await wait_until_no_client_tasks()
             await anyio.sleep(0.6)  # the late answer would have arrived by now
             with anyio.fail_after(5), pytest.raises(ConnectionDropped) as caught:
                 await env.step({"message": "second"})
@@ -240,8 +238,7 @@ async def test_client_keepalive_detects_a_dead_peer() -> None:
 
     async with raw_server(deaf) as url:
         async with EnvClient(url, ping_interval_s=0.1, ping_timeout_s=0.2) as env:
-            await anyio.sleep(0.6)
-            assert client_tasks() == []
+            await wait_until_no_client_tasks()  # the keep-alive gave up and closed
             with anyio.fail_after(5), pytest.raises((ConnectionLost, ConnectionDropped)) as caught:
                 await env.step({"message": "hi"})
     assert "ping_timeout_s=0.2" in str(caught.value)
