@@ -23,7 +23,18 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import anyio
 import anyio.abc
 
-from ..core import Error, Observation, ProtocolError, Reset, StateRequest, Step, decode_server_frame, dumps
+from ..core import (
+    Close,
+    Error,
+    Observation,
+    ProtocolError,
+    Reset,
+    StateRequest,
+    Step,
+    decode_server_frame,
+    dumps,
+    encode_frame,
+)
 from ..core import State as StateFrame
 from ..core import spec_validator
 from .errors import (
@@ -44,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = ["EnvClient", "State", "StepResult"]
 
 _Answer = TypeVar("_Answer", Observation, StateFrame)
+_CLOSE_TEXT: Final = encode_frame(Close())
 
 CLOSE_WAIT_S: Final = 1.0  # for the server's close after our ``close`` frame (WS-CLOSE-1)
 CLOSE_TIMEOUT_S: Final = 2.0  # for the answer to a close frame of ours
@@ -196,7 +208,7 @@ class EnvClient:
                 transport.expect_close()
                 with anyio.move_on_after(CLOSE_WAIT_S):
                     try:
-                        await transport.send_text('{"type":"close"}')
+                        await transport.send_text(_CLOSE_TEXT)
                     except EnvClientError:
                         pass
                     else:
