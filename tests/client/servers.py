@@ -11,7 +11,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import uvicorn
 
