@@ -69,6 +69,10 @@ class StepResult:
     reward: float | bool | None = None
     done: bool = False
 
+    @classmethod
+    def of(cls, frame: Observation) -> StepResult:
+        return cls(observation=dict(frame.observation), reward=frame.reward, done=frame.done)
+
 
 @dataclass(frozen=True, slots=True)
 class State:
@@ -188,9 +192,7 @@ class EnvClient:
                 return await WebSocketTransport.open(
                     self.address, max_message_size=self.max_message_size, ssl_context=self._ssl_context
                 )
-        except TimeoutError as exc:
-            if isinstance(exc, EnvClientError):
-                raise
+        except TimeoutError:  # only the cancel scope's: the transport wraps socket errors
             raise ConnectTimeout(self.url, self.connect_timeout_s or 0.0) from None
 
     async def close(self) -> None:
@@ -230,13 +232,11 @@ class EnvClient:
 
     async def reset(self, **kwargs: Any) -> StepResult:
         """Start a new episode; keyword arguments go to the environment's reset (WS-RESET-1)."""
-        frame = await self._request(Reset(kwargs).to_wire(), "reset", Observation)
-        return StepResult(observation=dict(frame.observation), reward=frame.reward, done=frame.done)
+        return StepResult.of(await self._request(Reset(kwargs).to_wire(), "reset", Observation))
 
     async def step(self, action: Any) -> StepResult:
         """Send one action (a mapping, dataclass or pydantic model) (WS-STEP-1)."""
-        frame = await self._request(Step(_action_mapping(action)).to_wire(), "step", Observation)
-        return StepResult(observation=dict(frame.observation), reward=frame.reward, done=frame.done)
+        return StepResult.of(await self._request(Step(_action_mapping(action)).to_wire(), "step", Observation))
 
     async def state(self) -> State:
         """The session's current state (WS-STATE-1)."""
@@ -277,9 +277,7 @@ class EnvClient:
                     await transport.send_text(text)
                     reply = await transport.receive()
                 answered = True
-            except TimeoutError as exc:
-                if isinstance(exc, EnvClientError):
-                    raise
+            except TimeoutError:  # only the cancel scope's: the transport wraps socket errors
                 raise await self._drop(MessageTimeout(self.url, name, self.message_timeout_s or 0.0)) from None
             except EnvClientError as exc:
                 raise await self._drop(exc) from None
