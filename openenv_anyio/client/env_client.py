@@ -14,6 +14,7 @@ handed to a later request (WS-ORDER-3), and every later call raises ``Connection
 from __future__ import annotations
 
 import dataclasses
+import os
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from .errors import (
     ProtocolViolation,
     ServerError,
 )
+from .proxy import HttpProxy, parse_proxy_url, proxy_from_environment
 from .transport import WebSocketTransport
 from .urls import WebSocketAddress, websocket_address
 
@@ -111,8 +113,10 @@ class EnvClient:
     ``message_timeout_s`` each answer (None: no limit), ``max_message_size_mb`` (MiB) every
     inbound frame. ``ping_interval_s`` / ``ping_timeout_s`` drive client-side keep-alive
     pings (None disables them); the server's pings are always answered, even while idle.
-    Proxies are not used: the client connects directly and never reads or changes
-    ``os.environ``.
+    Proxies: ``proxy`` (``http://[user:password@]host:port``) tunnels through that HTTP
+    proxy; otherwise, with ``trust_env``, ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``ALL_PROXY``
+    and ``NO_PROXY`` are read once here. A loopback server is never reached through a proxy
+    taken from the environment, and ``os.environ`` is never changed.
     """
 
     def __init__(
@@ -125,6 +129,8 @@ class EnvClient:
         ping_interval_s: float | None = 20.0,
         ping_timeout_s: float | None = 20.0,
         ssl_context: ssl.SSLContext | None = None,
+        proxy: str | None = None,
+        trust_env: bool = True,
     ) -> None:
         self.address: WebSocketAddress = websocket_address(base_url)
         self.connect_timeout_s = _positive("connect_timeout_s", connect_timeout_s)
@@ -135,6 +141,10 @@ class EnvClient:
         self.ping_interval_s = _positive("ping_interval_s", ping_interval_s, optional=True)
         self.ping_timeout_s = _positive("ping_timeout_s", ping_timeout_s, optional=True)
         self._ssl_context = ssl_context
+        if proxy is not None:
+            self.proxy: HttpProxy | None = parse_proxy_url(proxy)
+        else:
+            self.proxy = proxy_from_environment(self.address, os.environ) if trust_env else None
         self._transport: WebSocketTransport | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._lock: anyio.Lock | None = None
@@ -190,7 +200,10 @@ class EnvClient:
         try:
             with anyio.fail_after(self.connect_timeout_s):
                 return await WebSocketTransport.open(
-                    self.address, max_message_size=self.max_message_size, ssl_context=self._ssl_context
+                    self.address,
+                    max_message_size=self.max_message_size,
+                    ssl_context=self._ssl_context,
+                    proxy=self.proxy,
                 )
         except TimeoutError:  # only the cancel scope's: the transport wraps socket errors
             raise ConnectTimeout(self.url, self.connect_timeout_s or 0.0) from None

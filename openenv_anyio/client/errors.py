@@ -30,6 +30,7 @@ __all__ = [
     "MessageTooLarge",
     "NotConnected",
     "ProtocolViolation",
+    "ProxyRejected",
     "RequestValidationError",
     "ServerError",
     "ServerMessageTooLarge",
@@ -67,6 +68,15 @@ class HandshakeRejected(ConnectError):
         super().__init__(url, detail)
         self.status = status
         self.body = body
+
+
+class ProxyRejected(ConnectError):
+    """The HTTP proxy refused to open a tunnel (CONNECT answered with ``status``)."""
+
+    def __init__(self, url: str, proxy_url: str, status: int) -> None:
+        super().__init__(url, f"the proxy {proxy_url} answered CONNECT with HTTP {status}")
+        self.proxy_url = proxy_url
+        self.status = status
 
 
 class ConnectTimeout(ConnectError, TimeoutError):

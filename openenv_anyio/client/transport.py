@@ -19,6 +19,7 @@ from typing import Final
 
 import anyio
 import anyio.abc
+from anyio.streams.tls import TLSStream
 from wsproto.frame_protocol import CloseReason, FrameProtocol, Opcode, ParseFailed
 
 from .errors import (
@@ -31,6 +32,7 @@ from .errors import (
     ProtocolViolation,
 )
 from .handshake import open_handshake
+from .proxy import HttpProxy, open_tunnel
 from .urls import WebSocketAddress
 
 __all__ = ["WebSocketTransport"]
@@ -46,6 +48,36 @@ def _payload_size(data: str | bytes) -> int:
     if isinstance(data, str) and not data.isascii():
         return len(data.encode("utf-8", "surrogatepass"))
     return len(data)
+
+
+async def _open_stream(
+    address: WebSocketAddress, ssl_context: ssl.SSLContext | None, proxy: HttpProxy | None
+) -> anyio.abc.ByteStream:
+    """The byte stream to the server: TCP, or a proxy tunnel; TLS on top for ``wss``."""
+    url = address.url
+    context = (ssl_context or ssl.create_default_context()) if address.secure else None
+    try:
+        if proxy is None:
+            if context is None:
+                return await anyio.connect_tcp(address.host, address.port)
+            return await anyio.connect_tcp(address.host, address.port, ssl_context=context, tls_hostname=address.host)
+        tunnel = await open_tunnel(proxy, address)
+        if context is None:
+            return tunnel
+        try:
+            return await TLSStream.wrap(tunnel, hostname=address.host, ssl_context=context)
+        except BaseException:
+            await anyio.aclose_forcefully(tunnel)
+            raise
+    except EnvClientError:  # already says what failed (and is an OSError: keep it first)
+        raise
+    except OSError as exc:  # includes ssl.SSLError and name resolution failures
+        cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
+        if isinstance(cause, ConnectionRefusedError):
+            raise ConnectionRefused(url, "connection refused") from exc
+        raise ConnectError(url, str(cause) or type(cause).__name__) from exc
+    except anyio.BrokenResourceError as exc:  # the peer hung up during the TLS handshake
+        raise ConnectError(url, f"TLS handshake failed: {exc.__cause__ or exc}") from exc
 
 
 class WebSocketTransport:
@@ -88,27 +120,13 @@ class WebSocketTransport:
         max_message_size: int,
         subprotocols: Sequence[str] = (),
         ssl_context: ssl.SSLContext | None = None,
+        proxy: HttpProxy | None = None,
     ) -> WebSocketTransport:
-        """Connect TCP (TLS for ``wss``) and run the opening handshake.
+        """Connect TCP (through ``proxy`` if given; TLS for ``wss``) and run the opening handshake.
 
         No timeout here: the caller bounds the whole of it with a cancel scope.
         """
-        url = address.url
-        try:
-            if address.secure:
-                stream: anyio.abc.ByteStream = await anyio.connect_tcp(
-                    address.host,
-                    address.port,
-                    ssl_context=ssl_context or ssl.create_default_context(),
-                    tls_hostname=address.host,
-                )
-            else:
-                stream = await anyio.connect_tcp(address.host, address.port)
-        except OSError as exc:  # includes ssl.SSLError and name resolution failures
-            cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
-            if isinstance(cause, ConnectionRefusedError):
-                raise ConnectionRefused(url, "connection refused") from exc
-            raise ConnectError(url, str(cause) or type(cause).__name__) from exc
+        stream = await _open_stream(address, ssl_context, proxy)
         try:
             _, leftover = await open_handshake(stream, address, subprotocols)
             transport = cls(address, stream, max_message_size)
