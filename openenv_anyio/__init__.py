@@ -1,7 +1,9 @@
 """openenv-anyio: the OpenEnv environment protocol, spec first, on structured concurrency."""
 
+from . import client
+from .client import *  # noqa: F403  (EnvClient, StepResult, State, SyncEnvClient, the errors)
 from .core import ErrorCode, ProtocolError
 
 __version__ = "0.1.0"
 
-__all__ = ["ErrorCode", "ProtocolError", "__version__"]
+__all__ = ["ErrorCode", "ProtocolError", "__version__", *client.__all__]

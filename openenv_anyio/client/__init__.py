@@ -1,0 +1,26 @@
+"""The anyio client: ``EnvClient`` for asyncio and trio, its results, errors and sync face.
+
+    async with EnvClient("http://127.0.0.1:8000") as env:
+        result = await env.reset(seed=1)          # StepResult(observation, reward, done)
+        result = await env.step({"message": "hi"})
+        state = await env.state()                 # State(episode_id, step_count, extra)
+
+    with EnvClient(url).sync() as env:            # blocking, for scripts and threads
+        env.reset(); env.step({"message": "hi"})
+"""
+
+from . import errors
+from .env_client import EnvClient, State, StepResult
+from .errors import *  # noqa: F403  (the error hierarchy, listed in errors.__all__)
+from .sync import SyncEnvClient
+from .urls import WebSocketAddress, websocket_address
+
+__all__ = [
+    "EnvClient",
+    "State",
+    "StepResult",
+    "SyncEnvClient",
+    "WebSocketAddress",
+    "websocket_address",
+    *errors.__all__,
+]

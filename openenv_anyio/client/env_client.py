@@ -1,0 +1,327 @@
+"""``EnvClient``: one session with an environment server, for asyncio and trio programs.
+
+    async with EnvClient("http://127.0.0.1:8000") as env:
+        result = await env.reset(seed=1)
+        result = await env.step({"message": "hi"})
+        state = await env.state()
+
+Each request is bounded by a cancel scope (``message_timeout_s``). Requests from several
+tasks on one client are serialised (each gets its own answer). A request abandoned after
+it was sent (timeout or cancellation) drops the connection: a late answer can never be
+handed to a later request (WS-ORDER-3), and every later call raises ``ConnectionDropped``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import anyio
+import anyio.abc
+
+from ..core import (
+    Close,
+    Error,
+    Observation,
+    ProtocolError,
+    Reset,
+    StateRequest,
+    Step,
+    decode_server_frame,
+    dumps,
+    encode_frame,
+)
+from ..core import State as StateFrame
+from ..core import spec_validator
+from .errors import (
+    ConnectionDropped,
+    ConnectTimeout,
+    EnvClientError,
+    MessageTimeout,
+    NotConnected,
+    ProtocolViolation,
+    ServerError,
+)
+from .proxy import HttpProxy, parse_proxy_url, proxy_from_environment
+from .transport import WebSocketTransport
+from .urls import WebSocketAddress, websocket_address
+
+if TYPE_CHECKING:
+    from .sync import SyncEnvClient
+
+__all__ = ["EnvClient", "State", "StepResult"]
+
+_Answer = TypeVar("_Answer", Observation, StateFrame)
+_CLOSE_TEXT: Final = encode_frame(Close())
+
+CLOSE_WAIT_S: Final = 1.0  # for the server's close after our ``close`` frame (WS-CLOSE-1)
+CLOSE_TIMEOUT_S: Final = 2.0  # for the answer to a close frame of ours
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """The answer to ``reset`` and ``step`` (an observation frame's ``data``, WS-OBS-1)."""
+
+    observation: dict[str, Any]
+    reward: float | bool | None = None
+    done: bool = False
+
+    @classmethod
+    def of(cls, frame: Observation) -> StepResult:
+        return cls(observation=dict(frame.observation), reward=frame.reward, done=frame.done)
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """The answer to ``state`` (WS-STATE-1); ``extra`` holds the environment's other keys."""
+
+    episode_id: str | None
+    step_count: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _positive(name: str, value: float | None, *, optional: bool = False) -> float | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+        raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+def _action_mapping(action: Any) -> Mapping[str, Any]:
+    if isinstance(action, Mapping):
+        return action
+    dump = getattr(action, "model_dump", None)  # pydantic models
+    if callable(dump):
+        return dump(mode="json")
+    if dataclasses.is_dataclass(action) and not isinstance(action, type):
+        return dataclasses.asdict(action)
+    raise TypeError(f"an action is a mapping, a dataclass or a pydantic model, not {type(action).__name__}")
+
+
+class EnvClient:
+    """An anyio client for one environment session over ``/ws``.
+
+    ``base_url`` is the server's base URL (``http(s)://``, ``ws(s)://`` or ``host:port``;
+    a path prefix is kept). Parameters and defaults follow the OpenEnv client:
+    ``connect_timeout_s`` bounds TCP connect plus the opening handshake,
+    ``message_timeout_s`` each answer (None: no limit), ``max_message_size_mb`` (MiB) every
+    inbound frame. ``ping_interval_s`` / ``ping_timeout_s`` drive client-side keep-alive
+    pings (None disables them); the server's pings are always answered, even while idle.
+    Proxies: ``proxy`` (``http://[user:password@]host:port``) tunnels through that HTTP
+    proxy; otherwise, with ``trust_env``, ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``ALL_PROXY``
+    and ``NO_PROXY`` are read once here. A loopback server is never reached through a proxy
+    taken from the environment, and ``os.environ`` is never changed.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        connect_timeout_s: float = 10.0,
+        message_timeout_s: float | None = 60.0,
+        max_message_size_mb: float = 100.0,
+        ping_interval_s: float | None = 20.0,
+        ping_timeout_s: float | None = 20.0,
+        ssl_context: ssl.SSLContext | None = None,
+        proxy: str | None = None,
+        trust_env: bool = True,
+    ) -> None:
+        self.address: WebSocketAddress = websocket_address(base_url)
+        self.connect_timeout_s = _positive("connect_timeout_s", connect_timeout_s)
+        self.message_timeout_s = _positive("message_timeout_s", message_timeout_s, optional=True)
+        size = _positive("max_message_size_mb", max_message_size_mb)
+        assert size is not None
+        self.max_message_size = int(size * 1024 * 1024)
+        self.ping_interval_s = _positive("ping_interval_s", ping_interval_s, optional=True)
+        self.ping_timeout_s = _positive("ping_timeout_s", ping_timeout_s, optional=True)
+        self._ssl_context = ssl_context
+        if proxy is not None:
+            self.proxy: HttpProxy | None = parse_proxy_url(proxy)
+        else:
+            self.proxy = proxy_from_environment(self.address, os.environ) if trust_env else None
+        self._transport: WebSocketTransport | None = None
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._lock: anyio.Lock | None = None
+        self._dropped: EnvClientError | None = None
+        self._closed = False
+        self._client_frames = spec_validator("client-frame.json")
+
+    @property
+    def url(self) -> str:
+        """The WebSocket URL of the session channel."""
+        return self.address.url
+
+    def __repr__(self) -> str:
+        return f"EnvClient({self.url!r})"
+
+    # -- lifetime ----------------------------------------------------------------------
+
+    async def __aenter__(self) -> EnvClient:
+        if self._task_group is not None or self._closed:
+            raise RuntimeError("an EnvClient is opened once; create a new one for a new session")
+        transport = await self._connect()
+        task_group = anyio.create_task_group()
+        await task_group.__aenter__()
+        self._transport, self._task_group = transport, task_group
+        self._lock = anyio.Lock(fast_acquire=True)
+        task_group.start_soon(transport.run_reader, name=f"{self!r} reader")
+        if self.ping_interval_s is not None:
+            task_group.start_soon(
+                transport.run_keepalive, self.ping_interval_s, self.ping_timeout_s, name=f"{self!r} keep-alive"
+            )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        task_group = self._task_group
+        assert task_group is not None, "__aexit__ without __aenter__"
+        try:
+            await self.close()
+        finally:
+            # The group holds only the client's own tasks, now cancelled: the caller's
+            # exception, if any, is not passed in, so it propagates as itself (not wrapped
+            # in an exception group).
+            task_group.cancel_scope.cancel()
+            self._task_group = None
+            await task_group.__aexit__(None, None, None)
+        return None
+
+    async def _connect(self) -> WebSocketTransport:
+        try:
+            with anyio.fail_after(self.connect_timeout_s):
+                return await WebSocketTransport.open(
+                    self.address,
+                    max_message_size=self.max_message_size,
+                    ssl_context=self._ssl_context,
+                    proxy=self.proxy,
+                )
+        except TimeoutError:  # only the cancel scope's: the transport wraps socket errors
+            raise ConnectTimeout(self.url, self.connect_timeout_s or 0.0) from None
+
+    async def close(self) -> None:
+        """End the session: send ``close`` (WS-CLOSE-1), close the WebSocket. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        transport = self._transport
+        if transport is None:
+            return
+        with anyio.CancelScope(shield=True):
+            if self._dropped is None and not transport.ended:
+                # WS-CLOSE-1: after ``close`` the server closes the WebSocket; only a server
+                # that does not is sent a close frame of ours.
+                transport.expect_close()
+                with anyio.move_on_after(CLOSE_WAIT_S):
+                    try:
+                        await transport.send_text(_CLOSE_TEXT)
+                    except EnvClientError:
+                        pass
+                    else:
+                        await transport.wait_ended()
+                await transport.close(1000, timeout_s=CLOSE_TIMEOUT_S)
+            else:
+                await transport.abort()
+
+    def sync(self, *, backend: str = "asyncio") -> SyncEnvClient:
+        """A blocking wrapper: ``with EnvClient(url).sync() as env: env.step(...)``.
+
+        The client runs on ``backend`` (``"asyncio"`` or ``"trio"``) in a thread of its own.
+        """
+        from .sync import SyncEnvClient
+
+        return SyncEnvClient(self, backend=backend)
+
+    # -- requests ----------------------------------------------------------------------
+
+    async def reset(self, **kwargs: Any) -> StepResult:
+        """Start a new episode; keyword arguments go to the environment's reset (WS-RESET-1)."""
+        return StepResult.of(await self._request(Reset(kwargs).to_wire(), "reset", Observation))
+
+    async def step(self, action: Any) -> StepResult:
+        """Send one action (a mapping, dataclass or pydantic model) (WS-STEP-1)."""
+        return StepResult.of(await self._request(Step(_action_mapping(action)).to_wire(), "step", Observation))
+
+    async def state(self) -> State:
+        """The session's current state (WS-STATE-1)."""
+        frame = await self._request(StateRequest().to_wire(), "state", StateFrame)
+        data = dict(frame.data)
+        episode_id = data.pop("episode_id", None)
+        step_count = data.pop("step_count", 0)
+        return State(episode_id=episode_id, step_count=step_count, extra=data)
+
+    def _usable(self) -> WebSocketTransport:
+        if self._dropped is not None and not self._closed:
+            raise ConnectionDropped(self.url, self._dropped) from self._dropped
+        transport = self._transport
+        if transport is None or self._closed:
+            raise NotConnected(
+                f"{self!r} is " + ("closed" if self._closed else "not open: use `async with EnvClient(url) as env`")
+            )
+        return transport
+
+    async def _request(self, wire: dict[str, Any], name: str, expect: type[_Answer]) -> _Answer:
+        """Send one request frame and return its answer (an error frame raises ServerError)."""
+        self._usable()
+        if not self._client_frames.is_valid(wire):
+            try:
+                self._client_frames.check(wire, what=f"{name} frame")
+            except ProtocolError as exc:
+                raise ValueError(f"refusing to send an invalid {name} frame: {exc.message}") from None
+        text = dumps(wire)
+        assert self._lock is not None
+        async with self._lock:
+            transport = self._usable()
+            early = transport.receive_nowait()
+            if early is not None:  # an unrequested frame: only an error before a close (WS-ORDER-2)
+                await self._raise_unrequested(early, name)
+            answered = False
+            try:
+                with anyio.fail_after(self.message_timeout_s):
+                    await transport.send_text(text)
+                    reply = await transport.receive()
+                answered = True
+            except TimeoutError:  # only the cancel scope's: the transport wraps socket errors
+                raise await self._drop(MessageTimeout(self.url, name, self.message_timeout_s or 0.0)) from None
+            except EnvClientError as exc:
+                raise await self._drop(exc) from None
+            finally:
+                if not answered and self._dropped is None:
+                    await self._drop(EnvClientError(f"a {name} request was cancelled before its answer came"))
+        try:
+            frame = decode_server_frame(reply)  # type: ignore[arg-type]
+        except ProtocolError as exc:
+            raise await self._drop(ProtocolViolation(self.url, exc.message, pointer=exc.pointer)) from None
+        if isinstance(frame, expect):
+            return frame
+        if isinstance(frame, Error):
+            raise ServerError.from_frame(frame.code, frame.message, frame.extra)
+        raise await self._drop(ProtocolViolation(self.url, f"a {frame.type} frame answered {name}"))
+
+    async def _raise_unrequested(self, payload: str | bytes, name: str) -> None:
+        """A frame arrived before any request: an error preceding a close is raised as such."""
+        try:
+            frame = decode_server_frame(payload)  # type: ignore[arg-type]
+        except ProtocolError as exc:
+            raise await self._drop(ProtocolViolation(self.url, exc.message, pointer=exc.pointer)) from None
+        if isinstance(frame, Error):
+            raise ServerError.from_frame(frame.code, frame.message, frame.extra)
+        raise await self._drop(ProtocolViolation(self.url, f"an unrequested {frame.type} frame before {name}"))
+
+    async def _drop(self, reason: EnvClientError) -> EnvClientError:
+        """Give up the connection for good (shielded); later calls raise ConnectionDropped."""
+        if self._dropped is None:
+            self._dropped = reason
+        if self._transport is not None:
+            with anyio.CancelScope(shield=True):
+                await self._transport.abort()
+        return reason

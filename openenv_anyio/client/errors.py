@@ -1,0 +1,274 @@
+"""The client's one error hierarchy: every failure a caller sees is an ``EnvClientError``.
+
+Connection failures, timeouts (also ``TimeoutError``), oversized frames, closes by the
+server, and error frames (``ServerError``, one subclass per code of the registry
+``spec/v1/error-codes.json``) each have a class whose attributes say what happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..core import ErrorCode
+
+__all__ = [
+    "CapacityReached",
+    "ConnectError",
+    "ConnectTimeout",
+    "ConnectionClosedByServer",
+    "ConnectionDropped",
+    "ConnectionLost",
+    "ConnectionRefused",
+    "EnvClientError",
+    "EnvExecutionError",
+    "EnvFactoryError",
+    "EpisodeMismatch",
+    "HandshakeRejected",
+    "InvalidJsonError",
+    "MessageTimeout",
+    "MessageTooLarge",
+    "NotConnected",
+    "ProtocolViolation",
+    "ProxyRejected",
+    "RequestValidationError",
+    "ServerError",
+    "ServerMessageTooLarge",
+    "SessionError",
+    "SessionNotFound",
+    "UnknownTypeError",
+]
+
+
+class EnvClientError(Exception):
+    """Base class of every error the client raises."""
+
+
+# -- opening the connection ------------------------------------------------------------
+
+
+class ConnectError(EnvClientError, ConnectionError):
+    """The WebSocket connection could not be opened."""
+
+    def __init__(self, url: str, detail: str) -> None:
+        super().__init__(f"cannot connect to {url}: {detail}")
+        self.url = url
+
+
+class ConnectionRefused(ConnectError):
+    """Nothing accepts TCP connections at the server's address."""
+
+
+class HandshakeRejected(ConnectError):
+    """The server answered the WebSocket opening handshake with an HTTP error status."""
+
+    def __init__(self, url: str, status: int, body: bytes = b"") -> None:
+        shown = body[:200].decode("utf-8", "replace").strip()
+        detail = f"handshake rejected with HTTP {status}" + (f": {shown}" if shown else "")
+        super().__init__(url, detail)
+        self.status = status
+        self.body = body
+
+
+class ProxyRejected(ConnectError):
+    """The HTTP proxy refused to open a tunnel (CONNECT answered with ``status``)."""
+
+    def __init__(self, url: str, proxy_url: str, status: int) -> None:
+        super().__init__(url, f"the proxy {proxy_url} answered CONNECT with HTTP {status}")
+        self.proxy_url = proxy_url
+        self.status = status
+
+
+class ConnectTimeout(ConnectError, TimeoutError):
+    """TCP connect and opening handshake did not finish within ``connect_timeout_s``."""
+
+    def __init__(self, url: str, limit_s: float) -> None:
+        super().__init__(url, f"no WebSocket handshake within connect_timeout_s={limit_s:g} s")
+        self.limit_s = limit_s
+
+
+# -- during a request ------------------------------------------------------------------
+
+
+class MessageTimeout(EnvClientError, TimeoutError):
+    """A request's answer did not arrive within ``message_timeout_s``.
+
+    The client drops the connection (the late answer can never reach a later request);
+    the session on the server is gone.
+    """
+
+    def __init__(self, url: str, request: str, limit_s: float) -> None:
+        super().__init__(
+            f"no answer to {request} from {url} within message_timeout_s={limit_s:g} s; "
+            "the connection was dropped"
+        )
+        self.url = url
+        self.request = request
+        self.limit_s = limit_s
+
+
+class MessageTooLarge(EnvClientError):
+    """An inbound frame exceeded ``max_message_size_mb``; the client closed with 1009."""
+
+    def __init__(self, url: str, size: int, limit: int) -> None:
+        super().__init__(
+            f"a frame from {url} of at least {size} bytes exceeds the limit of {limit} bytes "
+            f"(max_message_size_mb={limit / 2**20:g}); the connection was closed with 1009"
+        )
+        self.url = url
+        self.size = size
+        self.limit = limit
+
+
+class ProtocolViolation(EnvClientError):
+    """The server sent something the protocol does not allow (an invalid or unexpected frame)."""
+
+    def __init__(self, url: str, detail: str, *, pointer: str = "") -> None:
+        super().__init__(f"protocol violation by {url}: {detail}")
+        self.url = url
+        self.pointer = pointer
+
+
+# -- the connection ended --------------------------------------------------------------
+
+
+class ConnectionLost(EnvClientError, ConnectionError):
+    """The connection ended without a WebSocket close (reset, EOF, unanswered pings)."""
+
+    def __init__(self, url: str, detail: str) -> None:
+        super().__init__(f"connection to {url} lost: {detail}")
+        self.url = url
+
+
+class ConnectionClosedByServer(ConnectionLost):
+    """The server closed the WebSocket; ``code`` and ``reason`` are from its close frame."""
+
+    def __init__(self, url: str, code: int, reason: str = "") -> None:
+        EnvClientError.__init__(
+            self, f"{url} closed the connection with code {code}" + (f": {reason}" if reason else "")
+        )
+        self.url = url
+        self.code = code
+        self.reason = reason
+
+
+class ConnectionDropped(EnvClientError, ConnectionError):
+    """A call on a client whose connection has ended; ``cause`` says why it ended.
+
+    After a timeout, a cancellation mid-request or any connection failure the client never
+    reuses the connection (a late answer must not reach a later request, WS-ORDER-3): open
+    a new client to start a new session.
+    """
+
+    def __init__(self, url: str, cause: BaseException) -> None:
+        super().__init__(f"the connection to {url} is no longer usable ({cause}); open a new EnvClient")
+        self.url = url
+        self.cause = cause
+
+
+class NotConnected(EnvClientError):
+    """A call on a client that is not open: use ``async with EnvClient(url) as env``."""
+
+
+# -- error frames ----------------------------------------------------------------------
+
+
+class ServerError(EnvClientError):
+    """The server answered with an error frame (WS-ERR-8): ``code``, ``message``, ``extra``."""
+
+    error_code: ErrorCode | None = None
+
+    def __init__(self, code: str, message: str, extra: Mapping[str, Any] | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.extra: dict[str, Any] = dict(extra or {})
+
+    @staticmethod
+    def from_frame(code: str, message: str, extra: Mapping[str, Any] | None = None) -> ServerError:
+        """The most specific ``ServerError`` subclass for ``code``."""
+        cls = _BY_CODE.get(code, ServerError)
+        return cls(code, message, extra)
+
+
+class InvalidJsonError(ServerError):
+    """INVALID_JSON: the server could not parse the frame as JSON."""
+
+    error_code = ErrorCode.INVALID_JSON
+
+
+class UnknownTypeError(ServerError):
+    """UNKNOWN_TYPE: the frame's type is missing or unknown to the server."""
+
+    error_code = ErrorCode.UNKNOWN_TYPE
+
+
+class RequestValidationError(ServerError):
+    """VALIDATION_ERROR: the frame or its action does not match the schema; see ``errors``."""
+
+    error_code = ErrorCode.VALIDATION_ERROR
+
+    @property
+    def errors(self) -> list[Any]:
+        value = self.extra.get("errors")
+        return list(value) if isinstance(value, list) else []
+
+
+class EnvExecutionError(ServerError):
+    """EXECUTION_ERROR: the environment raised while handling the request."""
+
+    error_code = ErrorCode.EXECUTION_ERROR
+
+
+class CapacityReached(ServerError):
+    """CAPACITY_REACHED: the server runs its maximum of sessions; the connection is closed."""
+
+    error_code = ErrorCode.CAPACITY_REACHED
+
+
+class EnvFactoryError(ServerError):
+    """FACTORY_ERROR: the server could not create the environment; the connection is closed."""
+
+    error_code = ErrorCode.FACTORY_ERROR
+
+
+class SessionError(ServerError):
+    """SESSION_ERROR: the session failed in a way no other code covers."""
+
+    error_code = ErrorCode.SESSION_ERROR
+
+
+class EpisodeMismatch(ServerError):
+    """EPISODE_MISMATCH (extension): the request named another episode; nothing changed."""
+
+    error_code = ErrorCode.EPISODE_MISMATCH
+
+
+class SessionNotFound(ServerError):
+    """SESSION_NOT_FOUND (extension): no session matches the resume token."""
+
+    error_code = ErrorCode.SESSION_NOT_FOUND
+
+
+class ServerMessageTooLarge(ServerError):
+    """MESSAGE_TOO_LARGE: a frame the client sent exceeded the server's limit."""
+
+    error_code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+_BY_CODE: dict[str, type[ServerError]] = {
+    cls.error_code.value: cls
+    for cls in (
+        InvalidJsonError,
+        UnknownTypeError,
+        RequestValidationError,
+        EnvExecutionError,
+        CapacityReached,
+        EnvFactoryError,
+        SessionError,
+        EpisodeMismatch,
+        SessionNotFound,
+        ServerMessageTooLarge,
+    )
+    if cls.error_code is not None
+}

@@ -1,0 +1,94 @@
+"""A blocking face for ``EnvClient``: for plain scripts and for threads beside an event loop.
+
+The client runs in an event loop of its own, in a thread started by
+``anyio.from_thread.start_blocking_portal``; each blocking call is carried to it. So it
+works from a script with no event loop and from a worker thread while another loop runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from .errors import NotConnected
+
+if TYPE_CHECKING:
+    from .env_client import EnvClient, State, StepResult
+
+__all__ = ["SyncEnvClient"]
+
+
+class SyncEnvClient:
+    """Blocking ``reset`` / ``step`` / ``state`` / ``close`` on an :class:`EnvClient`.
+
+    Use it as ``with EnvClient(url).sync() as env:``, or call :meth:`connect` and
+    :meth:`close` yourself (the first request connects if needed). ``backend`` picks the
+    event loop the client runs on in its thread (``"asyncio"`` or ``"trio"``).
+    """
+
+    def __init__(self, client: EnvClient, *, backend: str = "asyncio") -> None:
+        self.client = client
+        self._backend = backend
+        self._stack: contextlib.ExitStack | None = None
+        self._portal: BlockingPortal | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"SyncEnvClient({self.client.url!r})"
+
+    def connect(self) -> SyncEnvClient:
+        """Start the client's event-loop thread and open the connection (idempotent)."""
+        if self._closed:
+            raise NotConnected(f"{self!r} is closed")
+        if self._portal is not None:
+            return self
+        stack = contextlib.ExitStack()
+        try:
+            portal = stack.enter_context(start_blocking_portal(self._backend))
+            stack.enter_context(portal.wrap_async_context_manager(self.client))
+        except BaseException:
+            stack.close()
+            raise
+        self._stack, self._portal = stack, portal
+        return self
+
+    def close(self) -> None:
+        """Close the session and stop the event-loop thread (idempotent)."""
+        stack, self._stack, self._portal = self._stack, None, None
+        self._closed = True
+        if stack is not None:
+            stack.close()
+
+    def __enter__(self) -> SyncEnvClient:
+        return self.connect()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _call(self, func: Any, *args: Any) -> Any:
+        if self._closed:
+            raise NotConnected(f"{self!r} is closed")
+        portal = self._portal or self.connect()._portal
+        assert portal is not None
+        return portal.call(func, *args)
+
+    def reset(self, **kwargs: Any) -> StepResult:
+        """Blocking :meth:`EnvClient.reset`."""
+        return self._call(functools.partial(self.client.reset, **kwargs))
+
+    def step(self, action: Any) -> StepResult:
+        """Blocking :meth:`EnvClient.step`."""
+        return self._call(self.client.step, action)
+
+    def state(self) -> State:
+        """Blocking :meth:`EnvClient.state`."""
+        return self._call(self.client.state)

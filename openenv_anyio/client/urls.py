@@ -1,0 +1,82 @@
+"""Turn a server's base URL into the address of its ``/ws`` channel.
+
+Rules (PROTOCOL.md section 1): ``http://`` -> ``ws://``, ``https://`` -> ``wss://``,
+``ws://``/``wss://`` are kept, a bare ``host:port`` means ``ws://``; a path prefix is kept
+and ``/ws`` appended. Anything unusable raises ``ValueError`` when the client is built,
+not later when it connects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+__all__ = ["WebSocketAddress", "websocket_address"]
+
+_SCHEMES = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}
+_DEFAULT_PORTS = {"ws": 80, "wss": 443}
+
+
+@dataclass(frozen=True, slots=True)
+class WebSocketAddress:
+    """Where to open a WebSocket: scheme, host, port and the request target."""
+
+    scheme: str
+    host: str
+    port: int
+    target: str
+
+    @property
+    def secure(self) -> bool:
+        return self.scheme == "wss"
+
+    @property
+    def host_header(self) -> str:
+        """The ``Host`` header value: the port is left out when it is the scheme's default."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port == _DEFAULT_PORTS[self.scheme] else f"{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.host_header}{self.target}"
+
+    def __str__(self) -> str:
+        return self.url
+
+
+def websocket_address(base_url: str, channel: str = "/ws") -> WebSocketAddress:
+    """The WebSocket address of ``channel`` on the server at ``base_url``.
+
+    Raises ``ValueError`` naming the problem when ``base_url`` cannot be used.
+    """
+    if not isinstance(base_url, str) or not base_url.strip():
+        raise ValueError(f"base_url must be a non-empty string, not {base_url!r}")
+    text = base_url.strip()
+    if "://" not in text:
+        text = "ws://" + text
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"invalid base_url {base_url!r}: {exc}") from None
+    scheme = _SCHEMES.get(parts.scheme.lower())
+    if scheme is None:
+        raise ValueError(
+            f"invalid base_url {base_url!r}: scheme {parts.scheme!r} is not one of "
+            "http, https, ws, wss"
+        )
+    if not parts.hostname:
+        raise ValueError(f"invalid base_url {base_url!r}: no host")
+    if parts.username or parts.password:
+        raise ValueError(f"invalid base_url {base_url!r}: credentials in the URL are not supported")
+    if parts.query or parts.fragment:
+        raise ValueError(f"invalid base_url {base_url!r}: a base URL has no query or fragment")
+    if port == 0:
+        raise ValueError(f"invalid base_url {base_url!r}: port 0")
+    prefix = parts.path.rstrip("/")
+    return WebSocketAddress(
+        scheme=scheme,
+        host=parts.hostname,
+        port=port if port is not None else _DEFAULT_PORTS[scheme],
+        target=f"{prefix}{channel}",
+    )
