@@ -22,7 +22,7 @@ import h11
 from .errors import ConnectError, ConnectionRefused, ProxyRejected
 from .urls import WebSocketAddress
 
-__all__ = ["HttpProxy", "open_tunnel", "parse_proxy_url", "proxy_from_environment"]
+__all__ = ["HttpProxy", "is_loopback_host", "open_tunnel", "parse_proxy_url", "proxy_from_environment"]
 
 READ_SIZE: Final = 64 * 1024
 
@@ -57,7 +57,8 @@ def parse_proxy_url(url: str) -> HttpProxy:
     return HttpProxy(parts.hostname, port or 80, authorization)
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback_host(host: str) -> bool:
+    """True for ``localhost`` names and loopback addresses (never reached through a proxy)."""
     if host.lower() == "localhost" or host.lower().endswith(".localhost"):
         return True
     try:
@@ -89,7 +90,7 @@ def _setting(environ: Mapping[str, str], name: str) -> str:
 
 def proxy_from_environment(address: WebSocketAddress, environ: Mapping[str, str]) -> HttpProxy | None:
     """The proxy the environment names for ``address``, or None to connect directly."""
-    if _is_loopback(address.host) or _bypassed(address.host, _setting(environ, "no_proxy")):
+    if is_loopback_host(address.host) or _bypassed(address.host, _setting(environ, "no_proxy")):
         return None
     url = _setting(environ, "https_proxy" if address.secure else "http_proxy") or _setting(environ, "all_proxy")
     return parse_proxy_url(url) if url else None

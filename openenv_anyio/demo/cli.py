@@ -68,10 +68,11 @@ class _DemoError(Exception):
 async def _fetch_json(url: str) -> Any:
     import httpx
 
-    from ..client.urls import is_loopback_url
+    from ..client.proxy import is_loopback_host
 
+    loopback = is_loopback_host(httpx.URL(url).host)
     try:
-        async with httpx.AsyncClient(timeout=10.0, trust_env=not is_loopback_url(url)) as http:
+        async with httpx.AsyncClient(timeout=10.0, trust_env=not loopback) as http:
             response = await http.get(url)
     except httpx.HTTPError as exc:
         raise _DemoError(f"cannot reach {url}: {exc}") from exc

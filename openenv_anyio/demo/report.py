@@ -44,7 +44,7 @@ class ProgressLine:
             self._stream.write("\r\x1b[2K" + line + ("\n" if final else ""))
         else:
             done = sum(t.episodes for t in self._tallies)
-            if done == self._last_done and not final:
+            if done == self._last_done:
                 return
             self._last_done = done
             self._stream.write(line + "\n")
