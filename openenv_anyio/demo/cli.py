@@ -49,7 +49,10 @@ def run(args: argparse.Namespace) -> int:
     from ..envs.loading import EnvTargetError
 
     try:
-        return trio.run(_main, args)
+        try:
+            return trio.run(_main, args)
+        except BaseExceptionGroup as group:  # errors from inside the nursery come wrapped
+            raise _only_leaf(group) from None
     except EnvTargetError as exc:
         print(f"openenv-anyio demo: {exc}", file=sys.stderr)
         return 2
@@ -59,6 +62,14 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("\nopenenv-anyio demo: interrupted", file=sys.stderr)
         return 130
+
+
+def _only_leaf(group: BaseExceptionGroup) -> BaseException:
+    """The one exception inside nested groups, or the group itself when there are several."""
+    leaf: BaseException = group
+    while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+        leaf = leaf.exceptions[0]
+    return leaf
 
 
 class _DemoError(Exception):

@@ -1,0 +1,97 @@
+"""``openenv-anyio demo``: the main job, end to end in a subprocess (real server, real agents)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from openenv_anyio.server import EnvServer, ServerConfig
+from openenv_anyio.envs.guess import GuessNumberEnv
+from tests.conformance.openenv_core_echo import run_openenv_core_server
+
+
+def demo(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "openenv_anyio", "demo", *args],
+        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+    )
+
+
+def summary_rows(stdout: str) -> dict[str, list[str]]:
+    """The summary table's rows by their first cell (agent number or ``all``)."""
+    rows = {}
+    for line in stdout.splitlines():
+        cells = line.split()
+        if cells and (cells[0].isdigit() or cells[0] == "all"):
+            rows[cells[0]] = cells
+    return rows
+
+
+def test_demo_serves_cartpole_and_runs_agents() -> None:
+    done = demo("--agents", "3", "--episodes", "2", "--max-steps", "60")
+    assert done.returncode == 0, done.stderr
+    rows = summary_rows(done.stdout)
+    assert set(rows) == {"0", "1", "2", "all"}
+    assert rows["all"][1] == "6"  # episodes
+    assert rows["all"][-1] == "0"  # errors
+    assert float(rows["all"][2]) > 0  # mean return: CartPole pays 1 a step
+    assert "episodes" in done.stderr  # progress was shown
+
+
+def test_demo_against_a_running_server_of_ours() -> None:
+    with EnvServer(GuessNumberEnv, ServerConfig(host="127.0.0.1", port=0)).run_in_thread() as running:
+        done = demo("--url", running.url, "--agents", "2", "--episodes", "3", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    rows = summary_rows(done.stdout)
+    assert rows["all"][1] == "6" and rows["all"][-1] == "0"
+
+
+def test_demo_against_the_real_openenv_server_uses_its_action_schema() -> None:
+    with run_openenv_core_server(max_concurrent_envs=4) as url:
+        done = demo("--url", url, "--agents", "2", "--episodes", "2", "--max-steps", "5", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    rows = summary_rows(done.stdout)
+    assert rows["all"][1] == "4" and rows["all"][-1] == "0"
+    assert rows["all"][4] == "20"  # 2 agents x 2 episodes x 5 schema-built steps, none refused
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--agents", "0"], "expected a number >= 1"),
+        (["--episodes", "many"], "expected a whole number"),
+        (["--env", "no_such_module_xyz:Env"], "no_such_module_xyz"),
+        (["--env", "gymnasium:NoSuchEnv-v9"], "NoSuchEnv-v9"),
+        (["--url", "http://127.0.0.1:9"], "127.0.0.1:9"),
+    ],
+)
+def test_bad_arguments_are_one_line_errors(args: list[str], message: str) -> None:
+    done = demo(*args, "--no-progress", timeout=60)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]  # argparse may print its usage before it
+    assert last.startswith("openenv-anyio demo") and message in last
+
+
+def test_ctrl_c_stops_server_and_agents_cleanly() -> None:
+    """SIGINT cancels the one nursery that owns server and agents: exit 130, no traceback."""
+    import signal
+    import time
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "openenv_anyio", "demo", "--agents", "4", "--episodes", "1000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+    )
+    try:
+        assert process.stderr is not None
+        deadline = time.monotonic() + 60
+        while "episodes" not in process.stderr.readline():  # the first progress line
+            assert time.monotonic() < deadline and process.poll() is None
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 130
+    assert "interrupted" in stderr and "Traceback" not in stderr
