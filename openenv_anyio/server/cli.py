@@ -7,15 +7,14 @@ environments closed) and the command exits 0. A bad target is a one-line error.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from typing import Any
 
-__all__ = ["configure", "resolve_target", "run"]
+__all__ = ["configure", "run"]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="MODULE:ATTR", help="environment class or factory, e.g. openenv_anyio.envs.guess:GuessNumberEnv")
+    parser.add_argument("target", metavar="MODULE:ATTR", help="the environment: a class or factory (openenv_anyio.envs.guess:GuessNumberEnv), an openenv-core Environment subclass (mypkg.server:MyEnv) or a Gymnasium id (gymnasium:CartPole-v1)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback)")
     parser.add_argument("--port", type=int, default=8000, help="port (0 picks a free one; default 8000)")
     parser.add_argument("--max-concurrent-envs", type=int, default=None, metavar="N", help="session limit (default: none)")
@@ -24,37 +23,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ping-interval", type=float, default=20.0, metavar="S", help="ping quiet connections after S seconds (default 20)")
     parser.add_argument("--ping-timeout", type=float, default=20.0, metavar="S", help="drop a connection whose pong is this late (default 20)")
     parser.add_argument("--inline", action="store_true", default=None, help="run every sync environment call on the event loop (no worker thread)")
-
-
-def _simple_resolve(target: str) -> Any:
-    module_name, sep, attr = target.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"expected MODULE:ATTR, got {target!r}")
-    try:
-        value: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"cannot import module {module_name!r}: {exc}") from None
-    for part in attr.split("."):
-        try:
-            value = getattr(value, part)
-        except AttributeError:
-            raise ValueError(f"module {module_name!r} has no attribute {attr!r}") from None
-    if not callable(value):
-        raise ValueError(f"{target} is not a class or factory (got {type(value).__name__})")
-    return value
-
-
-def resolve_target(target: str) -> Any:
-    """The environment factory named by ``target`` (raises ValueError with a one-line message).
-
-    Uses the full resolver of :mod:`openenv_anyio.envs.loading` (Gymnasium ids, openenv-core
-    environments) when it is available, else plain ``MODULE:ATTR``.
-    """
-    try:
-        from openenv_anyio.envs.loading import resolve_env_target
-    except ImportError:
-        return _simple_resolve(target)
-    return resolve_env_target(target)
 
 
 async def _serve_until_signalled(server: Any) -> None:
@@ -83,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
     from .env_server import EnvServer
 
     try:
-        factory = resolve_target(args.target)
+        from ..envs.loading import resolve_env_target
+
+        factory = resolve_env_target(args.target)
         config = ServerConfig(
             host=args.host,
             port=args.port,
