@@ -36,6 +36,7 @@ __all__ = [
     "decode_server_frame",
     "decode_ui_frame",
     "encode_frame",
+    "json_type",
     "parse_json",
 ]
 
@@ -253,7 +254,7 @@ class FrameCodec:
         if not isinstance(obj, dict):
             raise ProtocolError(
                 ErrorCode.VALIDATION_ERROR,
-                f"A frame must be a JSON object, not {_json_type(obj)}",
+                f"A frame must be a JSON object, not {_with_article(json_type(obj))}",
                 keyword="type",
             )
         kind = obj.get("type")
@@ -271,18 +272,23 @@ class FrameCodec:
         return self._entry_validator.is_valid(obj)
 
 
-def _json_type(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, str):
-        return "a string"
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a parsed JSON value (``integer`` before ``number``)."""
     if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    return "null" if value is None else type(value).__name__
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, Mapping) else "null"
+
+
+def _with_article(type_name: str) -> str:
+    return type_name if type_name == "null" else ("an " if type_name[0] in "aeiou" else "a ") + type_name
 
 
 def _unknown_type(kind: Any) -> ProtocolError:
@@ -292,7 +298,7 @@ def _unknown_type(kind: Any) -> ProtocolError:
     elif isinstance(kind, str):
         message, keyword = clip_message(f"Unknown message type: {kind}"), "enum"
     else:
-        message, keyword = f"Frame type must be a string, not {_json_type(kind)}", "type"
+        message, keyword = f"Frame type must be a string, not {_with_article(json_type(kind))}", "type"
     return ProtocolError(ErrorCode.UNKNOWN_TYPE, message, pointer="/type", keyword=keyword)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
 
+from ..core.frames import json_type
 from .refs import RefResolver
 
 __all__ = ["FieldRow", "FieldWalker", "json_text"]
@@ -178,19 +179,6 @@ class FieldWalker:
         return text
 
 
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object" if isinstance(value, Mapping) else "null"
-
 
 def _unique(values: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(values))
@@ -204,9 +192,9 @@ def _type_of(schema: Mapping[str, Any]) -> str:
     if isinstance(declared, list):
         return " | ".join(str(t) for t in declared)
     if "const" in schema:
-        return _json_type(schema["const"])
+        return json_type(schema["const"])
     if isinstance(schema.get("enum"), list):
-        return " | ".join(_unique([_json_type(v) for v in schema["enum"]]))
+        return " | ".join(_unique([json_type(v) for v in schema["enum"]]))
     choices = schema.get("anyOf") or schema.get("oneOf")
     if isinstance(choices, list) and all(isinstance(c, Mapping) for c in choices):
         return " | ".join(_unique([_type_of(c) for c in choices]))

@@ -145,7 +145,7 @@ def test_no_alias_hint_where_the_alias_is_not_the_fault(text: str) -> None:
     [
         ('{"data":{}}', "Frame has no type"),
         ('{"type":null}', "Frame has no type"),
-        ('{"type":7}', "Frame type must be a string, not a number"),
+        ('{"type":7}', "Frame type must be a string, not an integer"),
         ('{"type":{"a":1}}', "Frame type must be a string, not an object"),
         ('{"type":"bogus"}', "Unknown message type: bogus"),
     ],
