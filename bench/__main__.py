@@ -1,0 +1,59 @@
+"""``python -m bench [--quick] [--json FILE] [--only SCENARIO ...]``: run, print, save."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from bench.pool import ServerPool
+from bench.procs import raise_fd_limit
+from bench.report import print_table, write_json
+from bench.results import Row
+from bench.scenarios import SCENARIOS, Context, Profile, select
+
+
+def build_parser() -> argparse.ArgumentParser:
+    listing = "; ".join(f"{s.id}/{s.slug}: {s.title}" for s in SCENARIOS)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="openenv-anyio vs openenv-core, side by side on loopback. Scenarios: " + listing,
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer and shorter runs (about a minute)")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--only", nargs="+", metavar="SCENARIO", help="scenario ids or names (default: all)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        scenarios = select(args.only)
+    except ValueError as exc:
+        print(f"python -m bench: {exc}", file=sys.stderr)
+        return 2
+    fd_limit = raise_fd_limit()
+    profile = Profile.make(args.quick)
+    rows: list[Row] = []
+    started = time.monotonic()
+    try:
+        with ServerPool() as pool:
+            ctx = Context(profile, pool)
+            for scenario in scenarios:
+                ctx.log(f"[{scenario.id}] {scenario.title} ...")
+                rows += scenario.run(ctx)
+    except KeyboardInterrupt:
+        print("\ninterrupted; servers stopped. Partial results:", file=sys.stderr)
+    print_table(rows, sys.stdout)
+    elapsed = time.monotonic() - started
+    print(f"\n{len(rows)} rows in {elapsed:.0f} s (fd limit {fd_limit})")
+    if args.json:
+        settings = {"quick": profile.quick, "profile": profile.__dict__, "elapsed_s": round(elapsed, 1)}
+        write_json(rows, args.json, settings=settings)
+        print(f"JSON written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
