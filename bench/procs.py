@@ -59,7 +59,8 @@ def spawn(argv: Sequence[str], *, stdout: int | None = subprocess.DEVNULL) -> tu
     Returns the process and the file collecting its stderr (for diagnostics).
     """
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
+    # the caller's PYTHONPATH first (it may point at another build of openenv_anyio), then ours
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH", ""), str(REPO_ROOT)]))
     env.setdefault("PYTHONUNBUFFERED", "1")
     fd, name = tempfile.mkstemp(prefix="bench-", suffix=".stderr")
     try:
