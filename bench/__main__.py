@@ -37,19 +37,23 @@ def main(argv: list[str] | None = None) -> int:
     profile = Profile.make(args.quick)
     rows: list[Row] = []
     started = time.monotonic()
+    pool = ServerPool()
     try:
-        with ServerPool() as pool:
+        with pool:
             ctx = Context(profile, pool)
             for scenario in scenarios:
-                ctx.log(f"[{scenario.id}] {scenario.title} ...")
+                ctx.log(f"[{scenario.id}] {scenario.title} ... ({time.monotonic() - started:.0f} s)")
                 rows += scenario.run(ctx)
     except KeyboardInterrupt:
         print("\ninterrupted; servers stopped. Partial results:", file=sys.stderr)
     print_table(rows, sys.stdout)
+    for crash in pool.crashes:
+        print(f"\nserver crash (restarted): {crash}")
     elapsed = time.monotonic() - started
     print(f"\n{len(rows)} rows in {elapsed:.0f} s (fd limit {fd_limit})")
     if args.json:
-        settings = {"quick": profile.quick, "profile": profile.__dict__, "elapsed_s": round(elapsed, 1)}
+        settings = {"quick": profile.quick, "profile": profile.__dict__, "elapsed_s": round(elapsed, 1),
+                    "server_crashes": pool.crashes}
         write_json(rows, args.json, settings=settings)
         print(f"JSON written to {args.json}")
     return 0

@@ -138,28 +138,46 @@ class ServerProcess:
             return "\n".join(self.stderr_path.read_text(errors="replace").splitlines()[-lines:])
         return ""
 
+    def alive(self) -> bool:
+        """Still running and still accepting connections."""
+        return self.proc.poll() is None and _listening(self.port)
+
+    def last_error_line(self) -> str:
+        """The last line of its stderr (after a crash: the exception)."""
+        lines = [line for line in self.stderr_tail(40).splitlines() if line.strip(" |+-")]
+        return lines[-1].strip(" |") if lines else f"exit code {self.proc.poll()}"
+
+    def wait_ready(self, timeout_s: float = 30.0) -> ServerProcess:
+        """Block until the server accepts TCP connections; stop it and raise if it cannot."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            while not _listening(self.port):
+                if self.proc.poll() is not None:
+                    raise ServerStartError(f"{self.name} exited with {self.proc.returncode}:\n{self.stderr_tail()}")
+                if time.monotonic() > deadline:
+                    raise ServerStartError(f"{self.name} did not listen within {timeout_s:.0f} s")
+                time.sleep(0.05)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
     def stop(self) -> None:
         kill_group(self.proc)
         with contextlib.suppress(OSError):
             self.stderr_path.unlink()
 
 
-def start_server(name: str, argv: Sequence[str], *, ready_timeout_s: float = 30.0) -> ServerProcess:
-    """Run ``python -m bench.serve ...argv --port P`` and wait until it accepts TCP connections."""
+def start_server(name: str, argv: Sequence[str], *, wait: bool = True) -> ServerProcess:
+    """Run ``python -m bench.serve ...argv --port P``; with ``wait``, until it accepts connections.
+
+    ``wait=False`` returns at once (start several servers together, then ``wait_ready`` each).
+    """
     port = free_port()
     proc, stderr_path = spawn(["-m", "bench.serve", *argv, "--port", str(port)])
     server = ServerProcess(name, f"http://{HOST}:{port}", port, proc, stderr_path)
-    deadline = time.monotonic() + ready_timeout_s
-    try:
-        while not _listening(port):
-            if proc.poll() is not None:
-                raise ServerStartError(f"{name} exited with {proc.returncode}:\n{server.stderr_tail()}")
-            if time.monotonic() > deadline:
-                raise ServerStartError(f"{name} did not listen within {ready_timeout_s:.0f} s")
-            time.sleep(0.05)
-    except BaseException:
-        server.stop()
-        raise
+    if wait:
+        server.wait_ready()
     return server
 
 

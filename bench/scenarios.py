@@ -47,7 +47,7 @@ class Profile:
     @classmethod
     def make(cls, quick: bool) -> Profile:
         if quick:
-            return cls(True, 3, 0.4, (1, 16, 64), 4, 250, 1, (64, 256), 30.0)
+            return cls(True, 3, 0.3, (1, 16), 4, 250, 1, (64, 256), 30.0)
         return cls(False, 5, 2.0, (1, 16, 64), 20, 1000, 3, (512, 1024, 2048, 4096), 120.0)
 
 
@@ -106,6 +106,7 @@ def measure_throughput(
     duration = ctx.profile.duration_s if duration_s == -1.0 else duration_s
     row = Row(scenario, case, "steps_per_s", baseline, note=note)
     ready: list[tuple[Variant, str, Measurement]] = []
+    ctx.pool.prefetch((v.server, v.kind) for v in variants)
     for variant in variants:
         measurement = Measurement(variant.name)
         row.measurements.append(measurement)
@@ -122,12 +123,20 @@ def measure_throughput(
         if key not in ctx._warm:
             ctx._warm.add(key)
             run_client(variant, url, 1, 3 if steps < 100 else 20, None)
+    dead: set[str] = set()
     for _ in range(ctx.profile.repeats):
         for variant, url, measurement in ready:
+            if variant.name in dead:
+                continue
             result = run_client(variant, url, n_sessions, steps, duration)
             if result.errors:
                 measurement.errors += len(result.errors)
                 measurement.note = measurement.note or result.errors[0][:120]
+                process = ctx.pool.process(variant.server, variant.kind)
+                if process is not None and not process.alive():
+                    measurement.note = f"server died: {process.last_error_line()[:160]}"
+                    dead |= {v.name for v, u, _ in ready if u == url}
+                continue  # a run with failed sessions is reported, not averaged in
             metrics = throughput_metrics(result)
             if extra is not None:
                 metrics.update(extra(metrics))
@@ -135,6 +144,8 @@ def measure_throughput(
             measurement.runs += 1
     for variant, _, measurement in ready:
         measurement.metrics = median_metrics(runs[variant.name])
+        if not measurement.runs:
+            measurement.unavailable = measurement.note or "server died earlier in this row"
     ctx.log(f"  [{scenario}] {case}: " + ", ".join(_brief(m) for m in row.measurements))
     return row
 
@@ -335,10 +346,11 @@ def scenario_scaling(ctx: Context) -> list[Row]:
 
 
 def _scaling_run(ctx: Context, stack: str, n: int) -> Measurement:
+    """One burst of ``n`` sessions of ``stack``'s client against a fresh ``stack`` server."""
     m = Measurement(stack)
     try:
         client_stack(stack)
-        server = start_server(stack, "sleep")
+        server = start_server(stack, "sleep", wait=False)
     except StackUnavailable as exc:
         m.unavailable = str(exc)
         return m
@@ -347,25 +359,30 @@ def _scaling_run(ctx: Context, stack: str, n: int) -> Measurement:
     shares = [n // workers + (1 if i < n % workers else 0) for i in range(workers)]
     procs = []
     peak_rss_kb = peak_threads = 0
+    outcomes: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-scaling-") as tmp:
+        folder = Path(tmp)
         try:
-            start_at = time.time() + 3.0  # worker start-up (imports) happens before the start line
-            for i, share in enumerate(shares):
-                out = Path(tmp) / f"worker-{i}.json"
-                argv = ["-m", "bench.loadgen", stack, server.url, "--sessions", str(share), "--steps", str(SCALING_STEPS),
-                        "--start-at", repr(start_at), "--cap", repr(cap), "--out", str(out)]
+            for i, share in enumerate(shares):  # workers import their client while the server starts
+                argv = ["-m", "bench.loadgen", stack, server.url, "--sessions", str(share), "--steps",
+                        str(SCALING_STEPS), "--dir", tmp, "--cap", repr(cap), "--out", str(folder / f"out-{i}.json")]
                 procs.append(spawn(argv)[0])
+            server.wait_ready()
+            _wait_for_files(folder, "ready-", procs, timeout_s=60.0)
+            start_at = time.time() + 0.2
+            (folder / "go.tmp").write_text(repr(start_at))
+            (folder / "go.tmp").rename(folder / "go")
             hard_deadline = start_at + cap + 15.0
             while any(p.poll() is None for p in procs) and time.time() < hard_deadline:
                 status = server.status()
                 peak_rss_kb = max(peak_rss_kb, status.get("VmRSS", 0))
                 peak_threads = max(peak_threads, status.get("Threads", 0))
                 time.sleep(0.2)
-            outcomes: list[dict[str, Any]] = []
-            for i in range(workers):
-                path = Path(tmp) / f"worker-{i}.json"
-                if path.exists():
-                    outcomes += json.loads(path.read_text())
+            for path in sorted(folder.glob("out-*.json")):
+                outcomes += json.loads(path.read_text())
+        except (RuntimeError, TimeoutError) as exc:  # server failed to start, workers never ready
+            m.unavailable = str(exc)[:200]
+            return m
         finally:
             for proc in procs:
                 kill_group(proc, grace_s=2.0)
@@ -377,7 +394,7 @@ def _scaling_run(ctx: Context, stack: str, n: int) -> Measurement:
     if failures:
         m.note = failures[0]["error"][:120]
     elif len(outcomes) < n:
-        m.note = f"{n - len(outcomes)} sessions never reported (worker killed at the cap)"
+        m.note = f"{n - len(outcomes)} sessions never reported (worker stopped at the cap)"
     finished = [o["seconds"] for o in outcomes]
     m.metrics = {
         "success_pct": 100.0 * len(ok) / n,
@@ -388,6 +405,17 @@ def _scaling_run(ctx: Context, stack: str, n: int) -> Measurement:
         "threads_peak": float(peak_threads),
     }
     return m
+
+
+def _wait_for_files(folder: Path, prefix: str, procs: list[Any], *, timeout_s: float) -> None:
+    """Until each worker of ``procs`` has created its ``prefix*`` file (TimeoutError if not)."""
+    deadline = time.monotonic() + timeout_s
+    while len(list(folder.glob(prefix + "*"))) < len(procs):
+        if any(proc.poll() is not None for proc in procs):
+            raise TimeoutError("a load worker exited before it was ready")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"load workers not ready within {timeout_s:.0f} s")
+        time.sleep(0.05)
 
 
 @dataclass(frozen=True)

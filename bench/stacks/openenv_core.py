@@ -23,10 +23,11 @@ def check_available() -> None:
         raise StackUnavailable(f"openenv-core not available: {exc}") from exc
 
 
-def start_server(kind: str, *, max_concurrent_envs: int = 10_000) -> ServerProcess:
+def start_server(kind: str, *, max_concurrent_envs: int = 10_000, wait: bool = True) -> ServerProcess:
     """openenv-core's ``create_fastapi_app`` for env ``kind`` on uvicorn, in a subprocess."""
     check_available()
-    return _start(f"openenv[{kind}]", ["openenv", kind, "--max-concurrent-envs", str(max_concurrent_envs)])
+    argv = ["openenv", kind, "--max-concurrent-envs", str(max_concurrent_envs)]
+    return _start(f"openenv[{kind}]", argv, wait=wait)
 
 
 @asynccontextmanager

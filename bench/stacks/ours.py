@@ -40,13 +40,13 @@ def check_available() -> None:
     check_client()
 
 
-def start_server(kind: str, *, max_concurrent_envs: int | None = None) -> ServerProcess:
+def start_server(kind: str, *, max_concurrent_envs: int | None = None, wait: bool = True) -> ServerProcess:
     """Our ``EnvServer`` for env ``kind`` (``echo_inline`` is declared NON_BLOCKING)."""
     check_server()
     argv = ["ours", kind]
     if max_concurrent_envs is not None:
         argv += ["--max-concurrent-envs", str(max_concurrent_envs)]
-    return _start(f"ours[{kind}]", argv)
+    return _start(f"ours[{kind}]", argv, wait=wait)
 
 
 @asynccontextmanager

@@ -23,11 +23,11 @@ _RESET = json.dumps({"type": "reset", "data": {"seed": 1}})
 _STEP = json.dumps({"type": "step", "data": sessions.ACTION})
 
 
-def start_server(kind: str) -> ServerProcess:
+def start_server(kind: str, *, wait: bool = True) -> ServerProcess:
     """``kind`` is ``echo-hypercorn`` (trio worker) or ``echo-uvicorn``."""
     if kind not in ECHO_SERVERS:
         raise ValueError(f"unknown echo server {kind!r}")
-    return _start(kind, [kind])
+    return _start(kind, [kind], wait=wait)
 
 
 class RawSession:
