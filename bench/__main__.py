@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    """Ctrl-C or SIGTERM: unwind at once, whatever event loop is running.
+
+    asyncio and trio only take over SIGINT while the default handler is installed (and then
+    may let a measurement finish first); this handler makes the interrupt reach the harness's
+    ``finally`` blocks, which stop every server and worker.
+    """
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -34,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"python -m bench: {exc}", file=sys.stderr)
         return 2
     fd_limit = raise_fd_limit()
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     profile = Profile.make(args.quick)
     rows: list[Row] = []
     started = time.monotonic()
