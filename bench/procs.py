@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import resource
 import signal
 import socket
@@ -24,6 +25,7 @@ from pathlib import Path
 HOST = "127.0.0.1"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _PR_SET_PDEATHSIG = 1
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|ExceptionGroup|Exit)\b")
 
 
 class ServerStartError(RuntimeError):
@@ -143,9 +145,15 @@ class ServerProcess:
         return self.proc.poll() is None and _listening(self.port)
 
     def last_error_line(self) -> str:
-        """The last line of its stderr (after a crash: the exception)."""
-        lines = [line for line in self.stderr_tail(40).splitlines() if line.strip(" |+-")]
-        return lines[-1].strip(" |") if lines else f"exit code {self.proc.poll()}"
+        """The exception it died of: the last ``SomeError: ...`` line of its stderr."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=2.0)  # let a dying server finish writing its traceback
+        lines = [line.strip(" |+-") for line in self.stderr_tail(60).splitlines()]
+        errors = [line for line in lines if _EXCEPTION_LINE.match(line)]
+        if errors:
+            return errors[-1]
+        lines = [line for line in lines if line]
+        return lines[-1] if lines else f"exit code {self.proc.poll()}"
 
     def wait_ready(self, timeout_s: float = 30.0) -> ServerProcess:
         """Block until the server accepts TCP connections; stop it and raise if it cannot."""

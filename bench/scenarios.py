@@ -43,12 +43,13 @@ class Profile:
     idle_repeats: int
     scaling_sessions: tuple[int, ...]
     scaling_cap_s: float
+    crossed: bool  # run the crossed pairs everywhere (quick: only in scenarios 1 and 6)
 
     @classmethod
     def make(cls, quick: bool) -> Profile:
         if quick:
-            return cls(True, 3, 0.3, (1, 16), 4, 250, 1, (64, 256), 30.0)
-        return cls(False, 5, 2.0, (1, 16, 64), 20, 1000, 3, (512, 1024, 2048, 4096), 120.0)
+            return cls(True, 3, 0.25, (1, 16), 4, 250, 1, (64, 256), 30.0, False)
+        return cls(False, 5, 2.0, (1, 16, 64), 20, 1000, 3, (512, 1024, 2048, 4096), 120.0, True)
 
 
 @dataclass
@@ -172,7 +173,7 @@ def scenario_inline(ctx: Context) -> list[Row]:
     """2. The same fast sync env declared NON_BLOCKING (inline on our loop) vs OpenEnv's hop."""
     return [
         measure_throughput(
-            ctx, "2", f"non-blocking inline vs their hop, {n} sessions", pairs("echo_inline", "echo"), n, baseline="openenv"
+            ctx, "2", f"non-blocking inline vs their hop, {n} sessions", pairs("echo_inline", "echo", crossed=ctx.profile.crossed), n, baseline="openenv"
         )
         for n in ctx.profile.session_counts[:2]
     ]
@@ -181,7 +182,7 @@ def scenario_inline(ctx: Context) -> list[Row]:
 def scenario_async(ctx: Context) -> list[Row]:
     """3. An env with async methods: both servers await it on their event loop."""
     return [
-        measure_throughput(ctx, "3", f"async env, {n} sessions", pairs("echo_async", "echo_async"), n, baseline="openenv")
+        measure_throughput(ctx, "3", f"async env, {n} sessions", pairs("echo_async", "echo_async", crossed=ctx.profile.crossed), n, baseline="openenv")
         for n in ctx.profile.session_counts[:2]
     ]
 
@@ -191,9 +192,12 @@ def scenario_backends(ctx: Context) -> list[Row]:
     variants = [
         Variant("ours/asyncio", "ours", "ours", "echo_inline", "asyncio"),
         Variant("ours/trio", "ours", "ours", "echo_inline", "trio"),
-        Variant("ours/asyncio->openenv", "ours", "openenv", "echo_async", "asyncio"),
-        Variant("ours/trio->openenv", "ours", "openenv", "echo_async", "trio"),
     ]
+    if ctx.profile.crossed:
+        variants += [
+            Variant("ours/asyncio->openenv", "ours", "openenv", "echo_async", "asyncio"),
+            Variant("ours/trio->openenv", "ours", "openenv", "echo_async", "trio"),
+        ]
     return [
         measure_throughput(ctx, "4", f"our client, asyncio vs trio, {n} sessions", variants, n, baseline="ours/asyncio")
         for n in ctx.profile.session_counts[:2]

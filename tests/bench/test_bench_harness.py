@@ -62,7 +62,7 @@ def test_raw_client_against_bare_hypercorn_echo() -> None:
 
 
 def test_measure_throughput_row_reports_missing_side_and_ratio_base() -> None:
-    profile = Profile(True, 2, 0.05, (1,), 1, 1, 1, (1,), 10.0)
+    profile = Profile(True, 2, 0.05, (1,), 1, 1, 1, (1,), 10.0, False)
     variants = [
         Variant("openenv", "openenv", "openenv", "echo"),
         Variant("bogus", "raw", "no-such-server", "echo"),
@@ -125,7 +125,7 @@ def test_ours_server_and_client_measure_steps(backend: str) -> None:
 
 def test_crossed_pairs_interoperate() -> None:
     _require_ours()
-    profile = Profile(True, 1, 0.05, (1,), 1, 1, 1, (1,), 10.0)
+    profile = Profile(True, 1, 0.05, (1,), 1, 1, 1, (1,), 10.0, False)
     variants = [
         Variant("ours->openenv", "ours", "openenv", "echo"),
         Variant("openenv->ours", "openenv", "ours", "echo"),
