@@ -19,6 +19,7 @@ import pytest
 from bench import sessions
 from bench.pool import ServerPool
 from bench.procs import REPO_ROOT, running_server
+from bench.results import Row
 from bench.scenarios import Context, Profile, Variant, measure_throughput, select
 from bench.stacks import StackUnavailable, ours, raw
 
@@ -61,14 +62,19 @@ def test_raw_client_against_bare_hypercorn_echo() -> None:
     assert _gone(server.pid)
 
 
+def _tiny_row(variants: list[Variant], baseline: str, repeats: int) -> Row:
+    """A row of 1 session, 0.05 s runs, measured the way the scenarios measure."""
+    profile = Profile(True, repeats, 0.05, (1,), 1, 1, 1, (1,), 10.0, False)
+    with ServerPool() as pool:
+        return measure_throughput(Context(profile, pool, log=lambda _: None), "t", "tiny", variants, 1, baseline=baseline)
+
+
 def test_measure_throughput_row_reports_missing_side_and_ratio_base() -> None:
-    profile = Profile(True, 2, 0.05, (1,), 1, 1, 1, (1,), 10.0, False)
     variants = [
         Variant("openenv", "openenv", "openenv", "echo"),
         Variant("bogus", "raw", "no-such-server", "echo"),
     ]
-    with ServerPool() as pool:
-        row = measure_throughput(Context(profile, pool, log=lambda _: None), "t", "smoke", variants, 1, baseline="openenv")
+    row = _tiny_row(variants, "openenv", repeats=2)
     base = row.measurement("openenv")
     assert base is not None and base.ok and base.runs == 2
     assert base.metrics["steps_per_s"] > 0 and base.metrics["p99_ms"] >= base.metrics["p50_ms"]
@@ -125,12 +131,10 @@ def test_ours_server_and_client_measure_steps(backend: str) -> None:
 
 def test_crossed_pairs_interoperate() -> None:
     _require_ours()
-    profile = Profile(True, 1, 0.05, (1,), 1, 1, 1, (1,), 10.0, False)
     variants = [
         Variant("ours->openenv", "ours", "openenv", "echo"),
         Variant("openenv->ours", "openenv", "ours", "echo"),
     ]
-    with ServerPool() as pool:
-        row = measure_throughput(Context(profile, pool, log=lambda _: None), "t", "crossed", variants, 1, baseline="ours->openenv")
+    row = _tiny_row(variants, "ours->openenv", repeats=1)
     for measurement in row.measurements:
         assert measurement.ok and measurement.errors == 0, measurement
