@@ -6,6 +6,7 @@ import argparse
 import signal
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from bench.pool import ServerPool
@@ -56,7 +57,11 @@ def main(argv: list[str] | None = None) -> int:
             ctx = Context(profile, pool)
             for scenario in scenarios:
                 ctx.log(f"[{scenario.id}] {scenario.title} ... ({time.monotonic() - started:.0f} s)")
-                rows += scenario.run(ctx)
+                try:
+                    rows += scenario.run(ctx)
+                except Exception:  # one broken scenario must not lose the others' results
+                    traceback.print_exc()
+                    ctx.log(f"[{scenario.id}] failed; continuing")
     except KeyboardInterrupt:
         print("\ninterrupted; servers stopped. Partial results:", file=sys.stderr)
     print_table(rows, sys.stdout)

@@ -87,7 +87,10 @@ def run_client(variant: Variant, url: str, n_sessions: int, steps: int, duration
     module = client_stack(variant.client)
     timeout = (duration_s or 0) + 60.0 + n_sessions * 0.05
     run = functools.partial(module.run_sessions, url, n_sessions, steps, duration_s=duration_s, timeout_s=timeout)
-    return anyio.run(run, backend=variant.backend or module.BACKEND)
+    try:
+        return anyio.run(run, backend=variant.backend or module.BACKEND)
+    except Exception as exc:  # the run as a whole failed (e.g. its time limit): an error, not a crash
+        return sessions.RunResult(n_sessions, errors=[f"{type(exc).__name__}: {exc}"])
 
 
 def measure_throughput(
