@@ -37,6 +37,7 @@ class Row:
     higher_is_better: bool = True
     measurements: list[Measurement] = field(default_factory=list)
     note: str = ""
+    complete_only: bool = False  # no ratio when either side had failures (they change the figure)
 
     def measurement(self, variant: str) -> Measurement | None:
         return next((m for m in self.measurements if m.variant == variant), None)
@@ -45,6 +46,8 @@ class Row:
         """``variant``'s primary metric divided by the baseline's (NaN when either is missing)."""
         this, base = self.measurement(variant), self.measurement(self.baseline)
         if this is None or base is None or not this.ok or not base.ok:
+            return math.nan
+        if self.complete_only and (this.errors or base.errors):
             return math.nan
         a, b = this.metrics.get(self.primary, math.nan), base.metrics.get(self.primary, math.nan)
         return a / b if b else math.nan
