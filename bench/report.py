@@ -27,8 +27,10 @@ _FORMATS: dict[str, str] = {
     "p99_s": "p99 {:.2f} s",
     "rss_peak_mb": "RSS peak {:.0f} MB",
     "threads_peak": "{:.0f} threads",
+    "us": "{:,.3f} us/call",
+    "frame_bytes": "{:,.0f} B",
 }
-_HIDDEN = {"sessions_held"}
+_HIDDEN = {"sessions_held", "ratio_to_jsonschema"}  # in the JSON; the ratio column says it
 
 
 def _format_metrics(primary: str, metrics: dict[str, float]) -> str:
@@ -44,7 +46,7 @@ def _format_metrics(primary: str, metrics: dict[str, float]) -> str:
 
 def print_table(rows: Iterable[Row], out: TextIO) -> None:
     """One block per row: a variant per line, the ratio to the row's baseline in its own column."""
-    width = 24
+    width = 28
     for row in rows:
         direction = "" if row.higher_is_better else ", lower is better"
         against = f"ratio vs {row.baseline}{direction}" if row.baseline else ""
@@ -56,7 +58,10 @@ def print_table(rows: Iterable[Row], out: TextIO) -> None:
                 print(f"    {m.variant:<{width}} n/a: {m.unavailable or 'no run'}", file=out)
                 continue
             ratio = row.ratio(m.variant) if row.baseline and m.variant != row.baseline else math.nan
-            ratio_text = f"{ratio:6.2f}x" if not math.isnan(ratio) else ("  base " if m.variant == row.baseline else "       ")
+            if math.isnan(ratio):
+                ratio_text = "  base  " if m.variant == row.baseline else "        "
+            else:
+                ratio_text = f"{ratio:7.2f}x" if ratio >= 0.1 else f"{ratio:7.4f}x"
             errors = f"  errors {m.errors}: {m.note}" if m.errors else (f"  ({m.note})" if m.note else "")
             print(f"    {m.variant:<{width}} {ratio_text}  {_format_metrics(row.primary, m.metrics)}{errors}", file=out)
 

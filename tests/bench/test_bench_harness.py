@@ -20,7 +20,7 @@ from bench import sessions
 from bench.pool import ServerPool
 from bench.procs import REPO_ROOT, running_server
 from bench.results import Row
-from bench.scenarios import Context, Profile, Variant, measure_throughput, select
+from bench.scenarios import Context, Profile, Variant, measure_throughput, select, validation_rows
 from bench.stacks import StackUnavailable, ours, raw
 
 pytest.importorskip("openenv.core.env_server.http_server", reason="openenv-core (interop extra) not installed")
@@ -138,3 +138,16 @@ def test_crossed_pairs_interoperate() -> None:
     row = _tiny_row(variants, "ours->openenv", repeats=1)
     for measurement in row.measurements:
         assert measurement.ok and measurement.errors == 0, measurement
+
+
+def test_validation_results_become_one_row_per_case_with_the_reference_as_baseline() -> None:
+    result = [
+        {"case": "step", "method": "fast", "us": 0.5, "frame_bytes": 72},
+        {"case": "step", "method": "reference (jsonschema)", "us": 50.0, "frame_bytes": 72},
+        {"case": "big", "method": "fast", "us": 1.0, "frame_bytes": 10},
+    ]
+    rows = validation_rows(result)
+    assert [r.case for r in rows] == ["validation: step", "validation: big"]
+    assert rows[0].baseline == "reference (jsonschema)"
+    assert rows[0].ratio("fast") == pytest.approx(0.01)
+    assert rows[1].baseline == "" and rows[1].measurement("fast") is not None
