@@ -9,11 +9,12 @@ import time
 import traceback
 from pathlib import Path
 
+from bench.measure import Context, Profile
 from bench.pool import ServerPool
 from bench.procs import raise_fd_limit
 from bench.report import print_table, write_json
 from bench.results import Row
-from bench.scenarios import SCENARIOS, Context, Profile, select
+from bench.scenarios import SCENARIOS, select
 
 
 def build_parser() -> argparse.ArgumentParser:

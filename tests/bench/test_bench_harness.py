@@ -17,10 +17,12 @@ import anyio
 import pytest
 
 from bench import sessions
+from bench.measure import Context, Profile, Variant, measure_throughput
 from bench.pool import ServerPool
 from bench.procs import REPO_ROOT, running_server
 from bench.results import Row
-from bench.scenarios import Context, Profile, Variant, measure_throughput, select, validation_rows
+from bench.scenario_validation import validation_rows
+from bench.scenarios import select
 from bench.stacks import StackUnavailable, ours, raw
 
 pytest.importorskip("openenv.core.env_server.http_server", reason="openenv-core (interop extra) not installed")
