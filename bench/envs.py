@@ -1,0 +1,107 @@
+"""Environment logic shared by both stacks, as plain classes (dict in, dict out).
+
+Our server takes these classes directly (duck-typed environments); the OpenEnv side wraps
+the very same logic in openenv-core ``Environment`` subclasses
+(``bench.stacks.openenv_core_envs``), so both servers run identical environment code.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, ClassVar
+
+#: Size of the padding string carried by every observation of ``BigObservationEnv``.
+BIG_OBSERVATION_BYTES = 10 * 1024 * 1024
+_BIG_PAD = "x" * BIG_OBSERVATION_BYTES
+
+#: How long one step of ``SleepyEnv`` blocks its thread (OpenEnv's scaling experiment).
+SLEEP_STEP_S = 1.0
+
+
+class EchoEnv:
+    """Echoes the action's message back; a sync env (servers hop to a thread by default)."""
+
+    NON_BLOCKING: ClassVar[bool] = False
+    metadata: ClassVar[dict[str, Any]] = {"name": "EchoEnv", "version": "1.0.0"}
+    pad: ClassVar[str] = ""
+
+    def __init__(self) -> None:
+        self._episode_id: str | None = None
+        self._step_count = 0
+
+    def _observation(self, message: str) -> dict[str, Any]:
+        return {
+            "echoed": message,
+            "length": len(message),
+            "pad": self.pad,
+            "reward": float(len(message)),
+            "done": False,
+        }
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **_: Any) -> dict[str, Any]:
+        self._episode_id = episode_id or str(uuid.uuid4())
+        self._step_count = 0
+        return self._observation("")
+
+    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        self._step_count += 1
+        return self._observation(str(action.get("message", "")))
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return {"episode_id": self._episode_id, "step_count": self._step_count}
+
+    def close(self) -> None:
+        self._episode_id = None
+
+
+class NonBlockingEchoEnv(EchoEnv):
+    """The same echo, declared non-blocking: our server runs it inline on its event loop."""
+
+    NON_BLOCKING: ClassVar[bool] = True
+
+
+class AsyncEchoEnv(EchoEnv):
+    """The same echo with ``async def`` methods (both servers await it on their loop)."""
+
+    async def reset(self, seed: int | None = None, episode_id: str | None = None, **kw: Any) -> dict[str, Any]:  # type: ignore[override]
+        return EchoEnv.reset(self, seed=seed, episode_id=episode_id, **kw)
+
+    async def step(self, action: dict[str, Any]) -> dict[str, Any]:  # type: ignore[override]
+        return EchoEnv.step(self, action)
+
+
+class SleepyEnv(EchoEnv):
+    """A sync env whose step blocks for ``SLEEP_STEP_S`` (stands for a blocking call)."""
+
+    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(SLEEP_STEP_S)
+        return EchoEnv.step(self, action)
+
+
+class BigObservationEnv(EchoEnv):
+    """A sync echo whose every observation carries a 10 MB string."""
+
+    pad: ClassVar[str] = _BIG_PAD
+
+
+#: env kind (as named on the command line of ``bench.serve``) -> plain class
+ENV_KINDS: dict[str, type[EchoEnv]] = {
+    "echo": EchoEnv,
+    "echo_inline": NonBlockingEchoEnv,
+    "echo_async": AsyncEchoEnv,
+    "sleep": SleepyEnv,
+    "big": BigObservationEnv,
+}
+
+__all__ = [
+    "AsyncEchoEnv",
+    "BIG_OBSERVATION_BYTES",
+    "BigObservationEnv",
+    "ENV_KINDS",
+    "EchoEnv",
+    "NonBlockingEchoEnv",
+    "SLEEP_STEP_S",
+    "SleepyEnv",
+]

@@ -1,0 +1,77 @@
+"""A load-generating worker process for the scaling scenario (``bench.scenarios``, 9).
+
+``python -m bench.loadgen STACK URL --sessions N --steps S --dir D --cap C --out FILE``
+imports STACK's client, creates ``D/ready-<pid>``, waits for ``D/go`` (which holds the
+wall-clock start time), runs N sessions starting together at that time, and writes one JSON
+object per session (ok, seconds, error) as a JSON list to FILE. Several workers share a
+large N so that one client process does not become the bottleneck.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import functools
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import anyio
+
+from bench import sessions
+from bench.procs import raise_fd_limit
+from bench.stacks import StackUnavailable
+from bench.stacks.registry import client_stack
+
+
+def _wait_for_go(path: Path, timeout_s: float) -> float | None:
+    """The start time written to ``path`` by the harness, or None if it never comes."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError, ValueError):
+            return float(path.read_text())
+        time.sleep(0.01)
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.loadgen")
+    parser.add_argument("stack")
+    parser.add_argument("url")
+    parser.add_argument("--sessions", type=int, required=True)
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--dir", type=Path, required=True, help="where the ready and go files live")
+    parser.add_argument("--cap", type=float, required=True)
+    parser.add_argument("--backend", default=None)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    raise_fd_limit()
+    try:
+        stack = client_stack(args.stack)
+    except StackUnavailable as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    (args.dir / f"ready-{os.getpid()}").touch()
+    start_at = _wait_for_go(args.dir / "go", timeout_s=120.0)
+    if start_at is None:
+        print("no go signal", file=sys.stderr)
+        return 3
+    burst = functools.partial(
+        sessions.run_burst,
+        stack.open_session,
+        args.url,
+        args.sessions,
+        args.steps,
+        start_at=start_at,
+        cap_s=args.cap,
+    )
+    outcomes = anyio.run(burst, backend=args.backend or stack.BACKEND)
+    args.out.write_text(json.dumps([dataclasses.asdict(o) for o in outcomes]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""Server and worker processes: spawn on a free loopback port, wait until ready, stop surely.
+
+Every child runs in its own process group and is told by the kernel to die with its parent
+(``PR_SET_PDEATHSIG``); ``stop()`` kills the whole group (SIGTERM, then SIGKILL), and is
+called from ``finally`` blocks, so Ctrl-C never leaves a server behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import re
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HOST = "127.0.0.1"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+_PR_SET_PDEATHSIG = 1
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|ExceptionGroup|Exit)\b")
+
+
+class ServerStartError(RuntimeError):
+    """A server process exited or did not listen in time."""
+
+
+def raise_fd_limit() -> int:
+    """Raise this process's open-file limit to its hard limit (children inherit it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def _child_setup() -> None:
+    """Runs in the child before exec: die with the parent, full fd limit."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    with contextlib.suppress(ValueError, OSError):
+        raise_fd_limit()
+
+
+def spawn(argv: Sequence[str], *, stdout: int | None = subprocess.DEVNULL) -> tuple[subprocess.Popen[bytes], Path]:
+    """Start ``python argv...`` from the repository root in a new process group.
+
+    Returns the process and the file collecting its stderr (for diagnostics).
+    """
+    env = dict(os.environ)
+    # the caller's PYTHONPATH first (it may point at another build of openenv_anyio), then ours
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH", ""), str(REPO_ROOT)]))
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    fd, name = tempfile.mkstemp(prefix="bench-", suffix=".stderr")
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, *argv],
+            cwd=REPO_ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=fd,
+            start_new_session=True,
+            preexec_fn=_child_setup,
+        )
+    finally:
+        os.close(fd)
+    return proc, Path(name)
+
+
+def kill_group(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
+    """Stop ``proc`` and everything in its process group; SIGKILL after ``grace_s``."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # stragglers of the group, if any
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace_s)
+
+
+def proc_status(pid: int) -> dict[str, int]:
+    """Numeric fields of ``/proc/PID/status`` (VmRSS, VmHWM in kB; Threads)."""
+    values: dict[str, int] = {}
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, rest = line.partition(":")
+            parts = rest.split()
+            if parts and parts[0].isdigit():
+                values[key] = int(parts[0])
+    return values
+
+
+def _listening(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((HOST, port)) == 0
+
+
+@dataclass
+class ServerProcess:
+    """A running server: its base URL, pid, and how to stop it."""
+
+    name: str
+    url: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    stderr_path: Path
+    started_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def rss_kb(self) -> int:
+        return proc_status(self.pid).get("VmRSS", 0)
+
+    def status(self) -> dict[str, int]:
+        return proc_status(self.pid)
+
+    def stderr_tail(self, lines: int = 15) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.stderr_path.read_text(errors="replace").splitlines()[-lines:])
+        return ""
+
+    def alive(self) -> bool:
+        """Still running and still accepting connections."""
+        return self.proc.poll() is None and _listening(self.port)
+
+    def last_error_line(self) -> str:
+        """The exception it died of: the last ``SomeError: ...`` line of its stderr."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=2.0)  # let a dying server finish writing its traceback
+        lines = [line.strip(" |+-") for line in self.stderr_tail(60).splitlines()]
+        errors = [line for line in lines if _EXCEPTION_LINE.match(line)]
+        if errors:
+            return errors[-1]
+        lines = [line for line in lines if line]
+        return lines[-1] if lines else f"exit code {self.proc.poll()}"
+
+    def wait_ready(self, timeout_s: float = 30.0) -> ServerProcess:
+        """Block until the server accepts TCP connections; stop it and raise if it cannot."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            while not _listening(self.port):
+                if self.proc.poll() is not None:
+                    raise ServerStartError(f"{self.name} exited with {self.proc.returncode}:\n{self.stderr_tail()}")
+                if time.monotonic() > deadline:
+                    raise ServerStartError(f"{self.name} did not listen within {timeout_s:.0f} s")
+                time.sleep(0.05)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        kill_group(self.proc)
+        with contextlib.suppress(OSError):
+            self.stderr_path.unlink()
+
+
+def start_server(name: str, argv: Sequence[str], *, wait: bool = True) -> ServerProcess:
+    """Run ``python -m bench.serve ...argv --port P``; with ``wait``, until it accepts connections.
+
+    ``wait=False`` returns at once (start several servers together, then ``wait_ready`` each).
+    """
+    port = free_port()
+    proc, stderr_path = spawn(["-m", "bench.serve", *argv, "--port", str(port)])
+    server = ServerProcess(name, f"http://{HOST}:{port}", port, proc, stderr_path)
+    if wait:
+        server.wait_ready()
+    return server
+
+
+@contextlib.contextmanager
+def running_server(name: str, argv: Sequence[str]) -> Iterator[ServerProcess]:
+    """``start_server`` as a context manager that always stops the server."""
+    server = start_server(name, argv)
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,116 @@
+"""Scenario 9: OpenEnv's scaling experiment (N sessions at once, 1 s blocking steps)."""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import sessions
+from bench.measure import Context
+from bench.pool import start_server
+from bench.procs import kill_group, spawn
+from bench.results import Measurement, Row
+from bench.stacks import StackUnavailable
+from bench.stacks.registry import client_stack
+
+
+SCALING_STEPS = 3
+SESSIONS_PER_WORKER = 1024
+
+
+def scenario_scaling(ctx: Context) -> list[Row]:
+    """9. N sessions at once, each connect + reset + 3 steps of a 1 s blocking sync step."""
+    rows = []
+    for n in ctx.profile.scaling_sessions:
+        case = f"{n} sessions x (connect, reset, 3 x 1 s blocking step)"
+        row = Row("9", case, "wall_s", "openenv", higher_is_better=False, complete_only=True)
+        row.note = "no wall-time ratio when a side lost sessions"
+        for stack in ("openenv", "ours"):
+            row.measurements.append(_scaling_run(ctx, stack, n))
+        rows.append(row)
+        ctx.log(
+            f"  [9] {n}: "
+            + ", ".join(
+                f"{m.variant} wall {m.metrics.get('wall_s', math.nan):.1f} s ok {m.metrics.get('success_pct', math.nan):.0f} %"
+                for m in row.measurements
+                if m.ok
+            )
+        )
+    return rows
+
+
+def _scaling_run(ctx: Context, stack: str, n: int) -> Measurement:
+    """One burst of ``n`` sessions of ``stack``'s client against a fresh ``stack`` server."""
+    m = Measurement(stack)
+    try:
+        client_stack(stack)
+        server = start_server(stack, "sleep", wait=False)
+    except StackUnavailable as exc:
+        m.unavailable = str(exc)
+        return m
+    cap = ctx.profile.scaling_cap_s
+    workers = max(1, math.ceil(n / SESSIONS_PER_WORKER))
+    shares = [n // workers + (1 if i < n % workers else 0) for i in range(workers)]
+    procs = []
+    peak_rss_kb = peak_threads = 0
+    outcomes: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-scaling-") as tmp:
+        folder = Path(tmp)
+        try:
+            for i, share in enumerate(shares):  # workers import their client while the server starts
+                argv = ["-m", "bench.loadgen", stack, server.url, "--sessions", str(share), "--steps",
+                        str(SCALING_STEPS), "--dir", tmp, "--cap", repr(cap), "--out", str(folder / f"out-{i}.json")]
+                procs.append(spawn(argv)[0])
+            server.wait_ready()
+            _wait_for_files(folder, "ready-", procs, timeout_s=60.0)
+            start_at = time.time() + 0.2
+            (folder / "go.tmp").write_text(repr(start_at))
+            (folder / "go.tmp").rename(folder / "go")
+            hard_deadline = start_at + cap + 15.0
+            while any(p.poll() is None for p in procs) and time.time() < hard_deadline:
+                status = server.status()
+                peak_rss_kb = max(peak_rss_kb, status.get("VmRSS", 0))
+                peak_threads = max(peak_threads, status.get("Threads", 0))
+                time.sleep(0.2)
+            for path in sorted(folder.glob("out-*.json")):
+                outcomes += json.loads(path.read_text())
+        except (RuntimeError, TimeoutError) as exc:  # server failed to start, workers never ready
+            m.unavailable = str(exc)[:200]
+            return m
+        finally:
+            for proc in procs:
+                kill_group(proc, grace_s=2.0)
+            server.stop()
+    ok = [o["seconds"] for o in outcomes if o["ok"]]
+    failures = [o for o in outcomes if not o["ok"]]
+    m.runs = 1
+    m.errors = n - len(ok)
+    if failures:
+        m.note = failures[0]["error"][:120]
+    elif len(outcomes) < n:
+        m.note = f"{n - len(outcomes)} sessions never reported (worker stopped at the cap)"
+    finished = [o["seconds"] for o in outcomes]
+    m.metrics = {
+        "success_pct": 100.0 * len(ok) / n,
+        "wall_s": max(finished) if finished else math.nan,
+        "p50_s": sessions.percentile(ok, 50),
+        "p99_s": sessions.percentile(ok, 99),
+        "rss_peak_mb": peak_rss_kb / 1024,
+        "threads_peak": float(peak_threads),
+    }
+    return m
+
+
+def _wait_for_files(folder: Path, prefix: str, procs: list[Any], *, timeout_s: float) -> None:
+    """Until each worker of ``procs`` has created its ``prefix*`` file (TimeoutError if not)."""
+    deadline = time.monotonic() + timeout_s
+    while len(list(folder.glob(prefix + "*"))) < len(procs):
+        if any(proc.poll() is not None for proc in procs):
+            raise TimeoutError("a load worker exited before it was ready")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"load workers not ready within {timeout_s:.0f} s")
+        time.sleep(0.05)

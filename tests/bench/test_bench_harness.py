@@ -1,0 +1,155 @@
+"""End-to-end smoke tests of the benchmark harness (bench/) on the real OpenEnv stack.
+
+They run tiny scenarios (a few steps) against real server processes on loopback and check
+that measurements come back and that every server process is gone afterwards. Nothing here
+asserts on speed.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+import time
+
+import anyio
+import pytest
+
+from bench import sessions
+from bench.measure import Context, Profile, Variant, measure_throughput
+from bench.pool import ServerPool
+from bench.procs import REPO_ROOT, running_server
+from bench.results import Row
+from bench.scenario_validation import validation_rows
+from bench.scenarios import select
+from bench.stacks import StackUnavailable, ours, raw
+
+pytest.importorskip("openenv.core.env_server.http_server", reason="openenv-core (interop extra) not installed")
+
+from bench.stacks import openenv_core  # noqa: E402
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_openenv_server_and_client_measure_steps_and_bursts() -> None:
+    server = openenv_core.start_server("echo")
+    try:
+        run = functools.partial(openenv_core.run_sessions, server.url, 2, 5, timeout_s=30.0)
+        result = anyio.run(run, backend="asyncio")
+        assert result.errors == []
+        assert result.steps == 10
+        assert result.steps_per_s > 0
+        assert server.rss_kb() > 0
+        burst = functools.partial(
+            sessions.run_burst, openenv_core.open_session, server.url, 3, 2, start_at=time.time(), cap_s=30.0
+        )
+        outcomes = anyio.run(burst, backend="asyncio")
+        assert [o.ok for o in outcomes] == [True, True, True]
+    finally:
+        server.stop()
+    assert _gone(server.pid)
+
+
+def test_raw_client_against_bare_hypercorn_echo() -> None:
+    with running_server("echo-hypercorn", ["echo-hypercorn"]) as server:
+        result = anyio.run(functools.partial(raw.run_sessions, server.url, 1, 5, timeout_s=30.0), backend="asyncio")
+        assert result.errors == [] and result.steps == 5
+    assert _gone(server.pid)
+
+
+def _tiny_row(variants: list[Variant], baseline: str, repeats: int) -> Row:
+    """A row of 1 session, 0.05 s runs, measured the way the scenarios measure."""
+    profile = Profile(True, repeats, 0.05, (1,), 1, 1, 1, (1,), 10.0, False)
+    with ServerPool() as pool:
+        return measure_throughput(Context(profile, pool, log=lambda _: None), "t", "tiny", variants, 1, baseline=baseline)
+
+
+def test_measure_throughput_row_reports_missing_side_and_ratio_base() -> None:
+    variants = [
+        Variant("openenv", "openenv", "openenv", "echo"),
+        Variant("bogus", "raw", "no-such-server", "echo"),
+    ]
+    row = _tiny_row(variants, "openenv", repeats=2)
+    base = row.measurement("openenv")
+    assert base is not None and base.ok and base.runs == 2
+    assert base.metrics["steps_per_s"] > 0 and base.metrics["p99_ms"] >= base.metrics["p50_ms"]
+    missing = row.measurement("bogus")
+    assert missing is not None and not missing.ok and "no-such-server" in missing.unavailable
+    assert row.to_json()["ratios"] == {"bogus": None}
+
+
+def test_ours_adapter_says_what_is_missing() -> None:
+    try:
+        ours.check_available()
+    except StackUnavailable as exc:
+        assert "openenv_anyio.server" in str(exc) or "openenv_anyio.client" in str(exc)
+    else:
+        pytest.skip("our server and client are installed: nothing is missing to report")
+
+
+def test_cli_rejects_unknown_scenario_and_runs_validation_row() -> None:
+    with pytest.raises(ValueError, match="unknown scenario"):
+        select(["nope"])
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--only", "validation"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "[8] frame validation cost" in done.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "bench", "--only", "nope"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert bad.returncode == 2 and "unknown scenario" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def _require_ours() -> None:
+    try:
+        ours.check_available()
+    except StackUnavailable as exc:
+        pytest.skip(f"our stack cannot run here: {exc}")
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_ours_server_and_client_measure_steps(backend: str) -> None:
+    _require_ours()
+    server = ours.start_server("echo_inline")
+    try:
+        run = functools.partial(ours.run_sessions, server.url, 2, 5, timeout_s=30.0)
+        result = anyio.run(run, backend=backend)
+        assert result.errors == []
+        assert result.steps == 10
+    finally:
+        server.stop()
+    assert _gone(server.pid)
+
+
+def test_crossed_pairs_interoperate() -> None:
+    _require_ours()
+    variants = [
+        Variant("ours->openenv", "ours", "openenv", "echo"),
+        Variant("openenv->ours", "openenv", "ours", "echo"),
+    ]
+    row = _tiny_row(variants, "ours->openenv", repeats=1)
+    for measurement in row.measurements:
+        assert measurement.ok and measurement.errors == 0, measurement
+
+
+def test_validation_results_become_one_row_per_case_with_the_reference_as_baseline() -> None:
+    result = [
+        {"case": "step", "method": "fast", "us": 0.5, "frame_bytes": 72},
+        {"case": "step", "method": "reference (jsonschema)", "us": 50.0, "frame_bytes": 72},
+        {"case": "big", "method": "fast", "us": 1.0, "frame_bytes": 10},
+    ]
+    rows = validation_rows(result)
+    assert [r.case for r in rows] == ["validation: step", "validation: big"]
+    assert rows[0].baseline == "reference (jsonschema)"
+    assert rows[0].ratio("fast") == pytest.approx(0.01)
+    assert rows[1].baseline == "" and rows[1].measurement("fast") is not None
