@@ -103,7 +103,7 @@ def test_cli_rejects_unknown_scenario_and_runs_validation_row() -> None:
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert "[8] frame validation cost" in done.stdout
+    assert "[8] validation: step frame" in done.stdout
     bad = subprocess.run(
         [sys.executable, "-m", "bench", "--only", "nope"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60
     )
