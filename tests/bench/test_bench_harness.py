@@ -85,15 +85,6 @@ def test_measure_throughput_row_reports_missing_side_and_ratio_base() -> None:
     assert row.to_json()["ratios"] == {"bogus": None}
 
 
-def test_ours_adapter_says_what_is_missing() -> None:
-    try:
-        ours.check_available()
-    except StackUnavailable as exc:
-        assert "openenv_anyio.server" in str(exc) or "openenv_anyio.client" in str(exc)
-    else:
-        pytest.skip("our server and client are installed: nothing is missing to report")
-
-
 def test_cli_rejects_unknown_scenario_and_runs_validation_row() -> None:
     with pytest.raises(ValueError, match="unknown scenario"):
         select(["nope"])
