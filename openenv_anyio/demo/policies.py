@@ -68,18 +68,26 @@ class SchemaSampler:
 
 
 class CartPoleBalance:
-    """Push the cart towards the side the pole is falling to (CartPole's classic heuristic)."""
+    """Push the cart towards the side the pole is falling to (CartPole's classic heuristic).
+
+    With probability ``explore`` it pushes at random instead, so agents' returns differ.
+    """
+
+    def __init__(self, rng: random.Random, explore: float = 0.25) -> None:
+        self._rng = rng
+        self._explore = explore
 
     def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
         values = observation.get("observation")
-        if not isinstance(values, list) or len(values) != 4:
-            return {"action": 0}
+        if not isinstance(values, list) or len(values) != 4 or self._rng.random() < self._explore:
+            return {"action": self._rng.randint(0, 1)}
         _, _, angle, angular_velocity = values
         return {"action": 1 if angle + 0.5 * angular_velocity > 0 else 0}
 
 
 def choose_policy(env_name: str, action_schema: Mapping[str, Any] | None, seed: int) -> Policy:
     """The heuristic for CartPole, a schema-driven random policy for everything else."""
+    rng = random.Random(seed)
     if "CartPole" in env_name:
-        return CartPoleBalance()
-    return SchemaSampler(action_schema or {"type": "object"}, random.Random(seed))
+        return CartPoleBalance(rng)
+    return SchemaSampler(action_schema or {"type": "object"}, rng)
