@@ -29,7 +29,7 @@ async def test_a_thousand_steps_through_fifty_cuts_run_exactly_once_in_order(
     plan = proxy.plan = CutPlan(seed=20261129, data_rate=0.03, handshake_rate=0.25)
     policy = ReconnectPolicy(attempts=5, backoff_s=0.01, max_backoff_s=0.1)
     url = proxy.url
-results: list[tuple[int, int]] = []
+    results: list[tuple[int, int]] = []
     with anyio.fail_after(90):
         async with EnvClient(url, ping_interval_s=None, message_timeout_s=10, reconnect=policy) as env:
             assert env.session is not None and not env.session.resumed
