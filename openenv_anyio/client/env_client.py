@@ -212,6 +212,12 @@ class EnvClient:
         return self
 
     @property
+    def episode_id(self) -> str | None:
+        """The episode the last reset started, as the server reported it (resume extension;
+        sent with every step when ``pin_episode`` is on), else None."""
+        return self._episode_id
+
+    @property
     def session_id(self) -> str | None:
         """The server's session id when the resume extension is on, else None."""
         return self.session.session_id if self.session is not None else None
