@@ -172,7 +172,8 @@ def test_takeover_of_a_half_open_connection(server: RunningServer) -> None:
             assert receive(new)["data"]["resumed"] is True
             assert closed_with(old) == 4409
             assert ask(new, {"type": "step", "data": {}, "request_id": "3"})["data"]["observation"]["steps"] == 2
-    wait_for(lambda: server.stats()["active_sessions"] == 1)  # the new one dropped: kept for its grace
+    # the new connection ended without a close frame: its session is kept for resuming
+    wait_for(lambda: server.stats()["active_sessions"] == 1)
 
 
 def test_an_episode_mismatch_changes_nothing(server: RunningServer, counter: type[StepCounter]) -> None:
