@@ -217,7 +217,18 @@ async def serve_resumable(ctx: ServerContext, scope: dict[str, Any], receive: As
     if presented is not None:
         session = ctx.resumable.find(presented)
         connection = None if session is None else ResumableConnection(ctx, receive, send, session)
-        if connection is None or not await connection.take_over():
+        if connection is None:
+            await _refuse_token(ctx, send, presented)
+            return
+        taken = False
+        try:
+            taken = await connection.take_over()
+        finally:
+            if not taken:  # superseded while waiting, or the session ended: let go of it
+                if session.owner is connection:
+                    session.owner = None
+                connection.released.set()
+        if not taken:
             await _refuse_token(ctx, send, presented)
             return
         resumed = True
