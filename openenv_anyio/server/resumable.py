@@ -22,22 +22,18 @@ import trio
 from ..core import (
     RESUME_TOKEN_HEADER,
     SUBPROTOCOL,
-    Close,
     Decision,
     Error,
     ErrorCode,
-    ProtocolError,
     Reset,
     Session,
     Step,
-    decode_client_frame,
     token_hint,
 )
-from .bound_env import BoundEnv
 from .context import AsgiReceive, AsgiSend, ServerContext, log
 from .resumable_store import ResumableSession
 from .ui_hub import EpisodeView
-from .ws_session import CLOSE_GOING_AWAY, CLOSE_NORMAL, WsSession, close_websocket, refuse_at_capacity
+from .ws_session import CLOSE_GOING_AWAY, WsSession, close_websocket, refuse_at_capacity
 
 __all__ = ["CLOSE_SESSION_NOT_FOUND", "CLOSE_TAKEN_OVER", "negotiated", "serve_resumable"]
 
@@ -133,23 +129,13 @@ class ResumableConnection(WsSession):
         self._park_scope = None
         return self._stop == "takeover"
 
-    async def _handle(self, payload: str | bytes) -> bool:
-        try:
-            frame = decode_client_frame(payload)
-        except ProtocolError as error:
-            await self._reply(Error.from_protocol_error(error))
-            return True
+    async def _answer(self, frame: Any, request_id: str | None = None) -> str:
+        """Requests with a ``request_id`` (reset, step) run at most once (``EXT-REQ-1``)."""
         kind = type(frame)
-        if kind is Close:  # WS-CLOSE-1: the session ends now
-            await close_websocket(self.send, CLOSE_NORMAL)
-            return False
         request_id = frame.request_id if kind is Step or kind is Reset else None
         if request_id is None:
-            text = await self._answer(frame)
-        else:
-            text = await self._answer_once(frame, request_id)
-        await self.send({"type": "websocket.send", "text": text})
-        return True
+            return await super()._answer(frame)
+        return await self._answer_once(frame, request_id)
 
     async def _answer_once(self, frame: Any, request_id: str) -> str:
         """Run a request at most once per ``request_id`` (``EXT-REQ-1``), checking the episode."""
@@ -174,7 +160,7 @@ class ResumableConnection(WsSession):
                 )
             )
         else:
-            text = await self._answer(frame, request_id)
+            text = await super()._answer(frame, request_id)
         ledger.complete(request_id, text)  # stored before sending: a lost answer is replayed
         session.answer_stored()
         return text
