@@ -301,7 +301,12 @@ class EnvClient:
             raise ConnectTimeout(self.url, self.connect_timeout_s or 0.0) from None
 
     async def close(self) -> None:
-        """End the session: send ``close`` (WS-CLOSE-1), close the WebSocket. Idempotent."""
+        """End the session: send ``close`` (WS-CLOSE-1), close the WebSocket. Idempotent.
+
+        With the resume extension, a connection that broke since the last request is
+        resumed once (within ``CLOSE_WAIT_S``) to deliver ``close``, so the server ends the
+        session now rather than keeping it for its grace period.
+        """
         if self._closed:
             return
         self._closed = True
@@ -309,6 +314,13 @@ class EnvClient:
         if transport is None:
             return
         with anyio.CancelScope(shield=True):
+            if self._dropped is None and transport.ended and self._resumable_after(transport.failure):
+                assert self.session is not None
+                with anyio.move_on_after(CLOSE_WAIT_S):
+                    try:
+                        transport = self._transport = await self._attach(self.session.resume_token)
+                    except EnvClientError:
+                        pass
             if self._dropped is None and not transport.ended:
                 # WS-CLOSE-1: after ``close`` the server closes the WebSocket; only a server
                 # that does not is sent a close frame of ours.
@@ -323,6 +335,15 @@ class EnvClient:
                 await transport.close(1000, timeout_s=CLOSE_TIMEOUT_S)
             else:
                 await transport.abort()
+
+    def _resumable_after(self, failure: EnvClientError | None) -> bool:
+        """Whether the session may be resumed after ``failure`` (extension on, a broken connection)."""
+        return (
+            self.session is not None
+            and self.reconnect_policy is not None
+            and failure is not None
+            and worth_resuming(failure)
+        )
 
     def sync(self, *, backend: str = "asyncio") -> SyncEnvClient:
         """A blocking wrapper: ``with EnvClient(url).sync() as env: env.step(...)``.
@@ -372,7 +393,6 @@ class EnvClient:
         assert self._lock is not None
         async with self._lock:
             transport = self._usable()
-            resumable = self.session is not None and self.reconnect_policy is not None
             request_id: str | None = None
             if self.session is not None and name != "state":
                 request_id = wire["request_id"] = str(next(self._request_numbers))  # EXT-REQ-1
@@ -392,7 +412,7 @@ class EnvClient:
                 except TimeoutError:  # only the cancel scope's: the transport wraps socket errors
                     raise await self._drop(MessageTimeout(self.url, name, self.message_timeout_s or 0.0)) from None
                 except EnvClientError as exc:
-                    if not (resumable and worth_resuming(exc)):
+                    if not self._resumable_after(exc):
                         raise await self._drop(exc) from None
                     settled = True
                     transport = await self._resume(exc)  # then the same request, same request_id

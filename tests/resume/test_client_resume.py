@@ -16,6 +16,8 @@ from openenv_anyio.client import (
     SessionNotFound,
 )
 
+from openenv_anyio.server.env_server import RunningServer
+
 from .cutting_proxy import CuttingProxy
 from .envs import StepCounter
 
@@ -112,3 +114,15 @@ async def test_against_openenv_core_the_client_speaks_the_base_protocol() -> Non
                 await env.reset(episode_id="core")
                 assert (await env.step({"message": "hi"})).observation["echoed"] == "hi"
                 assert (await env.state()).episode_id == "core"
+
+
+async def test_close_after_a_break_ends_the_session_at_once(proxy: CuttingProxy, server: RunningServer) -> None:
+    """EXT-RES-2: close on a connection that broke while idle resumes it to deliver close,
+    so the server frees the session now instead of after its grace period (60 s here)."""
+    with anyio.fail_after(TIMEOUT_S):
+        async with EnvClient(proxy.url, ping_interval_s=None) as env:
+            await env.reset()
+            await anyio.to_thread.run_sync(proxy.cut_all)
+            await anyio.sleep(0.05)  # the client's reader notices the break
+        while (await anyio.to_thread.run_sync(server.stats))["active_sessions"]:
+            await anyio.sleep(0.02)
