@@ -11,12 +11,14 @@
 
 from . import errors
 from .env_client import EnvClient, State, StepResult
+from .reconnect import ReconnectPolicy
 from .errors import *  # noqa: F403  (the error hierarchy, listed in errors.__all__)
 from .sync import SyncEnvClient
 from .urls import WebSocketAddress, websocket_address
 
 __all__ = [
     "EnvClient",
+    "ReconnectPolicy",
     "State",
     "StepResult",
     "SyncEnvClient",

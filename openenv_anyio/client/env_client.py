@@ -9,11 +9,16 @@ Each request is bounded by a cancel scope (``message_timeout_s``). Requests from
 tasks on one client are serialised (each gets its own answer). A request abandoned after
 it was sent (timeout or cancellation) drops the connection: a late answer can never be
 handed to a later request (WS-ORDER-3), and every later call raises ``ConnectionDropped``.
+
+Against a server that accepts the resume extension (PROTOCOL.md section 10) a connection
+that breaks is resumed: the client reconnects with the session's token and sends the
+request again with the same ``request_id``, which the server answers exactly once.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import ssl
 from collections.abc import Mapping
@@ -25,11 +30,14 @@ import anyio
 import anyio.abc
 
 from ..core import (
+    RESUME_TOKEN_HEADER,
+    SUBPROTOCOL,
     Close,
     Error,
     Observation,
     ProtocolError,
     Reset,
+    Session,
     StateRequest,
     Step,
     decode_server_frame,
@@ -45,16 +53,19 @@ from .errors import (
     MessageTimeout,
     NotConnected,
     ProtocolViolation,
+    ResumeFailed,
     ServerError,
+    SessionNotFound,
 )
 from .proxy import HttpProxy, parse_proxy_url, proxy_from_environment
+from .reconnect import ReconnectPolicy, worth_resuming
 from .transport import WebSocketTransport
 from .urls import WebSocketAddress, websocket_address
 
 if TYPE_CHECKING:
     from .sync import SyncEnvClient
 
-__all__ = ["EnvClient", "State", "StepResult"]
+__all__ = ["EnvClient", "ReconnectPolicy", "State", "StepResult"]
 
 _Answer = TypeVar("_Answer", Observation, StateFrame)
 _CLOSE_TEXT: Final = encode_frame(Close())
@@ -117,6 +128,17 @@ class EnvClient:
     proxy; otherwise, with ``trust_env``, ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``ALL_PROXY``
     and ``NO_PROXY`` are read once here. A loopback server is never reached through a proxy
     taken from the environment, and ``os.environ`` is never changed.
+
+    Resume extension: the client offers the ``openenv-anyio.v1`` subprotocol. When the
+    server accepts it and ``reconnect`` is on (``True``: the default
+    :class:`ReconnectPolicy`; or a policy of your own), a broken connection is resumed
+    during or between requests and the caller sees one result per request, each executed
+    once. When resuming fails the caller gets :class:`ResumeFailed` or
+    :class:`SessionNotFound`, never a fresh episode. ``pin_episode=True`` sends the
+    episode of the last reset with every step, so a step never acts on another episode
+    (:class:`EpisodeMismatch`). ``reconnect=False`` and ``pin_episode=False`` offer no
+    subprotocol: the base protocol only. A server that does not accept the extension
+    (openenv-core) is spoken to in the base protocol, as if neither were set.
     """
 
     def __init__(
@@ -131,6 +153,8 @@ class EnvClient:
         ssl_context: ssl.SSLContext | None = None,
         proxy: str | None = None,
         trust_env: bool = True,
+        reconnect: bool | ReconnectPolicy = True,
+        pin_episode: bool = False,
     ) -> None:
         self.address: WebSocketAddress = websocket_address(base_url)
         self.connect_timeout_s = _positive("connect_timeout_s", connect_timeout_s)
@@ -151,6 +175,15 @@ class EnvClient:
         self._dropped: EnvClientError | None = None
         self._closed = False
         self._client_frames = spec_validator("client-frame.json")
+        self.reconnect_policy: ReconnectPolicy | None = (
+            reconnect if isinstance(reconnect, ReconnectPolicy) else ReconnectPolicy() if reconnect else None
+        )
+        self.pin_episode = pin_episode
+        self.session: Session | None = None  # the session frame, when the server accepted the extension
+        self.resumes = 0  # connections resumed so far
+        self._request_numbers = itertools.count(1)
+        self._episode_id: str | None = None
+        self._early: str | bytes | None = None  # a frame that came instead of the session frame
 
     @property
     def url(self) -> str:
@@ -165,17 +198,72 @@ class EnvClient:
     async def __aenter__(self) -> EnvClient:
         if self._task_group is not None or self._closed:
             raise RuntimeError("an EnvClient is opened once; create a new one for a new session")
-        transport = await self._connect()
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
-        self._transport, self._task_group = transport, task_group
+        self._task_group = task_group
+        try:
+            self._transport = await self._attach(None)
+        except BaseException:
+            task_group.cancel_scope.cancel()
+            self._task_group = None
+            await task_group.__aexit__(None, None, None)
+            raise
         self._lock = anyio.Lock(fast_acquire=True)
+        return self
+
+    @property
+    def episode_id(self) -> str | None:
+        """The episode the last reset started, as the server reported it (resume extension;
+        sent with every step when ``pin_episode`` is on), else None."""
+        return self._episode_id
+
+    @property
+    def session_id(self) -> str | None:
+        """The server's session id when the resume extension is on, else None."""
+        return self.session.session_id if self.session is not None else None
+
+    async def _attach(self, token: str | None) -> WebSocketTransport:
+        """Connect (presenting ``token`` to resume), start the connection's tasks, and read
+        the ``session`` frame when the server accepted the extension (EXT-SES-1)."""
+        transport = await self._connect(token)
+        task_group = self._task_group
+        assert task_group is not None
         task_group.start_soon(transport.run_reader, name=f"{self!r} reader")
         if self.ping_interval_s is not None:
             task_group.start_soon(
                 transport.run_keepalive, self.ping_interval_s, self.ping_timeout_s, name=f"{self!r} keep-alive"
             )
-        return self
+        if transport.subprotocol != SUBPROTOCOL:
+            return transport
+        try:
+            with anyio.fail_after(self.connect_timeout_s):
+                payload = await transport.receive()
+            frame = decode_server_frame(payload)  # type: ignore[arg-type]
+        except TimeoutError:
+            await self._abort(transport)
+            raise ConnectTimeout(self.url, self.connect_timeout_s or 0.0) from None
+        except ProtocolError as exc:
+            await self._abort(transport)
+            raise ProtocolViolation(self.url, exc.message, pointer=exc.pointer) from None
+        except BaseException:
+            await self._abort(transport)
+            raise
+        if isinstance(frame, Error):
+            if token is None:  # e.g. CAPACITY_REACHED before a close: raised by the first request
+                self._early = payload
+                return transport
+            await self._abort(transport)
+            raise ServerError.from_frame(frame.code, frame.message, frame.extra)
+        if not isinstance(frame, Session) or frame.resumed != (token is not None):
+            await self._abort(transport)
+            raise ProtocolViolation(self.url, "a negotiated connection must open with a session frame (EXT-SES-1)")
+        self.session = frame
+        return transport
+
+    @staticmethod
+    async def _abort(transport: WebSocketTransport) -> None:
+        with anyio.CancelScope(shield=True):
+            await transport.abort()
 
     async def __aexit__(
         self,
@@ -196,12 +284,16 @@ class EnvClient:
             await task_group.__aexit__(None, None, None)
         return None
 
-    async def _connect(self) -> WebSocketTransport:
+    async def _connect(self, token: str | None = None) -> WebSocketTransport:
+        offer = self.reconnect_policy is not None or self.pin_episode
+        headers = [(RESUME_TOKEN_HEADER.encode("ascii"), token.encode("ascii"))] if token is not None else []
         try:
             with anyio.fail_after(self.connect_timeout_s):
                 return await WebSocketTransport.open(
                     self.address,
                     max_message_size=self.max_message_size,
+                    subprotocols=(SUBPROTOCOL,) if offer else (),
+                    extra_headers=headers,
                     ssl_context=self._ssl_context,
                     proxy=self.proxy,
                 )
@@ -209,7 +301,12 @@ class EnvClient:
             raise ConnectTimeout(self.url, self.connect_timeout_s or 0.0) from None
 
     async def close(self) -> None:
-        """End the session: send ``close`` (WS-CLOSE-1), close the WebSocket. Idempotent."""
+        """End the session: send ``close`` (WS-CLOSE-1), close the WebSocket. Idempotent.
+
+        With the resume extension, a connection that broke since the last request is
+        resumed once (within ``CLOSE_WAIT_S``) to deliver ``close``, so the server ends the
+        session now rather than keeping it for its grace period.
+        """
         if self._closed:
             return
         self._closed = True
@@ -217,6 +314,13 @@ class EnvClient:
         if transport is None:
             return
         with anyio.CancelScope(shield=True):
+            if self._dropped is None and transport.ended and self._resumable_after(transport.failure):
+                assert self.session is not None
+                with anyio.move_on_after(CLOSE_WAIT_S):
+                    try:
+                        transport = self._transport = await self._attach(self.session.resume_token)
+                    except EnvClientError:
+                        pass
             if self._dropped is None and not transport.ended:
                 # WS-CLOSE-1: after ``close`` the server closes the WebSocket; only a server
                 # that does not is sent a close frame of ours.
@@ -231,6 +335,15 @@ class EnvClient:
                 await transport.close(1000, timeout_s=CLOSE_TIMEOUT_S)
             else:
                 await transport.abort()
+
+    def _resumable_after(self, failure: EnvClientError | None) -> bool:
+        """Whether the session may be resumed after ``failure`` (extension on, a broken connection)."""
+        return (
+            self.session is not None
+            and self.reconnect_policy is not None
+            and failure is not None
+            and worth_resuming(failure)
+        )
 
     def sync(self, *, backend: str = "asyncio") -> SyncEnvClient:
         """A blocking wrapper: ``with EnvClient(url).sync() as env: env.step(...)``.
@@ -277,35 +390,85 @@ class EnvClient:
                 self._client_frames.check(wire, what=f"{name} frame")
             except ProtocolError as exc:
                 raise ValueError(f"refusing to send an invalid {name} frame: {exc.message}") from None
-        text = dumps(wire)
         assert self._lock is not None
         async with self._lock:
             transport = self._usable()
-            early = transport.receive_nowait()
-            if early is not None:  # an unrequested frame: only an error before a close (WS-ORDER-2)
-                await self._raise_unrequested(early, name)
-            answered = False
-            try:
-                with anyio.fail_after(self.message_timeout_s):
-                    await transport.send_text(text)
-                    reply = await transport.receive()
-                answered = True
-            except TimeoutError:  # only the cancel scope's: the transport wraps socket errors
-                raise await self._drop(MessageTimeout(self.url, name, self.message_timeout_s or 0.0)) from None
-            except EnvClientError as exc:
-                raise await self._drop(exc) from None
-            finally:
-                if not answered and self._dropped is None:
-                    await self._drop(EnvClientError(f"a {name} request was cancelled before its answer came"))
+            request_id: str | None = None
+            if self.session is not None and name != "state":
+                request_id = wire["request_id"] = str(next(self._request_numbers))  # EXT-REQ-1
+                if name == "step" and self.pin_episode and self._episode_id is not None:
+                    wire["episode_id"] = self._episode_id  # EXT-EP-1
+            text = dumps(wire)
+            while True:
+                early, self._early = self._early or transport.receive_nowait(), None
+                if early is not None:  # an unrequested frame: only an error before a close (WS-ORDER-2)
+                    await self._raise_unrequested(early, name)
+                settled = False
+                try:
+                    with anyio.fail_after(self.message_timeout_s):
+                        await transport.send_text(text)
+                        reply = await transport.receive()
+                    settled = True
+                except TimeoutError:  # only the cancel scope's: the transport wraps socket errors
+                    raise await self._drop(MessageTimeout(self.url, name, self.message_timeout_s or 0.0)) from None
+                except EnvClientError as exc:
+                    if not self._resumable_after(exc):
+                        raise await self._drop(exc) from None
+                    settled = True
+                    transport = await self._resume(exc)  # then the same request, same request_id
+                    continue
+                finally:
+                    if not settled and self._dropped is None:
+                        await self._drop(EnvClientError(f"a {name} request was cancelled before its answer came"))
+                break
         try:
             frame = decode_server_frame(reply)  # type: ignore[arg-type]
         except ProtocolError as exc:
             raise await self._drop(ProtocolViolation(self.url, exc.message, pointer=exc.pointer)) from None
+        if request_id is not None and getattr(frame, "request_id", request_id) != request_id:  # EXT-REQ-2
+            raise await self._drop(ProtocolViolation(self.url, f"the answer to request {request_id} names request {frame.request_id}"))  # type: ignore[union-attr]
         if isinstance(frame, expect):
+            if name == "reset" and isinstance(frame, Observation) and self.session is not None:
+                self._episode_id = frame.episode_id  # EXT-EP-2
             return frame
         if isinstance(frame, Error):
             raise ServerError.from_frame(frame.code, frame.message, frame.extra)
         raise await self._drop(ProtocolViolation(self.url, f"a {frame.type} frame answered {name}"))
+
+    async def _resume(self, cause: EnvClientError) -> WebSocketTransport:
+        """Reconnect with the session's token (EXT-RES-1); raises when that is impossible.
+
+        Tries as the reconnect policy says; an unknown or expired session raises
+        :class:`SessionNotFound`, anything else that stops it :class:`ResumeFailed`.
+        Either way the client is dropped: a fresh episode is never substituted.
+        """
+        policy, session = self.reconnect_policy, self.session
+        assert policy is not None and session is not None
+        if self._transport is not None:
+            await self._abort(self._transport)
+        last: BaseException = cause
+        for attempt in range(policy.attempts):
+            delay = policy.delay_s(attempt)
+            if delay:
+                await anyio.sleep(delay)
+            try:
+                transport = await self._attach(session.resume_token)
+            except SessionNotFound as exc:
+                raise await self._drop(exc) from None
+            except (ConnectionError, ProtocolViolation) as exc:  # connect, handshake, lost again
+                last = exc
+                continue
+            except EnvClientError as exc:  # e.g. the server refused with another error frame
+                raise await self._drop(ResumeFailed(self.url, "the server refused", exc)) from None
+            if transport.subprotocol != SUBPROTOCOL:
+                await self._abort(transport)
+                raise await self._drop(
+                    ResumeFailed(self.url, "the server no longer accepts the resume extension", cause)
+                ) from None
+            self._transport = transport
+            self.resumes += 1
+            return transport
+        raise await self._drop(ResumeFailed(self.url, f"{policy.attempts} attempt(s) failed", last)) from None
 
     async def _raise_unrequested(self, payload: str | bytes, name: str) -> None:
         """A frame arrived before any request: an error preceding a close is raised as such."""

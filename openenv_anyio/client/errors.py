@@ -32,6 +32,7 @@ __all__ = [
     "ProtocolViolation",
     "ProxyRejected",
     "RequestValidationError",
+    "ResumeFailed",
     "ServerError",
     "ServerMessageTooLarge",
     "SessionError",
@@ -162,6 +163,21 @@ class ConnectionDropped(EnvClientError, ConnectionError):
 
     def __init__(self, url: str, cause: BaseException) -> None:
         super().__init__(f"the connection to {url} is no longer usable ({cause}); open a new EnvClient")
+        self.url = url
+        self.cause = cause
+
+
+class ResumeFailed(ConnectionDropped):
+    """The connection broke and the session could not be resumed (resume extension).
+
+    ``cause`` is the last failure: the server could not be reached within the reconnect
+    policy's attempts, or it no longer accepts the extension. The episode is not silently
+    replaced by a fresh one: open a new client to start over. (An expired or unknown
+    session raises :class:`SessionNotFound` instead.)
+    """
+
+    def __init__(self, url: str, detail: str, cause: BaseException) -> None:
+        EnvClientError.__init__(self, f"the session at {url} could not be resumed: {detail} ({cause})")
         self.url = url
         self.cause = cause
 

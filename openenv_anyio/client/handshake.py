@@ -30,9 +30,15 @@ def _tokens(value: bytes) -> set[bytes]:
 
 
 async def open_handshake(
-    stream: anyio.abc.ByteStream, address: WebSocketAddress, subprotocols: Sequence[str] = ()
+    stream: anyio.abc.ByteStream,
+    address: WebSocketAddress,
+    subprotocols: Sequence[str] = (),
+    extra_headers: Sequence[tuple[bytes, bytes]] = (),
 ) -> tuple[str | None, bytes]:
-    """Run the handshake on ``stream``; return (selected subprotocol, bytes after the answer)."""
+    """Run the handshake on ``stream``; return (selected subprotocol, bytes after the answer).
+
+    ``extra_headers`` are added to the upgrade request (the resume token, ``EXT-RES-1``).
+    """
     url = address.url
     http = h11.Connection(our_role=h11.CLIENT)
     nonce = generate_nonce()
@@ -45,6 +51,7 @@ async def open_handshake(
     ]
     if subprotocols:
         headers.append((b"Sec-WebSocket-Protocol", ", ".join(subprotocols).encode("ascii")))
+    headers.extend(extra_headers)
     try:
         await stream.send(http.send(h11.Request(method=b"GET", target=address.target.encode("ascii"), headers=headers)))
     except (anyio.BrokenResourceError, OSError) as exc:

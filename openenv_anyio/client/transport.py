@@ -93,6 +93,7 @@ class WebSocketTransport:
     def __init__(self, address: WebSocketAddress, stream: anyio.abc.ByteStream, max_message_size: int) -> None:
         self.address = address
         self.failure: EnvClientError | None = None
+        self.subprotocol: str | None = None  # the one the server selected
         self.pings_answered = 0
         self._stream = stream
         self._proto = FrameProtocol(client=True, extensions=[])
@@ -119,6 +120,7 @@ class WebSocketTransport:
         *,
         max_message_size: int,
         subprotocols: Sequence[str] = (),
+        extra_headers: Sequence[tuple[bytes, bytes]] = (),
         ssl_context: ssl.SSLContext | None = None,
         proxy: HttpProxy | None = None,
     ) -> WebSocketTransport:
@@ -128,8 +130,9 @@ class WebSocketTransport:
         """
         stream = await _open_stream(address, ssl_context, proxy)
         try:
-            _, leftover = await open_handshake(stream, address, subprotocols)
+            selected, leftover = await open_handshake(stream, address, subprotocols, extra_headers)
             transport = cls(address, stream, max_message_size)
+            transport.subprotocol = selected
             if leftover:
                 transport._receive(leftover)
                 await transport._flush()

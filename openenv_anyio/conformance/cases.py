@@ -8,13 +8,13 @@ last: it checks every frame the server sent during the run against the spec.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
-from ..core import Validator
+from ..core import RESUME_TOKEN_HEADER, SUBPROTOCOL, Validator
 from .context import (
     CaseContext,
     check_data_shape,
@@ -442,6 +442,114 @@ async def _ui(ctx: CaseContext) -> None:
                     await _next_update(ui, ctx, episode_id, "after a reset")
         except HandshakeRejected as rejected:
             raise NotApplicable(f"the server has no /ws/ui ({rejected})") from None
+
+
+# --- resume extension (PROTOCOL.md section 10) -----------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def _negotiated(ctx: CaseContext, token: str | None = None) -> AsyncIterator[tuple[WsConnection, Mapping[str, Any]]]:
+    """A connection offering the extension's subprotocol, with its session frame's ``data``.
+
+    NotApplicable when the server does not select the subprotocol (a base server).
+    """
+    headers = [(RESUME_TOKEN_HEADER, token)] if token is not None else []
+    async with ctx.ws(subprotocols=[SUBPROTOCOL], headers=headers) as conn:
+        if conn.subprotocol is None:
+            raise NotApplicable(f"the server does not select the {SUBPROTOCOL} subprotocol (base protocol only)")
+        if conn.subprotocol != SUBPROTOCOL:
+            raise CaseFailed(f"the server selected {conn.subprotocol!r}, which was not offered")
+        first = await conn.receive()
+        if token is None or first.type == "session":
+            yield conn, expect_frame(first, "session", "the first frame of a negotiated connection")
+        else:
+            yield conn, {"refusal": first}
+
+
+async def _end_session(conn: WsConnection) -> None:
+    """Send ``close`` so the server ends the session now instead of keeping it for resuming."""
+    with contextlib.suppress(ServerClosed):
+        await conn.send_json({"type": "close"})
+        await conn.wait_closed()
+
+
+@case("EXT-NEG-01", "offering openenv-anyio.v1: selected, and the first frame is a session frame", ("EXT-NEG-1", "EXT-SES-1", "EXT-SES-2"))
+async def _ext_negotiation(ctx: CaseContext) -> None:
+    async with _negotiated(ctx) as (conn, session):
+        if session.get("resumed") is not False or session.get("last_request_id") is not None:
+            raise CaseFailed(f"a new session must say resumed false and last_request_id null: {session}")
+        session_id, _, secret = str(session.get("resume_token")).partition(".")
+        if session_id != session.get("session_id") or len(secret) < 22:
+            raise CaseFailed("the resume token is not SESSION_ID.SECRET with at least 128 random bits")
+        await _end_session(conn)
+
+
+@case("EXT-REQ-01", "a repeated request_id is answered from the stored answer, not run again", ("EXT-REQ-1", "EXT-REQ-2"))
+async def _ext_replay(ctx: CaseContext) -> None:
+    action = ctx.require_action()
+    async with _negotiated(ctx) as (conn, _):
+        reset = await conn.request({"type": "reset", "request_id": "conformance-1", "data": {"episode_id": _episode("EXT-REQ-01")}})
+        expect_frame(reset, "observation", "negotiated reset")
+        step = {"type": "step", "data": action, "request_id": "conformance-2"}
+        first, again = await conn.request(step), await conn.request(step)
+        expect_frame(first, "observation", "step with request_id conformance-2")
+        for frame, request_id in ((reset, "conformance-1"), (first, "conformance-2"), (again, "conformance-2")):
+            if frame.value.get("request_id") != request_id:
+                raise CaseFailed(f"the answer to request {request_id} does not echo its request_id: {frame.describe()}")
+        if again.value != first.value:
+            raise CaseFailed(f"the repeated request got another answer: {again.describe()} (first: {first.describe()})")
+        state = await expect_state(conn, "state after a step and its repeat")
+        if state.get("step_count") != 1:
+            raise CaseFailed(f"the repeat ran the step again: step_count {state.get('step_count')!r}, expected 1")
+        await _end_session(conn)
+
+
+@case("EXT-RES-01", "the token resumes the session on a new connection, which takes it over", ("EXT-RES-1", "EXT-RES-5"))
+async def _ext_resume(ctx: CaseContext) -> None:
+    episode_id = _episode("EXT-RES-01")
+    async with _negotiated(ctx) as (old, session):
+        reset = {"type": "reset", "request_id": "conformance-1", "data": {"episode_id": episode_id}}
+        expect_frame(await old.request(reset), "observation", "negotiated reset")
+        async with _negotiated(ctx, str(session.get("resume_token"))) as (new, resumed):
+            if resumed.get("resumed") is not True or resumed.get("session_id") != session.get("session_id"):
+                raise CaseFailed(f"presenting the token did not resume the session: {resumed}")
+            if resumed.get("last_request_id") != "conformance-1":
+                raise CaseFailed(f"last_request_id is {resumed.get('last_request_id')!r}, expected 'conformance-1'")
+            _, closed = await old.wait_closed()
+            if closed.code != 4409:
+                raise CaseFailed(f"the earlier connection: {closed}, expected code 4409 (taken over)")
+            await expect_alive(new, "the takeover", episode_id)
+            await _end_session(new)
+
+
+@case("EXT-RES-02", "an unknown resume token gets SESSION_NOT_FOUND, then close 4404", ("EXT-RES-4",))
+async def _ext_unknown_token(ctx: CaseContext) -> None:
+    bogus = "conformance-unknown." + "A" * 43
+    async with _negotiated(ctx, bogus) as (conn, answer):
+        refusal = answer.get("refusal")
+        if refusal is None:
+            raise CaseFailed(f"an unknown token resumed a session: {answer}")
+        expect_error(refusal, "SESSION_NOT_FOUND", "the answer to an unknown token")
+        _, closed = await conn.wait_closed()
+        if closed.code != 4404:
+            raise CaseFailed(f"after SESSION_NOT_FOUND: {closed}, expected code 4404")
+
+
+@case("EXT-EP-01", "a step naming another episode gets EPISODE_MISMATCH and changes nothing", ("EXT-EP-1", "EXT-EP-2"))
+async def _ext_episode_mismatch(ctx: CaseContext) -> None:
+    action = ctx.require_action()
+    episode_id = _episode("EXT-EP-01")
+    async with _negotiated(ctx) as (conn, _):
+        reset = await conn.request({"type": "reset", "request_id": "conformance-1", "data": {"episode_id": episode_id}})
+        expect_frame(reset, "observation", "negotiated reset")
+        if reset.value.get("episode_id") != episode_id:
+            raise CaseFailed(f"the reset's answer does not name the episode {episode_id!r}: {reset.describe()}")
+        stale = {"type": "step", "data": action, "request_id": "conformance-2", "episode_id": "conformance-stale"}
+        expect_error(await conn.request(stale), "EPISODE_MISMATCH", "a step naming another episode")
+        state = await expect_state(conn, "state after the refused step")
+        if state.get("step_count") != 0 or state.get("episode_id") != episode_id:
+            raise CaseFailed(f"the refused step changed the session: {state}")
+        await _end_session(conn)
 
 
 # --- spec vectors ----------------------------------------------------------------------

@@ -87,8 +87,17 @@ class CaseContext:
     informational: bool = False
 
     @contextlib.asynccontextmanager
-    async def ws(self, path: str = "/ws") -> AsyncIterator[WsConnection]:
-        async with open_ws(self.setup.target, self.recorder, path, connect_timeout=self.setup.timeout_s) as conn:
+    async def ws(
+        self, path: str = "/ws", *, subprotocols: Sequence[str] = (), headers: Sequence[tuple[str, str]] = ()
+    ) -> AsyncIterator[WsConnection]:
+        async with open_ws(
+            self.setup.target,
+            self.recorder,
+            path,
+            connect_timeout=self.setup.timeout_s,
+            subprotocols=subprotocols,
+            headers=headers,
+        ) as conn:
             yield conn
 
     @property

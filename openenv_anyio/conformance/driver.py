@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import urllib.parse
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,10 +149,19 @@ class WsConnection:
 
 @contextlib.asynccontextmanager
 async def open_ws(
-    target: Target, recorder: Recorder, path: str = "/ws", *, connect_timeout: float = 10.0
+    target: Target,
+    recorder: Recorder,
+    path: str = "/ws",
+    *,
+    connect_timeout: float = 10.0,
+    subprotocols: Sequence[str] = (),
+    headers: Sequence[tuple[str, str]] = (),
 ) -> AsyncIterator[WsConnection]:
-    """Open a WebSocket on ``path`` offering no subprotocol; close it (code 1000) on exit."""
+    """Open a WebSocket on ``path`` (offering ``subprotocols``, none by default, and sending
+    ``headers`` with the upgrade request); close it (code 1000) on exit."""
     url = target.ws_base + path
+    offered = f"offering {', '.join(subprotocols)}" if subprotocols else "no subprotocol offered"
+    shown_headers = "".join(f", {name} header" for name, _ in headers)  # values may be secrets
     body_error: BaseException | None = None
     try:
         async with trio_websocket.open_websocket_url(
@@ -160,9 +169,11 @@ async def open_ws(
             max_message_size=MAX_RECEIVE_BYTES,
             connect_timeout=connect_timeout,
             disconnect_timeout=DISCONNECT_TIMEOUT_S,
+            subprotocols=list(subprotocols) or None,
+            extra_headers=[(name.encode("ascii"), value.encode("latin-1")) for name, value in headers] or None,
         ) as ws:
             connection = WsConnection(ws, recorder, path)
-            recorder.add(path, connection.number, "sent", "open", preview=f"GET {url} (no subprotocol offered)")
+            recorder.add(path, connection.number, "sent", "open", preview=f"GET {url} ({offered}{shown_headers})")
             try:
                 yield connection
             except BaseException as exc:

@@ -12,6 +12,7 @@ from .frames import (
     Observation,
     Reset,
     ServerFrame,
+    Session,
     State,
     StateRequest,
     StateUpdate,
@@ -23,10 +24,26 @@ from .frames import (
     encode_frame,
     parse_json,
 )
+from .resume import (
+    RESUME_TOKEN_HEADER,
+    SUBPROTOCOL,
+    Decision,
+    RequestLedger,
+    ResumeToken,
+    new_resume_token,
+    token_hint,
+)
 from .spec import ENTRY_POINTS, SPEC_VERSION, Spec, SpecError, load_spec
 from .validation import SchemaFault, Validator, spec_validator
 
 __all__ = [
+    "RESUME_TOKEN_HEADER",
+    "SUBPROTOCOL",
+    "Decision",
+    "RequestLedger",
+    "ResumeToken",
+    "new_resume_token",
+    "token_hint",
     "ENTRY_POINTS",
     "SPEC_VERSION",
     "ClientFrame",
@@ -42,6 +59,7 @@ __all__ = [
     "Reset",
     "SchemaFault",
     "ServerFrame",
+    "Session",
     "Spec",
     "SpecError",
     "State",

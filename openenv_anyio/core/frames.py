@@ -28,6 +28,7 @@ __all__ = [
     "Observation",
     "Reset",
     "ServerFrame",
+    "Session",
     "State",
     "StateRequest",
     "StateUpdate",
@@ -43,24 +44,42 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Reset:
-    """``reset``: start a new episode; ``kwargs`` go to the environment's reset."""
+    """``reset``: start a new episode; ``kwargs`` go to the environment's reset.
+
+    ``request_id`` belongs to the resume extension (``EXT-REQ-1``, negotiated connections).
+    """
 
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+    request_id: str | None = None
     type: ClassVar[str] = "reset"
 
     def to_wire(self) -> dict[str, Any]:
-        return {"type": "reset", "data": dict(self.kwargs)}
+        wire: dict[str, Any] = {"type": "reset", "data": dict(self.kwargs)}
+        if self.request_id is not None:
+            wire["request_id"] = self.request_id
+        return wire
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """``step``: send one action."""
+    """``step``: send one action.
+
+    ``request_id`` and ``episode_id`` belong to the resume extension (``EXT-REQ-1``,
+    ``EXT-EP-1``; negotiated connections only).
+    """
 
     action: Mapping[str, Any]
+    request_id: str | None = None
+    episode_id: str | None = None
     type: ClassVar[str] = "step"
 
     def to_wire(self) -> dict[str, Any]:
-        return {"type": "step", "data": self.action}
+        wire: dict[str, Any] = {"type": "step", "data": self.action}
+        if self.request_id is not None:
+            wire["request_id"] = self.request_id
+        if self.episode_id is not None:
+            wire["episode_id"] = self.episode_id
+        return wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,18 +104,29 @@ class Close:
 
 @dataclass(frozen=True, slots=True)
 class Observation:
-    """``observation``: the reply to reset and step."""
+    """``observation``: the reply to reset and step.
+
+    ``request_id`` (the answered request's) and ``episode_id`` (after a reset) belong to the
+    resume extension (``EXT-REQ-2``, ``EXT-EP-2``); absent on base connections.
+    """
 
     observation: Mapping[str, Any]
     reward: float | bool | None = None
     done: bool = False
+    request_id: str | None = None
+    episode_id: str | None = None
     type: ClassVar[str] = "observation"
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire: dict[str, Any] = {
             "type": "observation",
             "data": {"observation": self.observation, "reward": self.reward, "done": self.done},
         }
+        if self.request_id is not None:
+            wire["request_id"] = self.request_id
+        if self.episode_id is not None:
+            wire["episode_id"] = self.episode_id
+        return wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +155,7 @@ class Error:
     code: str
     message: str
     extra: Mapping[str, Any] = field(default_factory=dict)
+    request_id: str | None = None  # resume extension: the answered request's id (EXT-REQ-2)
     type: ClassVar[str] = "error"
 
     @classmethod
@@ -135,7 +166,42 @@ class Error:
     def to_wire(self) -> dict[str, Any]:
         data: dict[str, Any] = {"message": self.message, "code": str(self.code)}
         data.update((key, value) for key, value in self.extra.items() if key not in data)
+        if self.request_id is not None:
+            return {"type": "error", "data": data, "request_id": self.request_id}
         return {"type": "error", "data": data}
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """``session`` (resume extension, ``EXT-SES-1``): a negotiated connection's first frame.
+
+    Names the session, the secret token that resumes it, and whether this connection
+    continues an existing session. ``data`` may carry more members.
+    """
+
+    session_id: str
+    resume_token: str
+    resumed: bool
+    resume_grace_s: float
+    last_request_id: str | None = None
+    episode_id: str | None = None
+    type: ClassVar[str] = "session"
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "type": "session",
+            "data": {
+                "session_id": self.session_id,
+                "resume_token": self.resume_token,
+                "resumed": self.resumed,
+                "resume_grace_s": self.resume_grace_s,
+                "last_request_id": self.last_request_id,
+                "episode_id": self.episode_id,
+            },
+        }
+
+    def __repr__(self) -> str:  # never show the whole secret
+        return f"Session({self.session_id!r}, resumed={self.resumed}, token=...)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +216,7 @@ class StateUpdate:
 
 
 ClientFrame: TypeAlias = Reset | Step | StateRequest | Close
-ServerFrame: TypeAlias = Observation | State | Error
+ServerFrame: TypeAlias = Observation | State | Error | Session
 Frame: TypeAlias = ClientFrame | ServerFrame | StateUpdate
 
 _ORJSON_OPTIONS: Final = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
@@ -200,15 +266,29 @@ def dumps(value: Any) -> str:
 def _from_wire(obj: dict[str, Any]) -> Frame:
     kind = obj["type"]
     if kind == "step":
-        return Step(obj["data"])
+        if len(obj) == 2:
+            return Step(obj["data"])
+        return Step(obj["data"], obj.get("request_id"), obj.get("episode_id"))
     if kind == "observation":
         data = obj["data"]
-        return Observation(data["observation"], data["reward"], data["done"])
+        if len(obj) == 2:
+            return Observation(data["observation"], data["reward"], data["done"])
+        return Observation(data["observation"], data["reward"], data["done"], obj.get("request_id"), obj.get("episode_id"))
     if kind == "reset":
-        return Reset(obj.get("data") or {})
+        return Reset(obj.get("data") or {}, obj.get("request_id"))
     if kind == "error":
         data = dict(obj["data"])
-        return Error(code=data.pop("code"), message=data.pop("message"), extra=data)
+        return Error(code=data.pop("code"), message=data.pop("message"), extra=data, request_id=obj.get("request_id"))
+    if kind == "session":
+        data = obj["data"]
+        return Session(
+            data["session_id"],
+            data["resume_token"],
+            data["resumed"],
+            data["resume_grace_s"],
+            data["last_request_id"],
+            data.get("episode_id"),
+        )
     if kind == "state":
         return State(obj["data"]) if "data" in obj else StateRequest()
     if kind == "close":

@@ -22,6 +22,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-message-size-mb", type=float, default=100.0, metavar="M", help="inbound frame limit in MiB (default 100)")
     parser.add_argument("--ping-interval", type=float, default=20.0, metavar="S", help="ping quiet connections after S seconds (default 20)")
     parser.add_argument("--ping-timeout", type=float, default=20.0, metavar="S", help="drop a connection whose pong is this late (default 20)")
+    parser.add_argument("--resume-grace", type=float, default=60.0, metavar="S", help="keep a resumable session S seconds after its connection drops (default 60; 0: end at once)")
     parser.add_argument("--inline", action="store_true", default=None, help="run every sync environment call on the event loop (no worker thread)")
 
 
@@ -63,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
             ping_interval_s=args.ping_interval or None,
             ping_timeout_s=args.ping_timeout or None,
             inline=args.inline,
+            resume_grace_s=args.resume_grace,
         )
     except ValueError as exc:
         print(f"openenv-anyio serve: {exc}", file=sys.stderr)

@@ -25,6 +25,9 @@ class ServerConfig:
     - ``validate_outbound``: check every frame the server sends against the spec (tests).
     - ``action_log_size``: actions kept per session for ``/ws/ui`` updates.
     - ``shutdown_grace_s``: how long a shutdown waits for running requests and connections.
+    - ``resume_grace_s``: how long a session of a connection that negotiated the resume
+      extension is kept after the connection drops (``EXT-RES-2``); it keeps its capacity
+      slot meanwhile (``EXT-RES-3``). 0 ends it at once.
     """
 
     host: str = "127.0.0.1"
@@ -39,12 +42,15 @@ class ServerConfig:
     validate_outbound: bool = False
     action_log_size: int = 50
     shutdown_grace_s: float = 3.0
+    resume_grace_s: float = 60.0
 
     def __post_init__(self) -> None:
         if self.max_concurrent_envs is not None and self.max_concurrent_envs < 1:
             raise ValueError("max_concurrent_envs must be at least 1 (or None for no limit)")
         if self.session_timeout_s is not None and self.session_timeout_s <= 0:
             raise ValueError("session_timeout_s must be positive (or None for no timeout)")
+        if self.resume_grace_s < 0:
+            raise ValueError("resume_grace_s must be 0 or more")
         if self.max_message_size_mb <= 0:
             raise ValueError("max_message_size_mb must be positive")
 

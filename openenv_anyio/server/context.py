@@ -14,6 +14,7 @@ from ..core import Frame, ProtocolError, decode_server_frame, decode_ui_frame, e
 from ..environment import EnvFactory
 from .bound_env import BoundEnv
 from .config import ServerConfig
+from .resumable_store import ResumableSessions
 from .session_registry import SessionRegistry
 from .ui_hub import UiHub
 
@@ -46,6 +47,7 @@ class ServerContext:
     config: ServerConfig
     registry: SessionRegistry = field(init=False)
     hub: UiHub = field(init=False, default_factory=UiHub)
+    resumable: ResumableSessions = field(init=False, default_factory=ResumableSessions)
 
     def __post_init__(self) -> None:
         self.registry = SessionRegistry(session_limit(self.factory, self.config.max_concurrent_envs))

@@ -26,6 +26,7 @@ from . import connection_guards, liveness
 from .app import create_app
 from .config import ServerConfig
 from .context import AsgiReceive, AsgiSend, ServerContext
+from .resumable import negotiated, serve_resumable
 from .ui_endpoint import serve_ui
 from .ws_session import serve_ws
 
@@ -44,6 +45,8 @@ class _Router:
         if scope["type"] == "websocket":
             path = scope["path"]
             if path == "/ws":
+                if negotiated(scope):  # EXT-NEG-1: decided once per connection
+                    return await serve_resumable(self._ctx, scope, receive, send)
                 return await serve_ws(self._ctx, scope, receive, send)
             if path == "/ws/ui":
                 return await serve_ui(self._ctx, scope, receive, send)

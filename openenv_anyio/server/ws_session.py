@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import trio
@@ -31,7 +32,7 @@ from .context import AsgiReceive, AsgiSend, ServerContext, log
 from .liveness import PingSchedule
 from .ui_hub import EpisodeView
 
-__all__ = ["serve_ws", "WsSession"]
+__all__ = ["serve_ws", "WsSession", "close_websocket", "refuse_at_capacity"]
 
 CLOSE_NORMAL = 1000
 CLOSE_GOING_AWAY = 1001
@@ -55,14 +56,7 @@ async def serve_ws(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
         await close_websocket(send, CLOSE_GOING_AWAY, "server shutting down")
         return
     if not registry.try_reserve():  # WS-CAP-1
-        active, limit = registry.sessions, registry.max_sessions
-        refusal = Error(
-            ErrorCode.CAPACITY_REACHED.value,
-            f"Server at capacity: {active}/{limit} sessions active. Cannot accept new connections.",
-            {"active_sessions": active, "max_sessions": limit},
-        )
-        await send({"type": "websocket.send", "text": ctx.encode(refusal)})
-        await close_websocket(send, CLOSE_TRY_AGAIN, "server at capacity")
+        await refuse_at_capacity(ctx, send)
         return
     try:
         await WsSession(ctx, receive, send).run()
@@ -70,12 +64,33 @@ async def serve_ws(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
         registry.release()
 
 
-def _execution_error(exc: BaseException) -> Error:
-    return Error(ErrorCode.EXECUTION_ERROR.value, f"{type(exc).__name__}: {exc}")
+async def refuse_at_capacity(ctx: ServerContext, send: AsgiSend) -> None:
+    """``CAPACITY_REACHED`` then close 1013 (``WS-CAP-1``)."""
+    registry = ctx.registry
+    active, limit = registry.sessions, registry.max_sessions
+    refusal = Error(
+        ErrorCode.CAPACITY_REACHED.value,
+        f"Server at capacity: {active}/{limit} sessions active. Cannot accept new connections.",
+        {"active_sessions": active, "max_sessions": limit},
+    )
+    await send({"type": "websocket.send", "text": ctx.encode(refusal)})
+    await close_websocket(send, CLOSE_TRY_AGAIN, "server at capacity")
+
+
+def _execution_error(exc: BaseException, request_id: str | None = None) -> Error:
+    return Error(ErrorCode.EXECUTION_ERROR.value, f"{type(exc).__name__}: {exc}", request_id=request_id)
+
+
+def _refusal(error: ProtocolError, request_id: str | None) -> Error:
+    frame = Error.from_protocol_error(error)
+    return frame if request_id is None else replace(frame, request_id=request_id)
 
 
 class WsSession:
     """The state of one ``/ws`` connection while it runs."""
+
+    #: why the loop stops when asked from outside: (reason, close code, close reason)
+    _STOPS = {"shutdown": (CLOSE_GOING_AWAY, "server shutting down")}
 
     def __init__(self, ctx: ServerContext, receive: AsgiReceive, send: AsgiSend) -> None:
         self.ctx = ctx
@@ -84,24 +99,35 @@ class WsSession:
         self.session_id = uuid.uuid4().hex
         self.view = EpisodeView(self.session_id, ctx.config.action_log_size)
         self.env: BoundEnv | None = None
-        self._shutdown = False
+        self._stop: str | None = None
         self._wait_scope: trio.CancelScope | None = None
 
     def request_shutdown(self) -> None:
         """Server shutdown: end at the next wait for a frame (``WS-SHUT-1``)."""
-        self._shutdown = True
+        self._request_stop("shutdown")
+
+    def _request_stop(self, reason: str) -> None:
+        if self._stop is None:
+            self._stop = reason
         if self._wait_scope is not None:
             self._wait_scope.cancel()
 
-    async def run(self) -> None:
+    async def create_env(self) -> BoundEnv | None:
+        """The session's environment; ``None`` after telling the client it failed (``WS-FACT-1``)."""
         ctx = self.ctx
         try:
-            self.env = await BoundEnv.create(ctx.factory, inline=ctx.config.inline)
-        except FactoryFailure as failure:  # WS-FACT-1
+            return await BoundEnv.create(ctx.factory, inline=ctx.config.inline)
+        except FactoryFailure as failure:
             log.warning("%s", failure)
             error = Error(ErrorCode.FACTORY_ERROR.value, str(failure), {"factory_name": failure.factory_name})
             await self.send({"type": "websocket.send", "text": ctx.encode(error)})
             await close_websocket(self.send, CLOSE_INTERNAL, "environment could not be created")
+            return None
+
+    async def run(self) -> None:
+        ctx = self.ctx
+        self.env = await self.create_env()
+        if self.env is None:
             return
         ctx.registry.env_opened()
         ctx.registry.attach(self)
@@ -116,7 +142,9 @@ class WsSession:
                     await self.env.aclose()
                 ctx.registry.env_closed()
 
-    async def _serve(self) -> None:
+    async def _serve(self) -> str:
+        """Serve frames until the connection ends; return why: ``close``, ``disconnect``,
+        ``idle``, ``ping`` or a stop reason (``shutdown``, ...)."""
         config = self.ctx.config
         receive, send, handle = self.receive, self.send, self._handle
         idle_limit = config.session_timeout_s or math.inf
@@ -125,31 +153,32 @@ class WsSession:
         while True:
             with trio.CancelScope(deadline=min(idle_deadline, pings.deadline())) as scope:
                 self._wait_scope = scope
-                if self._shutdown:
+                if self._stop is not None:
                     scope.cancel()
                 message = await receive()
             self._wait_scope = None
-            if self._shutdown:
-                await close_websocket(send, CLOSE_GOING_AWAY, "server shutting down")
-                return
+            if self._stop is not None:
+                code, reason = self._STOPS[self._stop]
+                await close_websocket(send, code, reason)
+                return self._stop
             if scope.cancelled_caught:
                 now = trio.current_time()
                 if now >= idle_deadline:  # WS-IDLE-1
                     await close_websocket(send, CLOSE_IDLE, f"session idle for {config.session_timeout_s:g} s (session_timeout)")
-                    return
+                    return "idle"
                 if not await pings.on_deadline(send, now):  # WS-PING-1: the peer is gone
                     log.info("session %s: no pong within %g s, closing", self.session_id, pings.timeout)
                     with trio.move_on_after(1.0):
                         await close_websocket(send, CLOSE_INTERNAL, "ping timeout")
-                    return
+                    return "ping"
                 continue
             kind = message["type"]
             if kind == "websocket.receive":
                 text = message.get("text")
                 if not await handle(text if text is not None else message.get("bytes") or b""):
-                    return
+                    return "close"
             elif kind == "websocket.disconnect":
-                return
+                return "disconnect"
             now = trio.current_time()
             idle_deadline = now + idle_limit
             pings.heard(now)
@@ -164,58 +193,64 @@ class WsSession:
         except ProtocolError as error:
             await self._reply(Error.from_protocol_error(error))
             return True
+        if type(frame) is Close:  # WS-CLOSE-1
+            await close_websocket(self.send, CLOSE_NORMAL)
+            return False
+        await self.send({"type": "websocket.send", "text": await self._answer(frame)})
+        return True
+
+    async def _answer(self, frame: Any, request_id: str | None = None) -> str:
+        """The text of the answer to a reset, step or state request (runs the environment).
+
+        ``request_id`` (resume extension) is echoed in the answer (``EXT-REQ-2``).
+        """
         env = self.env
         assert env is not None
+        encode = self.ctx.encode
         kind = type(frame)
         if kind is Step:
             try:
                 action = env.check_action(frame.action)  # WS-STEP-2
             except ProtocolError as error:
-                await self._reply(Error.from_protocol_error(error))
-                return True
+                return encode(_refusal(error, request_id))
             try:
                 lifted = await env.step(action)
-                text = self.ctx.encode(Observation(lifted.observation, lifted.reward, lifted.done))
+                text = encode(Observation(lifted.observation, lifted.reward, lifted.done, request_id))
             except ProtocolError as error:  # the env refused the action itself (WS-STEP-2)
                 if error.code is ErrorCode.VALIDATION_ERROR:
                     error = relocate(error, "/data")
-                await self._reply(Error.from_protocol_error(error))
-                return True
+                return encode(_refusal(error, request_id))
             except Exception as exc:  # WS-ERR-7
-                await self._reply(_execution_error(exc))
-                return True
-            await self.send({"type": "websocket.send", "text": text})
+                return encode(_execution_error(exc, request_id))
             view, hub = self.view, self.ctx.hub
             watched = bool(hub.subscribers)
             view.record_step(frame.action, lifted.observation, lifted.reward, lifted.done, log=watched)
             if watched:
                 hub.publish(view)
-            return True
+            return text
         if kind is Reset:
             try:
                 lifted, state = await env.reset(frame.kwargs)
-                text = self.ctx.encode(Observation(lifted.observation, lifted.reward, lifted.done))
+                if state is None:
+                    state = {"episode_id": frame.kwargs.get("episode_id"), "step_count": 0}
+                episode_id = state.get("episode_id")
+                episode_id = episode_id if isinstance(episode_id, str) else None
+                text = encode(
+                    Observation(
+                        lifted.observation,
+                        lifted.reward,
+                        lifted.done,
+                        request_id,
+                        episode_id if request_id is not None else None,  # EXT-EP-2
+                    )
+                )
             except Exception as exc:
-                await self._reply(_execution_error(exc))
-                return True
-            await self.send({"type": "websocket.send", "text": text})
-            if state is None:
-                state = {"episode_id": frame.kwargs.get("episode_id"), "step_count": 0}
-            episode_id = state.get("episode_id")
-            self.view.record_reset(
-                episode_id if isinstance(episode_id, str) else None,
-                state.get("step_count") if isinstance(state.get("step_count"), int) else 0,
-                lifted.observation,
-            )
+                return encode(_execution_error(exc, request_id))
+            step_count = state.get("step_count")
+            self.view.record_reset(episode_id, step_count if isinstance(step_count, int) else 0, lifted.observation)
             self.ctx.hub.publish(self.view)
-            return True
-        if kind is Close:  # WS-CLOSE-1
-            await close_websocket(self.send, CLOSE_NORMAL)
-            return False
+            return text
         try:
-            text = self.ctx.encode(State(await env.state()))
+            return encode(State(await env.state()))
         except Exception as exc:
-            await self._reply(_execution_error(exc))
-            return True
-        await self.send({"type": "websocket.send", "text": text})
-        return True
+            return encode(_execution_error(exc))

@@ -16,7 +16,7 @@ import pytest
 from openenv_anyio.cli import main
 from openenv_anyio.conformance.reports import REPORT_SCHEMA
 
-from .conftest import SPEC_HAS_VECTORS
+from .conftest import EXTENSION_CASES, SPEC_HAS_VECTORS
 
 
 def check(*args: str) -> int:
@@ -26,7 +26,7 @@ def check(*args: str) -> int:
 def test_correct_server_exits_0(minimal_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert check(minimal_url, "--frame-limit-mb", "1") == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[-1].startswith("29 cases: ")
+    assert out.splitlines()[-1].startswith("34 cases: ")
     assert out.rstrip().endswith("PASSED")
     assert "\x1b[" not in out  # no colour when not a terminal
 
@@ -51,7 +51,7 @@ def test_json_report_matches_its_schema(openenv_core_url: str, tmp_path: Path) -
     report = json.loads(report_file.read_text())
     jsonschema.validate(report, REPORT_SCHEMA, cls=jsonschema.Draft202012Validator)
     assert report["passed"] is False
-    assert report["summary"]["fail"] == 3 + SPEC_HAS_VECTORS and report["summary"]["total"] == 29
+    assert report["summary"]["fail"] == 3 + SPEC_HAS_VECTORS and report["summary"]["total"] == 34
     assert report["setup"]["action"] == {"message": ""}
     binary = next(c for c in report["cases"] if c["id"] == "WS-ERR-07")
     assert binary["fails_run"] and any(e["close_code"] == 1000 for e in binary["evidence"])
@@ -63,12 +63,13 @@ def test_junit_report_parses_with_one_testcase_per_case(openenv_core_url: str, t
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None
     cases = suite.findall("testcase")
-    assert len(cases) == int(suite.get("tests", "0")) == 29
+    assert len(cases) == int(suite.get("tests", "0")) == 34
     failed = sorted(c.get("name", "").split()[0] for c in cases if c.find("failure") is not None)
     assert failed == ["WS-ERR-02", "WS-ERR-07"]  # required failures; WS-RESET-04 is optional
     assert suite.get("failures") == "2"
     skipped = {c.get("name", "").split()[0] for c in cases if c.find("skipped") is not None}
-    assert skipped == {"WS-ERR-08", "UI-01"} | (set() if SPEC_HAS_VECTORS else {"SPEC-VEC-01"})
+    expected = {"WS-ERR-08", "UI-01", *EXTENSION_CASES} | (set() if SPEC_HAS_VECTORS else {"SPEC-VEC-01"})
+    assert skipped == expected
 
 
 def test_expected_failures_baseline(openenv_core_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -125,4 +126,4 @@ def test_unreachable_server_is_a_one_line_error() -> None:
 def test_list_prints_every_case(capsys: pytest.CaptureFixture[str]) -> None:
     assert check("http://unused", "--list") == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 29 and lines[0].startswith("WS-CONN-01")
+    assert len(lines) == 34 and lines[0].startswith("WS-CONN-01")

@@ -40,6 +40,11 @@ EXPECTED_VERDICTS = {
     "HTTP-05": "pass",
     "HTTP-06": "pass",
     "UI-01": "not-applicable",  # create_fastapi_app has no /ws/ui
+    "EXT-NEG-01": "not-applicable",  # no resume extension: the subprotocol is not selected
+    "EXT-REQ-01": "not-applicable",
+    "EXT-RES-01": "not-applicable",
+    "EXT-RES-02": "not-applicable",
+    "EXT-EP-01": "not-applicable",
     "SPEC-VEC-01": "fail" if SPEC_HAS_VECTORS else "not-applicable",  # optional: the spec's vectors
     "SCHEMA-01": "pass",
 }

@@ -1,0 +1,47 @@
+"""When and how the client resumes its session after a broken connection (resume extension)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from .errors import ConnectionClosedByServer, ConnectionLost, EnvClientError
+
+__all__ = ["ReconnectPolicy", "worth_resuming"]
+
+#: Close codes after which the session is over (or belongs to another connection):
+#: close (1000), shutdown (1001), frame too big (1009, it would happen again),
+#: session not found (4404), idle timeout (4408), taken over (4409).
+_FINAL_CLOSE_CODES: Final = frozenset({1000, 1001, 1009, 4404, 4408, 4409})
+
+
+@dataclass(frozen=True, slots=True)
+class ReconnectPolicy:
+    """How often to try to resume, and how long to wait between tries.
+
+    The first try is immediate; then the wait doubles from ``backoff_s`` up to
+    ``max_backoff_s``. Each try is bounded by the client's ``connect_timeout_s``.
+    """
+
+    attempts: int = 5
+    backoff_s: float = 0.05
+    max_backoff_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError("attempts must be at least 1")
+        if self.backoff_s < 0 or self.max_backoff_s < 0:
+            raise ValueError("backoff_s and max_backoff_s must not be negative")
+
+    def delay_s(self, attempt: int) -> float:
+        """The wait before try number ``attempt`` (0-based)."""
+        if attempt == 0:
+            return 0.0
+        return min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
+
+
+def worth_resuming(error: EnvClientError) -> bool:
+    """Whether ``error`` is a broken connection that resuming may repair."""
+    if isinstance(error, ConnectionClosedByServer):
+        return error.code not in _FINAL_CLOSE_CODES
+    return isinstance(error, ConnectionLost)

@@ -1,0 +1,247 @@
+"""Sessions that survive a dropped connection (the resume extension, PROTOCOL.md section 10).
+
+Only connections that negotiated the ``openenv-anyio.v1`` subprotocol come here; base
+connections keep the lean path of :mod:`.ws_session` untouched.
+
+A :class:`ResumableSession` owns the environment, the UI view and the request ledger; a
+connection is attached to it while it serves. When a connection drops, its handler task
+keeps the session for ``resume_grace_s`` (the task is the owner: no extra task runs), and
+a connection that presents the token takes it over. One connection drives a session at a
+time: a takeover waits until the earlier connection has finished the request it is
+executing (its answer is stored in the ledger first), so a repeated ``request_id`` is
+answered from the ledger and the environment never runs a request twice.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import trio
+
+from ..core import (
+    RESUME_TOKEN_HEADER,
+    SUBPROTOCOL,
+    Decision,
+    Error,
+    ErrorCode,
+    Reset,
+    Session,
+    Step,
+    token_hint,
+)
+from .context import AsgiReceive, AsgiSend, ServerContext, log
+from .resumable_store import ResumableSession
+from .ui_hub import EpisodeView
+from .ws_session import CLOSE_GOING_AWAY, WsSession, close_websocket, refuse_at_capacity
+
+__all__ = ["CLOSE_SESSION_NOT_FOUND", "CLOSE_TAKEN_OVER", "negotiated", "serve_resumable"]
+
+CLOSE_SESSION_NOT_FOUND = 4404
+CLOSE_TAKEN_OVER = 4409
+_TOKEN_HEADER = RESUME_TOKEN_HEADER.lower().encode("ascii")
+_MAX_TOKEN_CHARS = 512
+
+
+def negotiated(scope: dict[str, Any]) -> bool:
+    """Whether the client offered the extension's subprotocol (``EXT-NEG-1``)."""
+    return SUBPROTOCOL in (scope.get("subprotocols") or ())
+
+
+def _presented_token(scope: dict[str, Any]) -> str | None:
+    for name, value in scope.get("headers") or ():
+        if name.lower() == _TOKEN_HEADER:
+            return value[:_MAX_TOKEN_CHARS].decode("latin-1").strip()
+    return None
+
+
+class ResumableConnection(WsSession):
+    """One negotiated connection attached to a :class:`ResumableSession`."""
+
+    _STOPS = {**WsSession._STOPS, "takeover": (CLOSE_TAKEN_OVER, "session taken over by another connection")}
+
+    def __init__(self, ctx: ServerContext, receive: AsgiReceive, send: AsgiSend, session: ResumableSession) -> None:
+        super().__init__(ctx, receive, send)
+        self.session = session
+        self.session_id = session.session_id
+        self.view = session.view
+        self.env = session.env
+        self.released = trio.Event()
+        self._park_scope: trio.CancelScope | None = None
+
+    def request_shutdown(self) -> None:
+        super().request_shutdown()
+        if self._park_scope is not None:
+            self._park_scope.cancel()
+
+    def supersede(self) -> None:
+        """A newer connection takes the session over (``EXT-RES-5``)."""
+        self._request_stop("takeover")
+        if self._park_scope is not None:
+            self._park_scope.cancel()
+
+    async def take_over(self) -> bool:
+        """Become the session's connection; wait for the earlier one to let go.
+
+        ``False`` when the session ended meanwhile.
+        """
+        session = self.session
+        previous, session.owner = session.owner, self
+        if previous is not None:
+            previous.supersede()
+            await previous.released.wait()
+        return not session.ended and session.owner is self
+
+    async def greet(self, resumed: bool) -> None:
+        """The ``session`` frame, first on every negotiated connection (``EXT-SES-1``)."""
+        session = self.session
+        frame = Session(
+            session.session_id,
+            str(session.token),
+            resumed,
+            self.ctx.config.resume_grace_s,
+            session.ledger.last_request_id,
+            session.view.episode_id,
+        )
+        await self.send({"type": "websocket.send", "text": self.ctx.encode(frame)})
+
+    async def attend(self) -> bool:
+        """Serve until this connection ends; ``True`` when the session ends with it."""
+        registry = self.ctx.registry
+        registry.attach(self)
+        try:
+            reason = await self._serve()
+            if reason in ("disconnect", "ping"):  # EXT-RES-2: unexpected, keep the session
+                return not await self._park()
+            return reason != "takeover"
+        finally:
+            registry.detach(self)
+
+    async def _park(self) -> bool:
+        """Keep the session for the grace period; ``True`` when a new connection took it."""
+        grace = self.ctx.config.resume_grace_s
+        log.info("session %s: connection lost, kept %g s for resuming", self.session_id, grace)
+        with trio.move_on_after(grace) as scope:
+            self._park_scope = scope
+            if self._stop is not None:
+                scope.cancel()
+            await trio.sleep_forever()
+        self._park_scope = None
+        return self._stop == "takeover"
+
+    async def _answer(self, frame: Any, request_id: str | None = None) -> str:
+        """Requests with a ``request_id`` (reset, step) run at most once (``EXT-REQ-1``)."""
+        kind = type(frame)
+        request_id = frame.request_id if kind is Step or kind is Reset else None
+        if request_id is None:
+            return await super()._answer(frame)
+        return await self._answer_once(frame, request_id)
+
+    async def _answer_once(self, frame: Any, request_id: str) -> str:
+        """Run a request at most once per ``request_id`` (``EXT-REQ-1``), checking the episode."""
+        session = self.session
+        ledger = session.ledger
+        decision = ledger.decide(request_id)
+        while decision is Decision.WAIT:
+            await session.answered.wait()
+            decision = ledger.decide(request_id)
+        if decision is Decision.REPLAY:
+            return ledger.stored_answer()
+        ledger.begin(request_id)
+        expected = frame.episode_id if type(frame) is Step else None
+        if expected is not None and expected != session.view.episode_id:  # EXT-EP-1
+            current = session.view.episode_id
+            text = self.ctx.encode(
+                Error(
+                    ErrorCode.EPISODE_MISMATCH.value,
+                    f"the step names episode {expected!r} but the session's current episode is {current!r}; nothing changed",
+                    {"current_episode_id": current},
+                    request_id,
+                )
+            )
+        else:
+            text = await super()._answer(frame, request_id)
+        ledger.complete(request_id, text)  # stored before sending: a lost answer is replayed
+        session.answer_stored()
+        return text
+
+
+async def _refuse_token(ctx: ServerContext, send: AsgiSend, presented: str) -> None:
+    """``SESSION_NOT_FOUND`` then close 4404 (``EXT-RES-4``)."""
+    log.info("resume refused: no session for token %s", token_hint(presented))
+    error = Error(
+        ErrorCode.SESSION_NOT_FOUND.value,
+        "No session matches the resume token (unknown, or its grace period ended)",
+    )
+    await send({"type": "websocket.send", "text": ctx.encode(error)})
+    await close_websocket(send, CLOSE_SESSION_NOT_FOUND, "session not found")
+
+
+async def _end(ctx: ServerContext, session: ResumableSession) -> None:
+    """End a session for good: its env closed, its UI view and capacity slot freed."""
+    session.ended = True
+    ctx.resumable.discard(session)
+    ctx.hub.remove_session(session.session_id)
+    with trio.CancelScope(shield=True):
+        with trio.move_on_after(ctx.config.shutdown_grace_s):
+            await session.env.aclose()
+        ctx.registry.env_closed()
+        ctx.registry.release()
+
+
+async def serve_resumable(ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
+    """ASGI handler of one negotiated ``/ws`` connection."""
+    message = await receive()
+    if message["type"] != "websocket.connect":
+        return
+    await send({"type": "websocket.accept", "subprotocol": SUBPROTOCOL})
+    registry = ctx.registry
+    if registry.closing:
+        await close_websocket(send, CLOSE_GOING_AWAY, "server shutting down")
+        return
+    presented = _presented_token(scope)
+    if presented is not None:
+        session = ctx.resumable.find(presented)
+        connection = None if session is None else ResumableConnection(ctx, receive, send, session)
+        if connection is None:
+            await _refuse_token(ctx, send, presented)
+            return
+        taken = False
+        try:
+            taken = await connection.take_over()
+        finally:
+            if not taken:  # superseded while waiting, or the session ended: let go of it
+                if session.owner is connection:
+                    session.owner = None
+                connection.released.set()
+        if not taken:
+            await _refuse_token(ctx, send, presented)
+            return
+        resumed = True
+    else:
+        if not registry.try_reserve():  # WS-CAP-1
+            await refuse_at_capacity(ctx, send)
+            return
+        probe = WsSession(ctx, receive, send)
+        env = await probe.create_env()
+        if env is None:
+            registry.release()
+            return
+        registry.env_opened()
+        session_id = uuid.uuid4().hex
+        session = ResumableSession(session_id, env, EpisodeView(session_id, ctx.config.action_log_size))
+        ctx.resumable.add(session)
+        ctx.hub.add_session(session.view)
+        connection = ResumableConnection(ctx, receive, send, session)
+        session.owner = connection
+        resumed = False
+    ends = True
+    try:
+        await connection.greet(resumed)
+        ends = await connection.attend()
+    finally:
+        if session.owner is connection:
+            session.owner = None
+        if ends and not session.ended:
+            await _end(ctx, session)
+        connection.released.set()

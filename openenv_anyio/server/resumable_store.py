@@ -1,0 +1,61 @@
+"""The negotiated sessions of one server (resume extension): what outlives a connection."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import trio
+
+from ..core import RequestLedger, ResumeToken, new_resume_token
+from .bound_env import BoundEnv
+from .ui_hub import EpisodeView
+
+if TYPE_CHECKING:
+    from .resumable import ResumableConnection
+
+__all__ = ["ResumableSession", "ResumableSessions"]
+
+
+class ResumableSession:
+    """One negotiated session: environment, UI view, ledger, and who drives it now."""
+
+    def __init__(self, session_id: str, env: BoundEnv, view: EpisodeView) -> None:
+        self.session_id = session_id
+        self.token = new_resume_token(session_id)
+        self.env = env
+        self.view = view
+        self.ledger: RequestLedger[str] = RequestLedger()
+        self.answered = trio.Event()
+        self.owner: ResumableConnection | None = None
+        self.ended = False
+
+    def answer_stored(self) -> None:
+        self.answered.set()
+        self.answered = trio.Event()
+
+
+class ResumableSessions:
+    """The negotiated sessions of one server, by session id (tokens checked in constant time)."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, ResumableSession] = {}
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def add(self, session: ResumableSession) -> None:
+        self._sessions[session.session_id] = session
+
+    def discard(self, session: ResumableSession) -> None:
+        if self._sessions.get(session.session_id) is session:
+            del self._sessions[session.session_id]
+
+    def find(self, presented: str) -> ResumableSession | None:
+        """The live session ``presented`` names, or None (unknown, malformed, wrong secret)."""
+        token = ResumeToken.parse(presented)
+        if token is None:
+            return None
+        session = self._sessions.get(token.session_id)
+        if session is None or session.ended or not session.token.matches(token.secret):
+            return None
+        return session

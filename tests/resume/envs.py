@@ -1,0 +1,44 @@
+"""Small environments for the resume tests: they count their own steps."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, ClassVar
+
+from openenv_anyio.environment import Environment
+
+
+class StepCounter(Environment):
+    """Counts steps itself; remembers every instance so a test can read the real counter."""
+
+    NON_BLOCKING: ClassVar[bool] = True
+    instances: ClassVar[list[StepCounter]] = []
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.episode_id: str | None = None
+        self.closed = False
+        with StepCounter.lock:
+            type(self).instances.append(self)
+
+    def reset(self, episode_id: str | None = None, **kwargs: Any) -> dict[str, Any]:
+        self.steps = 0
+        self.episode_id = episode_id or f"episode-{id(self)}"
+        return {"steps": 0}
+
+    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        self.steps += 1
+        return {"steps": self.steps, "echo": action.get("n")}
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return {"episode_id": self.episode_id, "step_count": self.steps}
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def fresh_counter_class() -> type[StepCounter]:
+    """A subclass with its own instance list, so tests running side by side never mix."""
+    return type("StepCounter", (StepCounter,), {"instances": []})
