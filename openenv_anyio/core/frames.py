@@ -42,6 +42,15 @@ __all__ = [
 ]
 
 
+def _extended(wire: dict[str, Any], request_id: str | None, episode_id: str | None) -> dict[str, Any]:
+    """``wire`` plus the resume extension's top-level members when set (never on base connections)."""
+    if request_id is not None:
+        wire["request_id"] = request_id
+    if episode_id is not None:
+        wire["episode_id"] = episode_id
+    return wire
+
+
 @dataclass(frozen=True, slots=True)
 class Reset:
     """``reset``: start a new episode; ``kwargs`` go to the environment's reset.
@@ -54,10 +63,7 @@ class Reset:
     type: ClassVar[str] = "reset"
 
     def to_wire(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {"type": "reset", "data": dict(self.kwargs)}
-        if self.request_id is not None:
-            wire["request_id"] = self.request_id
-        return wire
+        return _extended({"type": "reset", "data": dict(self.kwargs)}, self.request_id, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +80,7 @@ class Step:
     type: ClassVar[str] = "step"
 
     def to_wire(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {"type": "step", "data": self.action}
-        if self.request_id is not None:
-            wire["request_id"] = self.request_id
-        if self.episode_id is not None:
-            wire["episode_id"] = self.episode_id
-        return wire
+        return _extended({"type": "step", "data": self.action}, self.request_id, self.episode_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,15 +119,8 @@ class Observation:
     type: ClassVar[str] = "observation"
 
     def to_wire(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {
-            "type": "observation",
-            "data": {"observation": self.observation, "reward": self.reward, "done": self.done},
-        }
-        if self.request_id is not None:
-            wire["request_id"] = self.request_id
-        if self.episode_id is not None:
-            wire["episode_id"] = self.episode_id
-        return wire
+        data = {"observation": self.observation, "reward": self.reward, "done": self.done}
+        return _extended({"type": "observation", "data": data}, self.request_id, self.episode_id)
 
 
 @dataclass(frozen=True, slots=True)
