@@ -1,61 +1,30 @@
 """Servers the client tests talk to over real loopback sockets.
 
 ``real_openenv_server`` runs openenv-core's FastAPI app under uvicorn in a thread;
-``our_server`` runs openenv-anyio's server when it is importable.
+``our_server`` runs openenv-anyio's server.
 """
 
 from __future__ import annotations
 
 import contextlib
-import socket
-import threading
-import time
 from collections.abc import Callable, Iterator
 
-import uvicorn
 
 
 @contextlib.contextmanager
 def real_openenv_server(
     max_concurrent_envs: int | None = None, ping_interval_s: float | None = None, ping_timeout_s: float | None = None
 ) -> Iterator[str]:
-    """openenv-core 0.3's server on 127.0.0.1 (a free port); yields its base URL.
-
-    Its default limit is one session; without ``max_concurrent_envs`` it gets 32. Pings
-    (uvicorn's) only when ``ping_interval_s`` is given."""
-    from openenv.core.env_server.http_server import create_fastapi_app
+    """openenv-core 0.3's server serving the echo env (32 sessions unless told otherwise)."""
+    from openenv_core_server import serve_openenv_core
 
     from .echo_envs import CoreEchoEnv, EchoAction, EchoObservation
 
-    app = create_fastapi_app(CoreEchoEnv, EchoAction, EchoObservation, max_concurrent_envs=max_concurrent_envs or 32)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app, log_level="warning", lifespan="on", ws_ping_interval=ping_interval_s, ws_ping_timeout=ping_timeout_s
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("openenv-core server did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
-
-
-def our_server_available() -> bool:
-    try:
-        import openenv_anyio.server  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    with serve_openenv_core(
+        CoreEchoEnv, EchoAction, EchoObservation, max_concurrent_envs=max_concurrent_envs or 32,
+        ping_interval_s=ping_interval_s, ping_timeout_s=ping_timeout_s,
+    ) as url:
+        yield url
 
 
 @contextlib.contextmanager
@@ -79,6 +48,7 @@ def our_server(
         yield running.url
 
 
-SERVERS: dict[str, Callable[..., contextlib.AbstractContextManager[str]]] = {"openenv-core": real_openenv_server}
-if our_server_available():
-    SERVERS["openenv-anyio"] = our_server
+SERVERS: dict[str, Callable[..., contextlib.AbstractContextManager[str]]] = {
+    "openenv-core": real_openenv_server,
+    "openenv-anyio": our_server,
+}

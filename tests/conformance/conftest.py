@@ -8,12 +8,8 @@ import pytest
 
 from .minimal_server import MinimalServer, serve_in_thread
 
-from openenv_anyio.conformance.vectors import client_error_vectors, default_examples_dir
 
 MINIMAL_MAX_SESSIONS = 4
-_EXAMPLES = default_examples_dir()
-#: whether the bundled spec has example vectors, which SPEC-VEC-01 sends (else not applicable)
-SPEC_HAS_VECTORS = bool(_EXAMPLES and client_error_vectors(_EXAMPLES))
 
 #: the resume extension's cases: not applicable on a server that does not select its subprotocol
 EXTENSION_CASES = ("EXT-NEG-01", "EXT-REQ-01", "EXT-RES-01", "EXT-RES-02", "EXT-EP-01")

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import logging
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import uvicorn
-from openenv.core.env_server.http_server import create_fastapi_app
+from openenv_core_server import serve_openenv_core
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
 
@@ -50,21 +46,5 @@ class EchoEnv(Environment):
 @contextlib.contextmanager
 def run_openenv_core_server(max_concurrent_envs: int = 8) -> Iterator[str]:
     """Serve the echo env with openenv-core on 127.0.0.1 (free port); yield the base URL."""
-    app = create_fastapi_app(EchoEnv, EchoAction, EchoObservation, max_concurrent_envs=max_concurrent_envs)
-    # the real server logs a traceback for each connection it drops (its known defects)
-    logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, access_log=False, lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="openenv-core-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("openenv-core server did not start")
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serve_openenv_core(EchoEnv, EchoAction, EchoObservation, max_concurrent_envs=max_concurrent_envs) as url:
+        yield url

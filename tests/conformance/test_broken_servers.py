@@ -10,7 +10,7 @@ import pytest
 
 from openenv_anyio.conformance.runner import CheckOptions, run_checks_sync
 
-from .conftest import EXTENSION_CASES, MINIMAL_MAX_SESSIONS, SPEC_HAS_VECTORS
+from .conftest import EXTENSION_CASES, MINIMAL_MAX_SESSIONS
 from .minimal_server import Flaws, MinimalServer, serve_in_thread
 from .stubborn_server import serve_stubborn
 
@@ -20,8 +20,6 @@ def test_correct_server_passes_every_case(minimal_url: str) -> None:
     report = run_checks_sync(options)
     not_passed = {case_id: v for case_id, v in report.verdicts().items() if v != "pass"}
     expected = {case_id: "not-applicable" for case_id in EXTENSION_CASES}  # a base server (EXT-NEG-1)
-    if not SPEC_HAS_VECTORS:
-        expected["SPEC-VEC-01"] = "not-applicable"
     assert not_passed == expected
     assert report.passed
 

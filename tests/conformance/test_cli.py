@@ -16,7 +16,7 @@ import pytest
 from openenv_anyio.cli import main
 from openenv_anyio.conformance.reports import REPORT_SCHEMA
 
-from .conftest import EXTENSION_CASES, SPEC_HAS_VECTORS
+from .conftest import EXTENSION_CASES
 
 
 def check(*args: str) -> int:
@@ -51,7 +51,7 @@ def test_json_report_matches_its_schema(openenv_core_url: str, tmp_path: Path) -
     report = json.loads(report_file.read_text())
     jsonschema.validate(report, REPORT_SCHEMA, cls=jsonschema.Draft202012Validator)
     assert report["passed"] is False
-    assert report["summary"]["fail"] == 3 + SPEC_HAS_VECTORS and report["summary"]["total"] == 34
+    assert report["summary"]["fail"] == 4 and report["summary"]["total"] == 34
     assert report["setup"]["action"] == {"message": ""}
     binary = next(c for c in report["cases"] if c["id"] == "WS-ERR-07")
     assert binary["fails_run"] and any(e["close_code"] == 1000 for e in binary["evidence"])
@@ -68,7 +68,7 @@ def test_junit_report_parses_with_one_testcase_per_case(openenv_core_url: str, t
     assert failed == ["WS-ERR-02", "WS-ERR-07"]  # required failures; WS-RESET-04 is optional
     assert suite.get("failures") == "2"
     skipped = {c.get("name", "").split()[0] for c in cases if c.find("skipped") is not None}
-    expected = {"WS-ERR-08", "UI-01", *EXTENSION_CASES} | (set() if SPEC_HAS_VECTORS else {"SPEC-VEC-01"})
+    expected = {"WS-ERR-08", "UI-01", *EXTENSION_CASES}
     assert skipped == expected
 
 

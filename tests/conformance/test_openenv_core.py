@@ -9,7 +9,6 @@ import pytest
 
 from openenv_anyio.conformance.runner import CheckOptions, RunReport, run_checks_sync
 
-from .conftest import SPEC_HAS_VECTORS
 
 #: what openenv-core 0.3.0 (create_fastapi_app, uvicorn) earns, case by case
 EXPECTED_VERDICTS = {
@@ -45,7 +44,7 @@ EXPECTED_VERDICTS = {
     "EXT-RES-01": "not-applicable",
     "EXT-RES-02": "not-applicable",
     "EXT-EP-01": "not-applicable",
-    "SPEC-VEC-01": "fail" if SPEC_HAS_VECTORS else "not-applicable",  # optional: the spec's vectors
+    "SPEC-VEC-01": "fail",  # optional: the spec's vectors
     "SCHEMA-01": "pass",
 }
 

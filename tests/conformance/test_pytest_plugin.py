@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SPEC_HAS_VECTORS
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = "openenv_anyio.conformance.pytest_plugin"
@@ -19,7 +18,7 @@ PLUGIN = "openenv_anyio.conformance.pytest_plugin"
 
 def _vector_dependent(skipped: int, xfailed: int) -> dict[str, int]:
     """SPEC-VEC-01 is skipped without the spec's vectors and an (optional) xfail with them."""
-    return {"skipped": skipped, "xfailed": xfailed + 1} if SPEC_HAS_VECTORS else {"skipped": skipped + 1, "xfailed": xfailed}
+    return {"skipped": skipped, "xfailed": xfailed + 1}
 
 
 def run_pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -53,7 +52,7 @@ def test_one_item_per_case_against_a_correct_server(tmp_path: Path, minimal_url:
     done = run_pytest(tmp_path, "--openenv-url", minimal_url, "--openenv-frame-limit-mb", "1", "-rA")
     assert done.returncode == 0, done.stdout + done.stderr
     # the 5 extension cases are not applicable (skipped) on a base server
-    expected = {"passed": 30, "skipped": 5} if SPEC_HAS_VECTORS else {"passed": 29, "skipped": 6}
+    expected = {"passed": 30, "skipped": 5}
     assert outcome_counts(done.stdout) == expected  # 34 cases + the project's own test
     assert "PASSED ::openenv-conformance::WS-ORDER-01" in done.stdout
 

@@ -16,9 +16,7 @@ from openenv.core.generic_client import GenericEnvClient
 
 from openenv_anyio.envs.loading import resolve_env_target
 
-server = pytest.importorskip(
-    "openenv_anyio.server", reason="the server package (openenv_anyio.server) is not part of this checkout"
-)
+from openenv_anyio import server
 
 
 @pytest.fixture
