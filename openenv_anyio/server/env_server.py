@@ -29,7 +29,13 @@ from .context import AsgiReceive, AsgiSend, ServerContext
 from .ui_endpoint import serve_ui
 from .ws_session import serve_ws
 
-__all__ = ["EnvServer", "RunningServer"]
+__all__ = ["EnvServer", "LISTEN_BACKLOG", "RunningServer"]
+
+#: Pending connections the listening socket queues (the kernel caps it at ``somaxconn``).
+#: Hypercorn's default of 100 refuses connections when thousands of sessions connect at
+#: once (measured: 13 % of 2,048 and 46 % of 4,096 simultaneous sessions lost, kernel
+#: ``ListenOverflows``); uvicorn uses 2,048.
+LISTEN_BACKLOG = 4096
 
 
 class _Router:
@@ -67,6 +73,7 @@ class EnvServer:
     def _hypercorn_config(self) -> HypercornConfig:
         config = HypercornConfig()
         config.bind = [_bind(self.config.host, self.config.port)]
+        config.backlog = LISTEN_BACKLOG
         config.websocket_max_message_size = self.config.max_message_bytes  # WS-ERR-6
         config.websocket_ping_interval = None  # our sessions ping and watch the pongs
         config.graceful_timeout = self.config.shutdown_grace_s
