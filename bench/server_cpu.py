@@ -76,16 +76,13 @@ def serve(variant: Variant) -> Iterator[ServerProcess]:
     """Start the variant's server (with its own PYTHONPATH first, if any); stop it after."""
     argv = [variant.server] if variant.server.startswith("echo-") else [variant.server, variant.kind]
     port = free_port()
-    saved = os.environ.get("PYTHONPATH")
-    if variant.pythonpath:
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [variant.pythonpath, saved]))
-    try:
-        proc, stderr_path = spawn(["-m", "bench.serve", *argv, "--port", str(port)])
-    finally:
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
+    argv += ["--port", str(port)]
+    if variant.pythonpath:  # ahead of the working directory, which ``-m`` would put first
+        launch = ["-c", f"import runpy, sys; sys.path.insert(0, {variant.pythonpath!r}); sys.argv[1:] = {argv!r}; "
+                  "runpy.run_module('bench.serve', run_name='__main__')"]
+    else:
+        launch = ["-m", "bench.serve", *argv]
+    proc, stderr_path = spawn(launch)
     server = ServerProcess(variant.label, f"http://{HOST}:{port}", port, proc, stderr_path).wait_ready()
     try:
         yield server
