@@ -22,7 +22,7 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 
 from ..environment import EnvFactory
-from . import connection_guards, liveness
+from . import connection_guards, direct_ws, liveness
 from .app import create_app
 from .config import ServerConfig
 from .context import AsgiReceive, AsgiSend, ServerContext
@@ -54,6 +54,12 @@ class _Router:
             if path == "/ws/ui":
                 return await serve_ui(self._ctx, scope, receive, send)
         await self._http_app(scope, receive, send)
+
+    def direct_websocket(self, scope: dict[str, Any]) -> direct_ws.DirectHandler | None:
+        """``/ws`` sessions run in their connection's task (see :mod:`.direct_ws`)."""
+        if scope["path"] == "/ws":
+            return partial(serve_ws, self._ctx)
+        return None
 
 
 def _bind(host: str, port: int) -> str:
@@ -98,6 +104,7 @@ class EnvServer:
         """
         liveness.install()
         connection_guards.install()
+        direct_ws.install()
         self._stop = trio.Event()
         async with trio.open_nursery() as nursery:
             binds = await nursery.start(
