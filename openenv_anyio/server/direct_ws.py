@@ -93,6 +93,9 @@ class _DirectWSStream(_ProbingWSStream):
         return None
 
     async def _serve_direct(self, scope: dict[str, Any], handler: DirectHandler, io: _DirectIO) -> None:
+        # Decline permessage-deflate: this path sends every message uncompressed anyway, and
+        # compressed client frames would all take the slow path through wsproto's inflater.
+        self.handshake.extensions = None
         try:
             await handler(scope, io.receive, io.send)
         except trio.Cancelled:

@@ -16,7 +16,7 @@ from wsproto.events import AcceptConnection, CloseConnection, Pong, Request, Tex
 from openenv_anyio.server import direct_ws
 from openenv_anyio.server.ws_frames import parse_header, text_frame, unmask
 
-from .conftest import wait_for
+from .conftest import ask, wait_for, ws_connect
 
 TIMEOUT = 10.0
 
@@ -191,3 +191,13 @@ def test_peer_vanishing_ends_the_session(serve) -> None:
         raw.answer()
         raw.sock.close()
         wait_for(lambda: server.stats()["active_sessions"] == 0 and server.stats()["live_envs"] == 0)
+
+
+def test_permessage_deflate_is_declined_and_sessions_work(serve) -> None:
+    """Answers are sent uncompressed, so the offer of compression is declined (RFC 7692 5)."""
+    with serve(EchoText) as server:
+        with ws_connect(server, compression="deflate") as ws:
+            assert ws.response.headers.get("Sec-WebSocket-Extensions") is None
+            assert ask(ws, {"type": "reset", "data": {}})["type"] == "observation"
+            answer = ask(ws, {"type": "step", "data": {"message": "plain"}})
+            assert answer["data"]["observation"]["echo"] == "plain"
