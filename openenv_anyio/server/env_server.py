@@ -22,7 +22,7 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 
 from ..environment import EnvFactory
-from . import connection_guards, direct_ws, liveness
+from . import accept_bursts, connection_guards, direct_ws, liveness
 from .app import create_app
 from .config import ServerConfig
 from .context import AsgiReceive, AsgiSend, ServerContext
@@ -105,6 +105,7 @@ class EnvServer:
         liveness.install()
         connection_guards.install()
         direct_ws.install()
+        accept_bursts.install()
         self._stop = trio.Event()
         async with trio.open_nursery() as nursery:
             binds = await nursery.start(
