@@ -99,7 +99,7 @@ class BoundEnv:
         """
         declared = declared_non_blocking(factory)
         runner: EnvRunner = (
-            InlineRunner() if inline is True or (inline is None and declared) else ThreadRunner()
+            InlineRunner() if inline is True or (inline is None and declared) else await ThreadRunner.open()
         )
         try:
             env = await runner.run(factory)

@@ -16,10 +16,13 @@ server).
    the server for everyone; the guard logs it and ends that connection only.
 
 :func:`install` applies them (idempotent); without a send timeout, writes behave as before.
+It also records each connection's ``TCPServer`` in a context variable of its task
+(:func:`current_connection`), for code that runs in that task (``direct_ws``).
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 from typing import Any
@@ -28,13 +31,19 @@ import trio
 from hypercorn.events import RawData
 from hypercorn.trio.tcp_server import TCPServer
 
-__all__ = ["SEND_TIMEOUT_ATTR", "install"]
+__all__ = ["SEND_TIMEOUT_ATTR", "current_connection", "install"]
 
 log = logging.getLogger("openenv_anyio.server")
 
 #: Attribute of a ``hypercorn.config.Config``: seconds a write may make no progress.
 SEND_TIMEOUT_ATTR = "openenv_send_timeout"
 _CHUNK = 256 * 1024
+_CONNECTION: contextvars.ContextVar[TCPServer | None] = contextvars.ContextVar("openenv_connection", default=None)
+
+
+def current_connection() -> TCPServer | None:
+    """The Hypercorn connection whose task (or a child of it) is running, if any."""
+    return _CONNECTION.get()
 
 
 def _only_exceptions(error: BaseException) -> bool:
@@ -84,6 +93,7 @@ def install() -> None:
 
     @functools.wraps(original_run)
     async def run(self: TCPServer) -> None:
+        _CONNECTION.set(self)  # this task's own context: seen by it and the tasks it starts
         try:
             await original_run(self)
         except BaseException as error:

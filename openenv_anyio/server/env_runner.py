@@ -76,7 +76,7 @@ class ThreadRunner:
     the daemon thread ends by itself once the environment returns).
     """
 
-    def __init__(self, name: str | None = None) -> None:
+    def __init__(self, name: str | None = None, *, start: bool = True) -> None:
         self._token = trio.lowlevel.current_trio_token()
         self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], _Pending]] = queue.SimpleQueue()
         self._abandoned = False
@@ -84,7 +84,20 @@ class ThreadRunner:
         self._thread = threading.Thread(
             target=self._work, name=name or f"openenv-env-{next(_thread_numbers)}", daemon=True
         )
-        self._thread.start()
+        if start:
+            self._thread.start()
+
+    @classmethod
+    async def open(cls, name: str | None = None) -> ThreadRunner:
+        """A runner whose thread is started without blocking the event loop.
+
+        ``Thread.start()`` waits until the new thread runs; with thousands of busy threads
+        that wait stalls the loop for every other connection (handshakes included), so it
+        happens on one of trio's cached worker threads instead.
+        """
+        runner = cls(name, start=False)
+        await trio.to_thread.run_sync(runner._thread.start)
+        return runner
 
     @property
     def thread(self) -> threading.Thread:

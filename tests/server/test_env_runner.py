@@ -49,3 +49,14 @@ async def test_cancelled_wait_abandons_the_call_and_the_thread_still_ends() -> N
         release.set()
         await trio.to_thread.run_sync(runner.thread.join, 5)
         assert not runner.thread.is_alive()
+
+
+async def test_open_starts_the_thread_off_the_loop_and_serves_calls() -> None:
+    """SRV-EXEC-1: ``ThreadRunner.open()`` gives the same dedicated thread as the constructor."""
+    with trio.fail_after(10):
+        runner = await ThreadRunner.open()
+        assert runner.thread.is_alive()
+        idents = {await runner.run(threading.get_ident) for _ in range(5)}
+        assert idents == {runner.thread.ident}
+        await runner.aclose()
+        assert not runner.thread.is_alive()

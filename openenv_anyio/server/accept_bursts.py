@@ -1,0 +1,74 @@
+"""Accept every pending connection at once (a patch of Hypercorn's trio worker).
+
+trio's accept loop takes one connection per pass of the scheduler: every ``accept()``
+ends with a checkpoint, so a listener with thousands of connections in its backlog (a
+burst of sessions connecting together) admits them one per round of everything else the
+server runs, and late handshakes wait for seconds. :class:`BurstListener` accepts, after
+each wait, every connection already pending (up to :data:`BURST`) and hands them out
+without further checkpoints. :func:`install` makes Hypercorn's trio worker wrap its plain
+TCP listeners in it (idempotent; TLS listeners are left as they are).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import socket
+from typing import Any
+
+import trio
+from hypercorn.trio import run as _hypercorn_run
+
+__all__ = ["BURST", "BurstListener", "install"]
+
+#: Most connections taken from the backlog after one wait.
+BURST = 256
+
+
+class BurstListener(trio.abc.Listener[trio.SocketStream]):
+    """A ``trio.SocketListener`` that drains the backlog in bursts."""
+
+    def __init__(self, inner: trio.SocketListener) -> None:
+        self.inner = inner
+        self.socket = inner.socket
+        # A second handle on the listening socket for non-blocking accepts (same file
+        # description, so the same backlog and the same O_NONBLOCK flag).
+        self._accepter = socket.socket(fileno=os.dup(inner.socket.fileno()))
+        self._ready: collections.deque[trio.SocketStream] = collections.deque()
+
+    async def accept(self) -> trio.SocketStream:
+        if self._ready:
+            return self._ready.popleft()
+        stream = await self.inner.accept()
+        for _ in range(BURST):
+            try:
+                sock, _ = self._accepter.accept()
+            except OSError:  # nothing more pending (BlockingIOError) or a routine accept error
+                break
+            sock.setblocking(False)
+            self._ready.append(trio.SocketStream(trio.socket.from_stdlib_socket(sock)))
+        return stream
+
+    async def aclose(self) -> None:
+        self._accepter.close()
+        while self._ready:
+            await trio.aclose_forcefully(self._ready.popleft())
+        await self.inner.aclose()
+
+
+class _TrioForHypercorn:
+    """The ``trio`` module as Hypercorn's worker sees it: the same, but its listeners burst."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(trio, name)
+
+    @staticmethod
+    async def serve_listeners(handler: Any, listeners: list[Any], **kwargs: Any) -> Any:
+        wrapped = [BurstListener(item) if type(item) is trio.SocketListener else item for item in listeners]
+        return await trio.serve_listeners(handler, wrapped, **kwargs)
+
+
+def install() -> None:
+    """Make Hypercorn's trio worker accept connections in bursts."""
+    if not isinstance(_hypercorn_run.trio, _TrioForHypercorn):
+        _hypercorn_run.trio = _TrioForHypercorn()  # type: ignore[assignment]

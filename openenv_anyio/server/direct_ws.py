@@ -1,0 +1,251 @@
+"""``/ws`` sessions run in the connection's own task (the lean path through Hypercorn).
+
+Hypercorn serves every WebSocket with two tasks per connection: the connection task reads
+the socket, parses frames (wsproto) and pushes each message through a memory channel to
+the ASGI application's task, whose answer goes back through wsproto, the HTTP/1.1 protocol
+object and a locked, shielded socket write. For the paths an application marks as
+*direct*, this module runs the application in the connection task itself:
+
+- ``receive()`` waits on the socket and decodes whole, unfragmented, masked text frames
+  itself (:mod:`.ws_frames`); every other byte goes, in order, to Hypercorn's own WebSocket
+  stream, so pings, close handshakes, fragments, bad frames and the message size limit are
+  handled exactly as before;
+- ``send()`` frames text messages itself and writes them straight to the socket when it
+  takes them at once, else through Hypercorn's (guarded) send path; every other message
+  (accept, close, pings) is the stream's own ``app_send``;
+- permessage-deflate is declined (answers go out uncompressed, which RFC 7692 allows).
+
+Measured (``python -m bench.server_cpu``): server CPU per step down from ~134 to ~43 us
+with one session, below the bare ASGI echo on Hypercorn (~103 us). Only plain (not TLS)
+HTTP/1.1 connections of Hypercorn's trio worker take this path; anything else (HTTP/2,
+TLS) is served the usual ASGI way.
+
+An application opts in with a ``direct_websocket(scope)`` method returning an ASGI-style
+``handler(scope, receive, send)`` for the scopes it wants served directly, else ``None``.
+:func:`install` makes Hypercorn's HTTP/1.1 protocol build such streams (idempotent; needs
+:func:`~openenv_anyio.server.connection_guards.install`, which records each connection).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+from hypercorn.events import Closed, RawData
+from hypercorn.protocol import h11 as _h11
+from hypercorn.protocol.events import Data, Request
+from hypercorn.protocol.ws_stream import ASGIWebsocketState
+from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
+from wsproto.connection import ConnectionState
+
+from . import connection_guards
+from .liveness import _ProbingWSStream
+from .ws_frames import FIN_TEXT, parse_header, text_frame, unmask
+
+__all__ = ["DirectHandler", "install"]
+
+DirectHandler = Callable[[dict[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+
+_ABNORMAL_CLOSURE = 1006
+#: Largest inbound text frame the fast path decodes itself (larger ones go to wsproto).
+FAST_FRAME_LIMIT = 1 << 20
+
+
+class _RecordSpawn:
+    """Stands in for the connection's task group while Hypercorn handles the handshake
+    request: records the scope instead of spawning the application."""
+
+    def __init__(self, inbox: collections.deque[Any]) -> None:
+        self.scope: dict[str, Any] | None = None
+        self._inbox = inbox
+
+    async def spawn_app(self, app: Any, config: Any, scope: dict[str, Any], send: Any) -> Callable[[Any], Awaitable[None]]:
+        self.scope = scope
+        inbox = self._inbox
+
+        async def put(message: Any) -> None:
+            inbox.append(message)
+
+        return put
+
+
+class _DirectWSStream(_ProbingWSStream):
+    """A Hypercorn WebSocket stream that can run its application in the connection task."""
+
+    async def handle(self, event: Any) -> None:
+        if not isinstance(event, Request) or self.closed:
+            return await super().handle(event)
+        choose = getattr(getattr(self.app, "app", None), "direct_websocket", None)  # inside ASGIWrapper
+        tcp = connection_guards.current_connection()
+        if choose is None or tcp is None or not isinstance(tcp.stream, trio.SocketStream):
+            return await super().handle(event)
+        inbox: collections.deque[Any] = collections.deque()
+        recorder = _RecordSpawn(inbox)
+        task_group, self.task_group = self.task_group, recorder  # type: ignore[assignment]
+        try:
+            await super().handle(event)  # Hypercorn validates the handshake and builds the scope
+        finally:
+            self.task_group = task_group
+        scope = recorder.scope
+        if scope is None:  # the handshake was refused with an HTTP error
+            return None
+        handler = choose(scope)
+        if handler is None:  # not a direct route: spawn the application as Hypercorn would
+            self.app_put = await task_group.spawn_app(self.app, self.config, scope, self.app_send)
+            while inbox:
+                await self.app_put(inbox.popleft())
+            return None
+        await self._serve_direct(scope, handler, _DirectIO(self, tcp, inbox))
+        return None
+
+    async def _serve_direct(self, scope: dict[str, Any], handler: DirectHandler, io: _DirectIO) -> None:
+        # Decline permessage-deflate: this path sends every message uncompressed anyway, and
+        # compressed client frames would all take the slow path through wsproto's inflater.
+        self.handshake.extensions = None
+        try:
+            await handler(scope, io.receive, io.send)
+        except trio.Cancelled:
+            raise
+        except Exception:
+            await self.config.log.exception("Error in ASGI Framework")
+        finally:
+            with trio.CancelScope(shield=True):
+                await self.app_send(None)  # as Hypercorn does when an application returns
+
+
+class _DirectIO:
+    """``receive()`` and ``send()`` of a direct stream, on the connection's socket.
+
+    Inbound: whole unfragmented text frames within :data:`FAST_FRAME_LIMIT` are decoded
+    here; every other byte goes, in order, to Hypercorn's stream (wsproto), so pings, close
+    frames, fragments, compressed and oversized messages are handled exactly as before.
+    Outbound: text messages are framed here and written straight to the socket when it
+    takes them at once (no lock held by anyone); otherwise through Hypercorn's guarded
+    send path. Uncompressed frames are always valid, permessage-deflate or not (RFC 7692).
+    """
+
+    __slots__ = ("_stream", "_tcp", "_inbox", "_pending", "_buf", "_passthrough", "_mid_message", "_limit")
+
+    def __init__(self, stream: _DirectWSStream, tcp: TCPServer, inbox: collections.deque[Any]) -> None:
+        self._stream = stream
+        self._tcp = tcp
+        self._inbox = inbox
+        self._pending = True  # bytes that came with the handshake request are still with h11
+        self._buf = bytearray()
+        self._passthrough = 0  # bytes of a frame already partly handed to wsproto
+        self._mid_message = False  # wsproto holds the start of a fragmented message
+        self._limit = min(FAST_FRAME_LIMIT, stream.config.websocket_max_message_size)
+
+    async def receive(self) -> Any:
+        inbox = self._inbox
+        while not inbox:
+            if self._stream.closed:
+                return {"type": "websocket.disconnect", "code": _ABNORMAL_CLOSURE}
+            if self._pending:
+                self._pending = False
+                data = self._handshake_leftover()
+            else:
+                data = await self._read()
+                if not data:
+                    with trio.CancelScope(shield=True):
+                        await self._tcp.protocol.handle(Closed())
+                    continue
+            if data:
+                self._buf += data
+                await self._split()
+        return inbox.popleft()
+
+    async def _read(self) -> bytes:
+        """Wait for bytes on the socket; ``b""`` when the peer or the socket is gone."""
+        sock = self._tcp.stream.socket
+        while True:
+            try:
+                await trio.lowlevel.wait_readable(sock)
+                return os.read(sock.fileno(), MAX_RECV)
+            except BlockingIOError:
+                continue
+            except (OSError, trio.ClosedResourceError, trio.BusyResourceError):
+                return b""
+
+    async def _split(self) -> None:
+        """Decode the fast frames of the buffer; hand every other byte to wsproto, in order."""
+        buf, inbox = self._buf, self._inbox
+        while buf:
+            if self._passthrough:
+                chunk = bytes(buf[: self._passthrough])
+                del buf[: len(chunk)]
+                self._passthrough -= len(chunk)
+                await self._to_wsproto(chunk)
+                continue
+            header = parse_header(buf)
+            if header is None:
+                return
+            end = header.size + header.length
+            if header.first == FIN_TEXT and header.masked and header.length <= self._limit and not self._mid_message:
+                if len(buf) < end:
+                    return
+                payload = unmask(memoryview(buf)[header.size : end], memoryview(buf)[header.size - 4 : header.size])
+                try:
+                    text = payload.decode("utf-8")
+                except UnicodeDecodeError:
+                    pass  # wsproto closes with 1007
+                else:
+                    del buf[:end]
+                    inbox.append({"type": "websocket.receive", "bytes": None, "text": text})
+                    continue
+            if header.first & 0x0F in (0x0, 0x1, 0x2):  # data frames: is a fragmented message open?
+                self._mid_message = not header.first & 0x80
+            chunk = bytes(buf[:end])
+            del buf[: len(chunk)]
+            self._passthrough = end - len(chunk)
+            await self._to_wsproto(chunk)
+
+    async def _to_wsproto(self, data: bytes) -> None:
+        stream = self._stream
+        if stream.closed:
+            return
+        with trio.CancelScope(shield=True):  # bytes read are always processed
+            await stream.handle(Data(stream_id=stream.stream_id, data=data))
+
+    def _handshake_leftover(self) -> bytes:
+        protocol = getattr(self._tcp.protocol, "protocol", None)
+        connection = getattr(protocol, "connection", None)
+        if isinstance(connection, _h11.H11WSConnection) and connection.buffer:
+            data, connection.buffer = bytes(connection.buffer), bytearray()
+            return data
+        return b""
+
+    async def send(self, message: Any) -> None:
+        stream = self._stream
+        if (
+            message is not None
+            and message["type"] == "websocket.send"
+            and message.get("bytes") is None
+            and isinstance(message.get("text"), str)
+            and not stream.closed
+            and stream.state is ASGIWebsocketState.CONNECTED
+            and stream.connection.state is ConnectionState.OPEN
+        ):
+            data = text_frame(message["text"])
+            tcp = self._tcp
+            fd = tcp.stream.socket.fileno()
+            if not tcp.send_lock.locked() and fd >= 0:
+                try:
+                    written = os.write(fd, data)
+                except OSError:  # full (BlockingIOError) or broken: the guarded path decides
+                    written = 0
+                if written == len(data):
+                    return
+                data = data[written:]
+            await tcp.protocol_send(RawData(data=data))
+            return
+        await stream.app_send(message)
+
+
+def install() -> None:
+    """Make Hypercorn's HTTP/1.1 protocol build streams that can serve direct routes."""
+    _h11.WSStream = _DirectWSStream  # type: ignore[misc]
+

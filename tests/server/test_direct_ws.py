@@ -1,0 +1,203 @@
+"""The ``/ws`` fast path (``direct_ws``, ``ws_frames``): frames it decodes itself and frames
+it leaves to wsproto, in any split or order a client may send them (RFC 6455, ``WS-CONN-*``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+import pytest
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import AcceptConnection, CloseConnection, Pong, Request, TextMessage
+
+from openenv_anyio.server import direct_ws
+from openenv_anyio.server.ws_frames import parse_header, text_frame, unmask
+
+from .conftest import ask, wait_for, ws_connect
+
+TIMEOUT = 10.0
+
+
+class EchoText:
+    """Echoes the action's ``message`` (inline: no thread)."""
+
+    NON_BLOCKING: ClassVar[bool] = True
+
+    def reset(self, **_: Any) -> dict[str, Any]:
+        return {"echo": ""}
+
+    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        return {"echo": action.get("message", "")}
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return {"episode_id": None, "step_count": 0}
+
+
+def client_frame(payload: bytes, *, opcode: int = 0x1, fin: bool = True, mask: bool = True) -> bytes:
+    """A client frame, masked with a fixed key (written independently of ``ws_frames``)."""
+    key = b"\x37\xfa\x21\x3d"
+    head = bytes([(0x80 if fin else 0) | opcode])
+    n = len(payload)
+    flag = 0x80 if mask else 0
+    if n < 126:
+        head += bytes([flag | n])
+    elif n < 65536:
+        head += bytes([flag | 126]) + n.to_bytes(2, "big")
+    else:
+        head += bytes([flag | 127]) + n.to_bytes(8, "big")
+    if not mask:
+        return head + payload
+    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
+
+def step_frame(message: str) -> bytes:
+    return client_frame(json.dumps({"type": "step", "data": {"message": message}}).encode())
+
+
+RESET = client_frame(b'{"type": "reset", "data": {}}')
+
+
+class RawClient:
+    """A WebSocket client on a plain socket: wsproto for the handshake and for reading."""
+
+    def __init__(self, url: str, *, first_frames: bytes = b"") -> None:
+        parts = urlsplit(url)
+        self.sock = socket.create_connection((parts.hostname, parts.port), timeout=TIMEOUT)
+        self.ws = WSConnection(ConnectionType.CLIENT)
+        self.sock.sendall(self.ws.send(Request(host=parts.netloc, target="/ws")) + first_frames)
+        self.events: list[Any] = []
+        assert isinstance(self.next_event(), AcceptConnection)
+
+    def next_event(self) -> Any:
+        while not self.events:
+            data = self.sock.recv(1 << 20)
+            self.ws.receive_data(data or None)
+            self.events += list(self.ws.events())
+        return self.events.pop(0)
+
+    def answer(self) -> dict[str, Any]:
+        text = ""
+        while True:
+            event = self.next_event()
+            assert isinstance(event, TextMessage), event
+            text += event.data
+            if event.message_finished:
+                return json.loads(text)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def client(serve):
+    opened: list[RawClient] = []
+
+    def connect(**kwargs: Any) -> RawClient:
+        opened.append(RawClient(server.url, **kwargs))
+        return opened[-1]
+
+    with serve(EchoText) as server:
+        yield connect
+    for raw in opened:
+        raw.close()
+
+
+@pytest.mark.parametrize("size", [0, 1, 125, 126, 65535, 65536, 200_000])
+def test_text_frame_header_and_payload(size: int) -> None:
+    text = ("é" * size)[:size]
+    header = parse_header(text_frame(text))
+    assert header is not None and header.first == 0x81 and not header.masked
+    assert header.length == len(text.encode())
+    assert text_frame(text)[header.size :].decode() == text
+
+
+@pytest.mark.parametrize("size", [0, 3, 125, 126, 65536])
+def test_parse_header_and_unmask_read_client_frames(size: int) -> None:
+    payload = os.urandom(size)
+    frame = client_frame(payload)
+    for cut in range(min(len(frame), 16)):
+        header = parse_header(frame[:cut])
+        assert header is None or cut >= header.size
+    header = parse_header(frame)
+    assert header is not None and header.masked and header.length == size
+    assert unmask(frame[header.size :], frame[header.size - 4 : header.size]) == payload
+
+
+def test_frames_sent_with_the_handshake_are_answered(client) -> None:
+    raw = client(first_frames=RESET + step_frame("early"))
+    assert raw.answer()["type"] == "observation"
+    assert raw.answer()["data"]["observation"]["echo"] == "early"
+
+
+def test_frames_split_byte_by_byte(client) -> None:
+    raw = client()
+    for byte in RESET + step_frame("dribbled ✓"):
+        raw.sock.sendall(bytes([byte]))
+    raw.answer()
+    assert raw.answer()["data"]["observation"]["echo"] == "dribbled ✓"
+
+
+def test_fragmented_message_with_a_ping_between_fragments(client) -> None:
+    raw = client()
+    raw.sock.sendall(RESET)
+    raw.answer()
+    body = json.dumps({"type": "step", "data": {"message": "in two parts"}}).encode()
+    raw.sock.sendall(
+        client_frame(body[:10], fin=False)
+        + client_frame(b"are you there", opcode=0x9)
+        + client_frame(body[10:], opcode=0x0)
+        + step_frame("after")
+    )
+    pong = raw.next_event()
+    assert isinstance(pong, Pong) and pong.payload == b"are you there"
+    assert raw.answer()["data"]["observation"]["echo"] == "in two parts"
+    assert raw.answer()["data"]["observation"]["echo"] == "after"
+
+
+def test_message_over_the_fast_limit_goes_through_wsproto(client) -> None:
+    raw = client()
+    raw.sock.sendall(RESET)
+    raw.answer()
+    big = "x" * (direct_ws.FAST_FRAME_LIMIT + 1000)
+    raw.sock.sendall(step_frame(big) + step_frame("small"))
+    assert raw.answer()["data"]["observation"]["echo"] == big
+    assert raw.answer()["data"]["observation"]["echo"] == "small"
+
+
+# wsproto reports a broken frame as a close, and Hypercorn then drops the connection without
+# a close frame of its own (the client sees 1006, abnormal closure); the fast path keeps that.
+@pytest.mark.parametrize(
+    "frame",
+    [client_frame(b"\xff\xfe not utf-8"), client_frame(b'{"type": "reset"}', mask=False)],
+    ids=["invalid-utf8", "unmasked"],
+)
+def test_broken_frame_ends_the_connection(client, frame: bytes) -> None:
+    raw = client()
+    raw.sock.sendall(RESET)
+    raw.answer()
+    raw.sock.sendall(frame + step_frame("never answered"))
+    event = raw.next_event()
+    assert isinstance(event, CloseConnection) and event.code in (1002, 1006, 1007)
+
+
+def test_peer_vanishing_ends_the_session(serve) -> None:
+    with serve(EchoText) as server:
+        raw = RawClient(server.url)
+        raw.sock.sendall(RESET)
+        raw.answer()
+        raw.sock.close()
+        wait_for(lambda: server.stats()["active_sessions"] == 0 and server.stats()["live_envs"] == 0)
+
+
+def test_permessage_deflate_is_declined_and_sessions_work(serve) -> None:
+    """Answers are sent uncompressed, so the offer of compression is declined (RFC 7692 5)."""
+    with serve(EchoText) as server:
+        with ws_connect(server, compression="deflate") as ws:
+            assert ws.response.headers.get("Sec-WebSocket-Extensions") is None
+            assert ask(ws, {"type": "reset", "data": {}})["type"] == "observation"
+            answer = ask(ws, {"type": "step", "data": {"message": "plain"}})
+            assert answer["data"]["observation"]["echo"] == "plain"
