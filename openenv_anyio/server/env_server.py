@@ -61,7 +61,7 @@ class _Router:
     def direct_websocket(self, scope: dict[str, Any]) -> direct_ws.DirectHandler | None:
         """``/ws`` sessions run in their connection's task (see :mod:`.direct_ws`)."""
         if scope["path"] == "/ws":
-            return partial(serve_ws, self._ctx)
+            return partial(serve_resumable if negotiated(scope) else serve_ws, self._ctx)
         return None
 
 
