@@ -1,0 +1,138 @@
+"""Client CPU per step: ``python -m bench.client_cpu [--server ours|openenv] [--steps N] ...``.
+
+Wall-clock throughput on a shared machine is noisy; the CPU time the *client process*
+spends per step (``time.process_time``) is a steadier figure for client-side work. A server
+runs in its own process (``bench.serve``, env ``echo_inline`` for ours, ``echo_async`` for
+OpenEnv's); each variant steps one session in a fresh child process, variants interleaved
+(A B C A B C ...), and the median of the runs is printed with its ratio to the baseline.
+
+A variant is ``NAME=CLIENT:BACKEND[:PYTHONPATH]``: CLIENT ``ours`` or ``openenv``, BACKEND
+``asyncio`` or ``trio``; PYTHONPATH (optional) runs another checkout of ``openenv_anyio``
+(for before/after comparisons). Nothing here is a test: figures are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_VARIANTS = ("openenv=openenv:asyncio", "ours-asyncio=ours:asyncio", "ours-trio=ours:trio")
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    client: str
+    backend: str
+    pythonpath: str | None
+
+    @classmethod
+    def parse(cls, text: str) -> Variant:
+        name, _, spec = text.partition("=")
+        client, backend, *rest = spec.split(":", 2)
+        if client not in ("ours", "openenv") or backend not in ("asyncio", "trio"):
+            raise ValueError(f"bad variant {text!r}: expected NAME=ours|openenv:asyncio|trio[:PYTHONPATH]")
+        if client == "openenv" and backend != "asyncio":
+            raise ValueError("openenv-core's client runs on asyncio only")
+        return cls(name, client, backend, rest[0] if rest else None)
+
+
+async def _step_loop(client: str, url: str, steps: int, warmup: int) -> dict[str, float]:
+    if client == "openenv":
+        from openenv.core.generic_client import GenericEnvClient
+
+        opener: Any = GenericEnvClient(base_url=url)
+    else:
+        from openenv_anyio.client import EnvClient
+
+        opener = EnvClient(url)
+    action = {"message": "hello"}
+    async with opener as env:
+        await env.reset()
+        for _ in range(warmup):
+            await env.step(action)
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        for _ in range(steps):
+            await env.step(action)
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    return {"cpu_us_per_step": cpu / steps * 1e6, "steps_per_s": steps / wall}
+
+
+def measure_once(client: str, backend: str, url: str, steps: int, warmup: int) -> dict[str, float]:
+    """Run in the child: one session, ``steps`` timed steps."""
+    import anyio
+
+    return anyio.run(_step_loop, client, url, steps, warmup, backend=backend)
+
+
+def _run_child(variant: Variant, url: str, steps: int, warmup: int) -> dict[str, float]:
+    env = dict(os.environ)
+    paths = [variant.pythonpath] if variant.pythonpath else []
+    env["PYTHONPATH"] = os.pathsep.join([*paths, str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    argv = [sys.executable, "-P", "-m", "bench.client_cpu", "--child", variant.client, variant.backend, url]
+    argv += ["--steps", str(steps), "--warmup", str(warmup)]
+    out = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"{variant.name} failed: {out.stderr.strip().splitlines()[-1:]}")
+    return json.loads(out.stdout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.client_cpu", description=__doc__.splitlines()[0])
+    parser.add_argument("--server", choices=("ours", "openenv"), default="ours")
+    parser.add_argument("--url", help="use this running server instead of starting one")
+    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--warmup", type=int, default=300)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--variant", action="append", help="NAME=CLIENT:BACKEND[:PYTHONPATH] (repeatable)")
+    parser.add_argument("--child", nargs=3, metavar=("CLIENT", "BACKEND", "URL"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(measure_once(*args.child, args.steps, args.warmup)))
+        return 0
+    try:
+        variants = [Variant.parse(text) for text in (args.variant or DEFAULT_VARIANTS)]
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    server = None
+    url = args.url
+    if url is None:
+        from bench.stacks import openenv_core, ours
+
+        server = (ours.start_server("echo_inline") if args.server == "ours" else openenv_core.start_server("echo_async"))
+        url = server.url
+    try:
+        results: dict[str, list[dict[str, float]]] = {v.name: [] for v in variants}
+        for run in range(args.runs):
+            for variant in variants:
+                results[variant.name].append(_run_child(variant, url, args.steps, args.warmup))
+            print(f"run {run + 1}/{args.runs} done", file=sys.stderr)
+    finally:
+        if server is not None:
+            server.stop()
+    base = variants[0].name
+    medians = {
+        name: {key: statistics.median(r[key] for r in runs) for key in ("cpu_us_per_step", "steps_per_s")}
+        for name, runs in results.items()
+    }
+    print(f"server: {args.server} ({url}); {args.steps} steps x {args.runs} runs, medians; ratio vs {base}")
+    print(f"{'variant':<22}{'client CPU us/step':>20}{'ratio':>8}{'steps/s':>12}{'ratio':>8}")
+    for name, m in medians.items():
+        cpu_ratio = m["cpu_us_per_step"] / medians[base]["cpu_us_per_step"]
+        rate_ratio = m["steps_per_s"] / medians[base]["steps_per_s"]
+        print(f"{name:<22}{m['cpu_us_per_step']:>20.1f}{cpu_ratio:>8.2f}{m['steps_per_s']:>12.0f}{rate_ratio:>8.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
