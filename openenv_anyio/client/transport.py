@@ -27,6 +27,7 @@ import anyio.abc
 from anyio.streams.tls import TLSStream
 from wsproto.frame_protocol import CloseReason, FrameProtocol, Opcode, ParseFailed
 
+from .asyncio_stream import connect_asyncio_tcp, running_on_asyncio
 from .errors import (
     ConnectError,
     ConnectionClosedByServer,
@@ -67,6 +68,8 @@ async def _open_stream(
     try:
         if proxy is None:
             if context is None:
+                if running_on_asyncio():
+                    return await connect_asyncio_tcp(address.host, address.port)
                 return await anyio.connect_tcp(address.host, address.port)
             return await anyio.connect_tcp(address.host, address.port, ssl_context=context, tls_hostname=address.host)
         tunnel = await open_tunnel(proxy, address)
