@@ -39,6 +39,7 @@ from .errors import (
 )
 from .handshake import open_handshake
 from .proxy import HttpProxy, open_tunnel
+from .trio_stream import connect_trio_tcp
 from .urls import WebSocketAddress
 
 __all__ = ["WebSocketTransport"]
@@ -70,7 +71,7 @@ async def _open_stream(
             if context is None:
                 if running_on_asyncio():
                     return await connect_asyncio_tcp(address.host, address.port)
-                return await anyio.connect_tcp(address.host, address.port)
+                return await connect_trio_tcp(address.host, address.port)
             return await anyio.connect_tcp(address.host, address.port, ssl_context=context, tls_hostname=address.host)
         tunnel = await open_tunnel(proxy, address)
         if context is None:
