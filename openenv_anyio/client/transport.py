@@ -38,6 +38,7 @@ from .errors import (
     ProtocolViolation,
 )
 from .handshake import open_handshake
+from .fast_frames import encode_text_frame, split_text_frame
 from .proxy import HttpProxy, open_tunnel
 from .trio_stream import connect_trio_tcp
 from .urls import WebSocketAddress
@@ -232,7 +233,20 @@ class WebSocketTransport:
         self._reader_wanted.set()
 
     def _receive(self, data: bytes) -> None:
-        """Parse ``data`` and react to its frames (synchronously; replies go to ``_outgoing``)."""
+        """Parse ``data`` and react to its frames (synchronously; replies go to ``_outgoing``).
+
+        Whole final text frames at the start of ``data`` take the fast path while wsproto
+        holds nothing (no partial frame, no fragmented message); the rest goes to wsproto.
+        """
+        while self._wsproto_idle():
+            split = split_text_frame(data, self._limit)
+            if split is None:
+                break
+            text, end = split
+            self._deliver(text)
+            if end == len(data):
+                return
+            data = data[end:]
         self._proto.receive_bytes(data)
         try:
             for frame in self._proto.received_frames():
@@ -271,11 +285,29 @@ class WebSocketTransport:
             data = "".join(self._parts) if isinstance(data, str) else b"".join(self._parts)  # type: ignore[arg-type]
             self._parts = []
         self._size = 0
+        self._deliver(data)
+
+    def _deliver(self, message: str | bytes) -> None:
+        """A complete message: into the inbox, unless the peer floods it."""
         if len(self._inbox) >= INBOX_SIZE:
             self._fail(ProtocolViolation(self.address.url, f"more than {INBOX_SIZE} unrequested frames"))
             self._refuse(1008, "too many unrequested frames")
             return
-        self._inbox.append(data)
+        self._inbox.append(message)
+
+    def _wsproto_idle(self) -> bool:
+        """Whether wsproto is between messages with nothing buffered (the fast path may parse)."""
+        if self._refused or self._ended.is_set():
+            return False
+        frames = getattr(self._proto, "_frame_decoder", None)
+        messages = getattr(self._proto, "_message_decoder", None)
+        return (
+            frames is not None
+            and messages is not None
+            and frames.header is None
+            and not len(frames.buffer)
+            and messages.opcode is None
+        )
 
     def _on_close(self, code: int, reason: str) -> None:
         if not self._closing:
@@ -354,7 +386,7 @@ class WebSocketTransport:
         """Send one text message."""
         if self._ended.is_set() or self._close_sent:
             raise self.failure or ConnectionLost(self.address.url, "the connection has ended")
-        await self._send_bytes(self._proto.send_data(text, True))
+        await self._send_bytes(encode_text_frame(text))
 
     async def _send_bytes(self, data: bytes | bytearray) -> None:
         """Send ``data``, then any control frames the reader queued meanwhile (pongs, closes)."""

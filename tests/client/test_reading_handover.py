@@ -74,3 +74,33 @@ async def test_a_request_after_an_idle_pause_gets_its_answer(server_url: str) ->
             for n in range(8):
                 await anyio.sleep(2 * IDLE_TAKEOVER_S + n * IDLE_TAKEOVER_S / 4)
                 assert (await env.step({"message": f"m{n}"})).observation["echoed"] == f"m{n}"
+
+
+async def test_answers_in_one_read_with_pings_and_fragments_around_them() -> None:
+    """Whole text frames (the fast path), pings and fragmented messages sent in one write
+    are taken apart in order: each request gets its own answer and every ping a pong."""
+    from wsproto.events import Ping, TextMessage
+
+    def answer(message: str) -> str:
+        return encode_frame(Observation({"echoed": message}, 0.0, False))
+
+    async def batching(peer: RawPeer) -> None:
+        await peer.receive_text()
+        first, second = answer("one"), answer("two")
+        burst = peer.ws.send(TextMessage(data=first)) + peer.ws.send(Ping(payload=b"mid"))
+        burst += peer.ws.send(TextMessage(data=second[:10], message_finished=False))
+        burst += peer.ws.send(TextMessage(data=second[10:], message_finished=True))
+        await peer.stream.send(burst)  # the answer to this step, then one sent early
+        await peer.receive_text()
+        await peer.stream.send(peer.ws.send(TextMessage(data=answer("three"))) + peer.ws.send(Ping(payload=b"end")))
+        await echo_answers(peer)
+
+    async with raw_server(batching) as url:
+        async with EnvClient(url, ping_interval_s=None) as env:
+            with anyio.fail_after(10):
+                assert (await env.step({"message": "a"})).observation == {"echoed": "one"}
+                assert env._transport is not None
+                assert env._transport.receive_nowait() == answer("two")  # early: left in the inbox
+                assert (await env.step({"message": "b"})).observation == {"echoed": "three"}
+                assert (await env.step({"message": "c"})).observation == {"echoed": "c"}
+                assert env._transport.pings_answered == 2
