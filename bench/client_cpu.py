@@ -60,11 +60,15 @@ async def _step_loop(client: str, url: str, steps: int, warmup: int) -> dict[str
         await env.reset()
         for _ in range(warmup):
             await env.step(action)
-        cpu0, wall0 = time.process_time(), time.perf_counter()
+        times0, cpu0, wall0 = os.times(), time.process_time(), time.perf_counter()
         for _ in range(steps):
             await env.step(action)
-        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-    return {"cpu_us_per_step": cpu / steps * 1e6, "steps_per_s": steps / wall}
+        cpu, wall, times = time.process_time() - cpu0, time.perf_counter() - wall0, os.times()
+    return {
+        "cpu_us_per_step": cpu / steps * 1e6,
+        "user_us_per_step": (times.user - times0.user) / steps * 1e6,
+        "steps_per_s": steps / wall,
+    }
 
 
 def measure_once(client: str, backend: str, url: str, steps: int, warmup: int) -> dict[str, float]:
@@ -89,6 +93,7 @@ def _run_child(variant: Variant, url: str, steps: int, warmup: int) -> dict[str,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.client_cpu", description=__doc__.splitlines()[0])
     parser.add_argument("--server", choices=("ours", "openenv"), default="ours")
+    parser.add_argument("--env", help="env kind of bench.envs (default: echo_inline for ours, echo_async for openenv)")
     parser.add_argument("--url", help="use this running server instead of starting one")
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--warmup", type=int, default=300)
@@ -109,7 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     if url is None:
         from bench.stacks import openenv_core, ours
 
-        server = (ours.start_server("echo_inline") if args.server == "ours" else openenv_core.start_server("echo_async"))
+        if args.server == "ours":
+            server = ours.start_server(args.env or "echo_inline")
+        else:
+            server = openenv_core.start_server(args.env or "echo_async")
         url = server.url
     try:
         results: dict[str, list[dict[str, float]]] = {v.name: [] for v in variants}
@@ -122,15 +130,15 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
     base = variants[0].name
     medians = {
-        name: {key: statistics.median(r[key] for r in runs) for key in ("cpu_us_per_step", "steps_per_s")}
+        name: {key: statistics.median(r[key] for r in runs) for key in ("cpu_us_per_step", "user_us_per_step", "steps_per_s")}
         for name, runs in results.items()
     }
     print(f"server: {args.server} ({url}); {args.steps} steps x {args.runs} runs, medians; ratio vs {base}")
-    print(f"{'variant':<22}{'client CPU us/step':>20}{'ratio':>8}{'steps/s':>12}{'ratio':>8}")
+    print(f"{'variant':<22}{'client CPU us/step':>20}{'ratio':>8}{'of it user':>12}{'steps/s':>12}{'ratio':>8}")
     for name, m in medians.items():
         cpu_ratio = m["cpu_us_per_step"] / medians[base]["cpu_us_per_step"]
         rate_ratio = m["steps_per_s"] / medians[base]["steps_per_s"]
-        print(f"{name:<22}{m['cpu_us_per_step']:>20.1f}{cpu_ratio:>8.2f}{m['steps_per_s']:>12.0f}{rate_ratio:>8.2f}")
+        print(f"{name:<22}{m['cpu_us_per_step']:>20.1f}{cpu_ratio:>8.2f}{m['user_us_per_step']:>12.1f}{m['steps_per_s']:>12.0f}{rate_ratio:>8.2f}")
     return 0
 
 

@@ -110,7 +110,11 @@ class WebSocketTransport:
         self._stream = stream
         self._proto = FrameProtocol(client=True, extensions=[])
         self._limit = max_message_size
-        self._send_lock = anyio.Lock(fast_acquire=True)
+        # one sender at a time: a flag (no lock to take on the hot path) and an event that
+        # is set for the tasks waiting while another sends (replaced after each wake-up)
+        self._sending = False
+        self._send_waiters = 0
+        self._send_free = anyio.Event()
         self._inbox: deque[str | bytes] = deque()
         self._parts: list[str | bytes] = []
         self._size = 0
@@ -344,7 +348,7 @@ class WebSocketTransport:
     async def _flush(self) -> None:
         """Send the reader's control frames, unless a send is under way: the sender then
         sends them right after its frame, so the reader never stops reading to wait."""
-        if self._send_lock.locked() or not self._outgoing:
+        if self._sending or not self._outgoing:
             return
         try:
             await self._send_bytes(b"")
@@ -390,16 +394,27 @@ class WebSocketTransport:
 
     async def _send_bytes(self, data: bytes | bytearray) -> None:
         """Send ``data``, then any control frames the reader queued meanwhile (pongs, closes)."""
+        while self._sending:
+            self._send_waiters += 1
+            try:
+                await self._send_free.wait()
+            finally:
+                self._send_waiters -= 1
+        self._sending = True
         try:
-            async with self._send_lock:
-                if data:
-                    await self._stream.send(data)
-                while self._outgoing:
-                    queued, self._outgoing = bytes(self._outgoing), bytearray()
-                    await self._stream.send(queued)
+            if data:
+                await self._stream.send(data)
+            while self._outgoing:
+                queued, self._outgoing = bytes(self._outgoing), bytearray()
+                await self._stream.send(queued)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             self._fail(ConnectionLost(self.address.url, str(exc) or type(exc).__name__))
             raise self.failure from exc  # type: ignore[misc]
+        finally:
+            self._sending = False
+            if self._send_waiters:
+                self._send_free.set()
+                self._send_free = anyio.Event()
 
     async def receive(self) -> str | bytes:
         """The next message, read by the calling task; raises :attr:`failure` once the connection has ended.
