@@ -20,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import time
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,44 +47,59 @@ class Variant:
         return cls(name, client, backend, rest[0] if rest else None)
 
 
-async def _step_loop(client: str, url: str, steps: int, warmup: int) -> dict[str, float]:
-    if client == "openenv":
-        from openenv.core.generic_client import GenericEnvClient
+async def _step_loop(client: str, url: str, steps: int, warmup: int, sessions: int = 1) -> dict[str, float]:
+    """``sessions`` sessions, each reset, warmed up, then stepped ``steps`` times concurrently."""
+    import anyio
 
-        opener: Any = GenericEnvClient(base_url=url)
-    else:
+    def opener() -> Any:
+        if client == "openenv":
+            from openenv.core.generic_client import GenericEnvClient
+
+            return GenericEnvClient(base_url=url)
         from openenv_anyio.client import EnvClient
 
-        opener = EnvClient(url)
+        return EnvClient(url)
+
     action = {"message": "hello"}
-    async with opener as env:
-        await env.reset()
-        for _ in range(warmup):
-            await env.step(action)
+    envs: list[Any] = []
+    async with AsyncExitStack() as stack:
+        for _ in range(sessions):
+            env = await stack.enter_async_context(opener())
+            await env.reset()
+            for _ in range(warmup):
+                await env.step(action)
+            envs.append(env)
+
+        async def drive(env: Any) -> None:
+            for _ in range(steps):
+                await env.step(action)
+
         times0, cpu0, wall0 = os.times(), time.process_time(), time.perf_counter()
-        for _ in range(steps):
-            await env.step(action)
+        async with anyio.create_task_group() as task_group:
+            for env in envs:
+                task_group.start_soon(drive, env)
         cpu, wall, times = time.process_time() - cpu0, time.perf_counter() - wall0, os.times()
+    total = steps * sessions
     return {
-        "cpu_us_per_step": cpu / steps * 1e6,
-        "user_us_per_step": (times.user - times0.user) / steps * 1e6,
-        "steps_per_s": steps / wall,
+        "cpu_us_per_step": cpu / total * 1e6,
+        "user_us_per_step": (times.user - times0.user) / total * 1e6,
+        "steps_per_s": total / wall,
     }
 
 
-def measure_once(client: str, backend: str, url: str, steps: int, warmup: int) -> dict[str, float]:
-    """Run in the child: one session, ``steps`` timed steps."""
+def measure_once(client: str, backend: str, url: str, steps: int, warmup: int, sessions: int) -> dict[str, float]:
+    """Run in the child: ``sessions`` sessions of ``steps`` timed steps each."""
     import anyio
 
-    return anyio.run(_step_loop, client, url, steps, warmup, backend=backend)
+    return anyio.run(_step_loop, client, url, steps, warmup, sessions, backend=backend)
 
 
-def _run_child(variant: Variant, url: str, steps: int, warmup: int) -> dict[str, float]:
+def _run_child(variant: Variant, url: str, steps: int, warmup: int, sessions: int) -> dict[str, float]:
     env = dict(os.environ)
     paths = [variant.pythonpath] if variant.pythonpath else []
     env["PYTHONPATH"] = os.pathsep.join([*paths, str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     argv = [sys.executable, "-P", "-m", "bench.client_cpu", "--child", variant.client, variant.backend, url]
-    argv += ["--steps", str(steps), "--warmup", str(warmup)]
+    argv += ["--steps", str(steps), "--warmup", str(warmup), "--sessions", str(sessions)]
     out = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"{variant.name} failed: {out.stderr.strip().splitlines()[-1:]}")
@@ -98,11 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--sessions", type=int, default=1, help="concurrent sessions in the client process")
     parser.add_argument("--variant", action="append", help="NAME=CLIENT:BACKEND[:PYTHONPATH] (repeatable)")
     parser.add_argument("--child", nargs=3, metavar=("CLIENT", "BACKEND", "URL"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(measure_once(*args.child, args.steps, args.warmup)))
+        print(json.dumps(measure_once(*args.child, args.steps, args.warmup, args.sessions)))
         return 0
     try:
         variants = [Variant.parse(text) for text in (args.variant or DEFAULT_VARIANTS)]
@@ -123,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         results: dict[str, list[dict[str, float]]] = {v.name: [] for v in variants}
         for run in range(args.runs):
             for variant in variants:
-                results[variant.name].append(_run_child(variant, url, args.steps, args.warmup))
+                results[variant.name].append(_run_child(variant, url, args.steps, args.warmup, args.sessions))
             print(f"run {run + 1}/{args.runs} done", file=sys.stderr)
     finally:
         if server is not None:
@@ -133,7 +150,10 @@ def main(argv: list[str] | None = None) -> int:
         name: {key: statistics.median(r[key] for r in runs) for key in ("cpu_us_per_step", "user_us_per_step", "steps_per_s")}
         for name, runs in results.items()
     }
-    print(f"server: {args.server} ({url}); {args.steps} steps x {args.runs} runs, medians; ratio vs {base}")
+    print(
+        f"server: {args.server} ({url}); {args.sessions} session(s) x {args.steps} steps x {args.runs} runs,"
+        f" medians; ratio vs {base}"
+    )
     print(f"{'variant':<22}{'client CPU us/step':>20}{'ratio':>8}{'of it user':>12}{'steps/s':>12}{'ratio':>8}")
     for name, m in medians.items():
         cpu_ratio = m["cpu_us_per_step"] / medians[base]["cpu_us_per_step"]
