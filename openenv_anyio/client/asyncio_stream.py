@@ -95,6 +95,8 @@ class AsyncioTcpStream(anyio.abc.ByteStream):
         self._receiving = False
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
+        if self._closed:
+            raise anyio.ClosedResourceError
         protocol = self._protocol
         chunks = protocol.chunks
         while not chunks:

@@ -4,7 +4,10 @@ Why not a WebSocket library: the inbound size limit must really be enforced (an 
 message is refused with close code 1009 as soon as it crosses the limit, not after it has
 been buffered), pings must be answered while no request is pending, and the same code
 must run on asyncio and trio. wsproto's ``FrameProtocol`` does the framing (masking,
-fragments, UTF-8, close payloads); this module adds the connection's life around it.
+fragments, UTF-8, close payloads), except that a request's frame and a whole answer frame
+take a shorter path (``fast_frames``); this module adds the connection's life around it.
+The byte stream is anyio's for TLS and proxies, and a leaner one per backend for plain
+``ws://`` (``asyncio_stream``, ``trio_stream``).
 
 Who reads the socket: while a request waits for its answer, the requesting task reads
 the socket itself (no hand-off between tasks on the hot path); it answers pings met on the
@@ -37,8 +40,8 @@ from .errors import (
     MessageTooLarge,
     ProtocolViolation,
 )
-from .handshake import open_handshake
 from .fast_frames import encode_text_frame, split_text_frame
+from .handshake import open_handshake
 from .proxy import HttpProxy, open_tunnel
 from .trio_stream import connect_trio_tcp
 from .urls import WebSocketAddress
