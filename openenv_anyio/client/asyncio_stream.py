@@ -15,14 +15,14 @@ else (trio, TLS, proxies) uses anyio's streams.
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import anyio
 import anyio.abc
-from anyio.abc import SocketAttribute
+
+from .tcp_socket import connect_socket, socket_attributes
 
 __all__ = ["AsyncioTcpStream", "connect_asyncio_tcp", "running_on_asyncio"]
 
@@ -156,13 +156,7 @@ class AsyncioTcpStream(anyio.abc.ByteStream):
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
-        sock: socket.socket = self._transport.get_extra_info("socket")
-        return {
-            SocketAttribute.family: lambda: sock.family,
-            SocketAttribute.local_address: lambda: sock.getsockname(),
-            SocketAttribute.remote_address: lambda: sock.getpeername(),
-            SocketAttribute.raw_socket: lambda: sock,
-        }
+        return socket_attributes(self._transport.get_extra_info("socket"))
 
 
 def running_on_asyncio() -> bool:
@@ -175,17 +169,8 @@ def running_on_asyncio() -> bool:
 
 
 async def connect_asyncio_tcp(host: str, port: int) -> AsyncioTcpStream:
-    """Connect to ``host``:``port`` on the running asyncio loop.
-
-    The connection is made by ``anyio.connect_tcp`` (its address resolution, happy
-    eyeballs, TCP_NODELAY and errors); its socket is then duplicated onto this stream and
-    anyio's transport, which has read nothing yet, let go.
-    """
-    anyio_stream = await anyio.connect_tcp(host, port)
-    try:
-        sock = anyio_stream.extra(SocketAttribute.raw_socket).dup()
-    finally:
-        await anyio.aclose_forcefully(anyio_stream)
+    """Connect to ``host``:``port`` on the running asyncio loop (see ``tcp_socket``)."""
+    sock = await connect_socket(host, port)
     try:
         transport, protocol = await asyncio.get_running_loop().create_connection(_ReadingProtocol, sock=sock)
     except BaseException:

@@ -20,7 +20,8 @@ from typing import Any
 
 import anyio
 import anyio.abc
-from anyio.abc import SocketAttribute
+
+from .tcp_socket import connect_socket, socket_attributes
 
 __all__ = ["TrioTcpStream", "connect_trio_tcp"]
 
@@ -106,26 +107,9 @@ class TrioTcpStream(anyio.abc.ByteStream):
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
-        sock = self._sock
-        return {
-            SocketAttribute.family: lambda: sock.family,
-            SocketAttribute.local_address: lambda: sock.getsockname(),
-            SocketAttribute.remote_address: lambda: sock.getpeername(),
-            SocketAttribute.raw_socket: lambda: sock,
-        }
+        return socket_attributes(self._sock)
 
 
 async def connect_trio_tcp(host: str, port: int) -> TrioTcpStream:
-    """Connect to ``host``:``port`` under trio.
-
-    The connection is made by ``anyio.connect_tcp`` (its address resolution, happy
-    eyeballs, TCP_NODELAY and errors); its socket is then duplicated onto this stream and
-    anyio's stream closed.
-    """
-    anyio_stream = await anyio.connect_tcp(host, port)
-    try:
-        sock = anyio_stream.extra(SocketAttribute.raw_socket).dup()
-    finally:
-        await anyio.aclose_forcefully(anyio_stream)
-    sock.setblocking(False)
-    return TrioTcpStream(sock)
+    """Connect to ``host``:``port`` under trio (see ``tcp_socket``)."""
+    return TrioTcpStream(await connect_socket(host, port))

@@ -45,6 +45,7 @@ async def test_stream_round_trip_cancelled_read_and_end_of_stream() -> None:
             tg.start_soon(listener.serve, serve)
             with anyio.fail_after(10):
                 stream = await _connect(port)
+                assert stream.extra(SocketAttribute.remote_address) == ("127.0.0.1", port)
                 with anyio.move_on_after(0.05) as waited:
                     await stream.receive()
                 assert waited.cancelled_caught
