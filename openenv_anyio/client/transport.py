@@ -4,16 +4,24 @@ Why not a WebSocket library: the inbound size limit must really be enforced (an 
 message is refused with close code 1009 as soon as it crosses the limit, not after it has
 been buffered), pings must be answered while no request is pending, and the same code
 must run on asyncio and trio. wsproto's ``FrameProtocol`` does the framing (masking,
-fragments, UTF-8, close payloads); this module adds the connection's life around it.
+fragments, UTF-8, close payloads), except that a request's frame and a whole answer frame
+take a shorter path (``fast_frames``); this module adds the connection's life around it.
+The byte stream is anyio's for TLS and proxies, and a leaner one per backend for plain
+``ws://`` (``asyncio_stream``, ``trio_stream``).
 
-One reader task per connection (owned by the client's task group) reads the socket,
-answers pings, and puts each complete message into a small bounded inbox; the requester
-sends from its own task. Nothing is spawned per frame.
+Who reads the socket: while a request waits for its answer, the requesting task reads
+the socket itself (no hand-off between tasks on the hot path); it answers pings met on the
+way. Once no request has read for ``IDLE_TAKEOVER_S``, the connection's reader task (owned
+by the client's task group) takes over, so pings are answered while the client is idle;
+the next request stops it (a cancelled socket read loses no data) before reading itself.
+Two tasks never read at once. Complete messages nobody asked for yet wait in a small
+bounded inbox. Nothing is spawned per frame.
 """
 
 from __future__ import annotations
 
 import ssl
+from collections import deque
 from collections.abc import Sequence
 from typing import Final
 
@@ -22,6 +30,7 @@ import anyio.abc
 from anyio.streams.tls import TLSStream
 from wsproto.frame_protocol import CloseReason, FrameProtocol, Opcode, ParseFailed
 
+from .asyncio_stream import connect_asyncio_tcp, running_on_asyncio
 from .errors import (
     ConnectError,
     ConnectionClosedByServer,
@@ -31,8 +40,10 @@ from .errors import (
     MessageTooLarge,
     ProtocolViolation,
 )
+from .fast_frames import encode_text_frame, split_text_frame
 from .handshake import open_handshake
 from .proxy import HttpProxy, open_tunnel
+from .trio_stream import connect_trio_tcp
 from .urls import WebSocketAddress
 
 __all__ = ["WebSocketTransport"]
@@ -41,6 +52,9 @@ READ_SIZE: Final = 256 * 1024
 INBOX_SIZE: Final = 8  # answers are one per request; more waiting frames is a broken peer
 CLOSE_TOO_BIG: Final = 1009
 CLOSE_GRACE_S: Final = 2.0
+# How long the connection must go without a request reading before the reader task reads
+# (answering pings a little late is harmless: peers wait seconds for a pong).
+IDLE_TAKEOVER_S: Final = 0.02
 
 
 def _payload_size(data: str | bytes) -> int:
@@ -59,7 +73,9 @@ async def _open_stream(
     try:
         if proxy is None:
             if context is None:
-                return await anyio.connect_tcp(address.host, address.port)
+                if running_on_asyncio():
+                    return await connect_asyncio_tcp(address.host, address.port)
+                return await connect_trio_tcp(address.host, address.port)
             return await anyio.connect_tcp(address.host, address.port, ssl_context=context, tls_hostname=address.host)
         tunnel = await open_tunnel(proxy, address)
         if context is None:
@@ -98,8 +114,12 @@ class WebSocketTransport:
         self._stream = stream
         self._proto = FrameProtocol(client=True, extensions=[])
         self._limit = max_message_size
-        self._send_lock = anyio.Lock(fast_acquire=True)
-        self._inbox_in, self._inbox = anyio.create_memory_object_stream[str | bytes](INBOX_SIZE)
+        # one sender at a time: a flag (no lock to take on the hot path) and an event that
+        # is set for the tasks waiting while another sends (replaced after each wake-up)
+        self._sending = False
+        self._send_waiters = 0
+        self._send_free = anyio.Event()
+        self._inbox: deque[str | bytes] = deque()
         self._parts: list[str | bytes] = []
         self._size = 0
         self._outgoing = bytearray()  # control frames the reader wants sent
@@ -110,6 +130,13 @@ class WebSocketTransport:
         self._pong = anyio.Event()
         self._ping_count = 0
         self._reader_scope = anyio.CancelScope()
+        # reading hand-over between a requester and the reader task (see the module doc)
+        self._caller_reading = False
+        self._reads = 0  # bumped by every requester read; the reader watches it go still
+        self._reader_read_scope: anyio.CancelScope | None = None  # set while the reader reads
+        self._reader_stopped: anyio.Event | None = None  # set when the stopped reader let go
+        self._reader_must_stop = False  # a requester asked the reading reader to let go
+        self._reader_wanted = anyio.Event()  # wake the reader now (closing, ending, refusal)
 
     # -- opening -----------------------------------------------------------------------
 
@@ -144,7 +171,7 @@ class WebSocketTransport:
     # -- the reader --------------------------------------------------------------------
 
     async def run_reader(self) -> None:
-        """Read until the connection ends: deliver messages, answer pings and closes.
+        """Read whenever no request does: deliver messages, answer pings and closes.
 
         Never raises for a connection problem: it records :attr:`failure` and ends, so
         the task group that owns it is not torn down by a peer's misbehaviour. After the
@@ -154,26 +181,82 @@ class WebSocketTransport:
         try:
             with self._reader_scope:
                 while not self._ended.is_set():
-                    try:
-                        data = await self._stream.receive(READ_SIZE)
-                    except anyio.EndOfStream:
-                        self._fail(ConnectionLost(self.address.url, "closed without a WebSocket close frame"))
+                    await self._await_idle()
+                    if self._ended.is_set():
                         break
-                    except anyio.ClosedResourceError:
-                        break  # we closed the stream ourselves
-                    except (anyio.BrokenResourceError, OSError) as exc:
-                        self._fail(ConnectionLost(self.address.url, str(exc) or type(exc).__name__))
-                        break
-                    self._receive(data)
-                    if self._outgoing:
-                        await self._flush()
+                    await self._read_while_idle()
         finally:
-            self._ended.set()
-            self._inbox_in.close()
+            self._end()
             await anyio.aclose_forcefully(self._stream)
 
+    async def _await_idle(self) -> None:
+        """Return once no request has read for ``IDLE_TAKEOVER_S`` (or the reader is wanted now)."""
+        seen = -1
+        while not self._ended.is_set():
+            if not self._caller_reading and (seen == self._reads or self._reader_wanted.is_set()):
+                return
+            seen = self._reads
+            with anyio.move_on_after(IDLE_TAKEOVER_S):
+                if self._reader_wanted.is_set():  # wanted, but a requester reads: look again soon
+                    await anyio.sleep_forever()
+                await self._reader_wanted.wait()
+
+    async def _read_while_idle(self) -> None:
+        """Read and react until the connection ends or a requester wants the socket."""
+        stopped = self._reader_stopped = anyio.Event()
+        self._reader_must_stop = False
+        try:
+            while not self._ended.is_set() and not self._reader_must_stop:
+                data: bytes | None = None
+                with anyio.CancelScope() as scope:
+                    self._reader_read_scope = scope
+                    data = await self._read()
+                self._reader_read_scope = None
+                # Cancelled by a requester: nothing was read. A read that completed before the
+                # cancellation could land (trio) is still processed: no data is ever dropped.
+                if data is None:
+                    return
+                self._receive(data)
+                if self._outgoing:
+                    await self._flush()
+        finally:
+            self._reader_read_scope = None
+            self._reader_stopped = None
+            stopped.set()
+
+    async def _read(self) -> bytes | None:
+        """Bytes from the socket; None when the connection has ended (``failure`` says why)."""
+        try:
+            return await self._stream.receive(READ_SIZE)
+        except anyio.EndOfStream:
+            self._fail(ConnectionLost(self.address.url, "closed without a WebSocket close frame"))
+        except anyio.ClosedResourceError:
+            pass  # we closed the stream ourselves
+        except (anyio.BrokenResourceError, OSError) as exc:
+            self._fail(ConnectionLost(self.address.url, str(exc) or type(exc).__name__))
+        self._end()
+        return None
+
+    def _end(self) -> None:
+        """The connection is over: wake whoever waits for it."""
+        self._ended.set()
+        self._reader_wanted.set()
+
     def _receive(self, data: bytes) -> None:
-        """Parse ``data`` and react to its frames (synchronously; replies go to ``_outgoing``)."""
+        """Parse ``data`` and react to its frames (synchronously; replies go to ``_outgoing``).
+
+        Whole final text frames at the start of ``data`` take the fast path while wsproto
+        holds nothing (no partial frame, no fragmented message); the rest goes to wsproto.
+        """
+        while self._wsproto_idle():
+            split = split_text_frame(data, self._limit)
+            if split is None:
+                break
+            text, end = split
+            self._deliver(text)
+            if end == len(data):
+                return
+            data = data[end:]
         self._proto.receive_bytes(data)
         try:
             for frame in self._proto.received_frames():
@@ -194,7 +277,7 @@ class WebSocketTransport:
         except ParseFailed as exc:  # the server sent something that is not WebSocket
             self._fail(ProtocolViolation(self.address.url, f"invalid WebSocket frame: {exc}"))
             self._send_close(int(exc.code), "invalid frame")
-            self._ended.set()
+            self._end()
 
     def _on_data(self, data: str | bytes, finished: bool) -> None:
         self._size += _payload_size(data)
@@ -212,28 +295,47 @@ class WebSocketTransport:
             data = "".join(self._parts) if isinstance(data, str) else b"".join(self._parts)  # type: ignore[arg-type]
             self._parts = []
         self._size = 0
-        try:
-            self._inbox_in.send_nowait(data)
-        except anyio.WouldBlock:
+        self._deliver(data)
+
+    def _deliver(self, message: str | bytes) -> None:
+        """A complete message: into the inbox, unless the peer floods it."""
+        if len(self._inbox) >= INBOX_SIZE:
             self._fail(ProtocolViolation(self.address.url, f"more than {INBOX_SIZE} unrequested frames"))
             self._refuse(1008, "too many unrequested frames")
+            return
+        self._inbox.append(message)
+
+    def _wsproto_idle(self) -> bool:
+        """Whether wsproto is between messages with nothing buffered (the fast path may parse)."""
+        if self._refused or self._ended.is_set():
+            return False
+        frames = getattr(self._proto, "_frame_decoder", None)
+        messages = getattr(self._proto, "_message_decoder", None)
+        return (
+            frames is not None
+            and messages is not None
+            and frames.header is None
+            and not len(frames.buffer)
+            and messages.opcode is None
+        )
 
     def _on_close(self, code: int, reason: str) -> None:
         if not self._closing:
             self._fail(ConnectionClosedByServer(self.address.url, code, reason))
         if not self._close_sent:  # echo the peer's close (RFC 6455 section 5.5.1)
             self._send_close(code, reason)
-        self._ended.set()
+        self._end()
 
     def _refuse(self, code: int, reason: str) -> None:
         """Close with ``code`` and stop delivering; the reader waits briefly for the peer's close."""
         self._refused = True
-        self._inbox_in.close()
+        self._inbox.clear()
         if self._close_sent:
-            self._ended.set()
+            self._end()
             return
         self._send_close(code, reason)
         self._reader_scope.deadline = anyio.current_time() + CLOSE_GRACE_S
+        self._reader_wanted.set()  # the reader does the discarding once the requester lets go
 
     def _send_close(self, code: int, reason: str) -> None:
         if not self._close_sent:
@@ -252,12 +354,12 @@ class WebSocketTransport:
     async def _flush(self) -> None:
         """Send the reader's control frames, unless a send is under way: the sender then
         sends them right after its frame, so the reader never stops reading to wait."""
-        if self._send_lock.locked() or not self._outgoing:
+        if self._sending or not self._outgoing:
             return
         try:
             await self._send_bytes(b"")
         except EnvClientError:
-            self._ended.set()
+            self._end()
 
     # -- keep-alive --------------------------------------------------------------------
 
@@ -294,34 +396,67 @@ class WebSocketTransport:
         """Send one text message."""
         if self._ended.is_set() or self._close_sent:
             raise self.failure or ConnectionLost(self.address.url, "the connection has ended")
-        await self._send_bytes(self._proto.send_data(text, True))
+        await self._send_bytes(encode_text_frame(text))
 
     async def _send_bytes(self, data: bytes | bytearray) -> None:
         """Send ``data``, then any control frames the reader queued meanwhile (pongs, closes)."""
+        while self._sending:
+            self._send_waiters += 1
+            try:
+                await self._send_free.wait()
+            finally:
+                self._send_waiters -= 1
+        self._sending = True
         try:
-            async with self._send_lock:
-                if data:
-                    await self._stream.send(data)
-                while self._outgoing:
-                    queued, self._outgoing = bytes(self._outgoing), bytearray()
-                    await self._stream.send(queued)
+            if data:
+                await self._stream.send(data)
+            while self._outgoing:
+                queued, self._outgoing = bytes(self._outgoing), bytearray()
+                await self._stream.send(queued)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             self._fail(ConnectionLost(self.address.url, str(exc) or type(exc).__name__))
             raise self.failure from exc  # type: ignore[misc]
+        finally:
+            self._sending = False
+            if self._send_waiters:
+                self._send_free.set()
+                self._send_free = anyio.Event()
 
     async def receive(self) -> str | bytes:
-        """The next message; raises :attr:`failure` once the connection has ended."""
+        """The next message, read by the calling task; raises :attr:`failure` once the connection has ended.
+
+        One caller at a time (the client serialises its requests). A cancelled call loses
+        nothing that the next call would need: a message it completed waits in the inbox.
+        """
+        if self._inbox:
+            return self._inbox.popleft()
+        if self._caller_reading:
+            raise RuntimeError("two tasks are receiving on one connection")
+        self._caller_reading = True
         try:
-            return await self._inbox.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise self.failure or ConnectionLost(self.address.url, "the connection has ended") from None
+            stopped = self._reader_stopped
+            if stopped is not None:  # the reader is reading while idle: stop it, then read here
+                self._reader_must_stop = True
+                if self._reader_read_scope is not None:
+                    self._reader_read_scope.cancel()
+                await stopped.wait()
+            while not self._inbox:
+                if self._ended.is_set() or self._refused:
+                    raise self.failure or ConnectionLost(self.address.url, "the connection has ended")
+                data = await self._read()
+                if data is None:
+                    continue
+                self._receive(data)
+                if self._outgoing:
+                    await self._flush()
+            return self._inbox.popleft()
+        finally:
+            self._caller_reading = False
+            self._reads += 1
 
     def receive_nowait(self) -> str | bytes | None:
         """A message already received, or None."""
-        try:
-            return self._inbox.receive_nowait()
-        except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-            return None
+        return self._inbox.popleft() if self._inbox else None
 
     # -- closing -----------------------------------------------------------------------
 
@@ -330,6 +465,8 @@ class WebSocketTransport:
         self._closing = True
 
     async def wait_ended(self) -> None:
+        """Wait for the connection's end (the reader reads meanwhile, without the idle delay)."""
+        self._reader_wanted.set()
         await self._ended.wait()
 
     async def close(self, code: int = CloseReason.NORMAL_CLOSURE, reason: str = "", *, timeout_s: float = 5.0) -> None:
@@ -341,6 +478,7 @@ class WebSocketTransport:
             if not self._ended.is_set() and not self._close_sent:
                 self._closing = True
                 self._send_close(code, reason)
+                self._reader_wanted.set()
                 with anyio.move_on_after(timeout_s):
                     try:
                         await self._send_bytes(b"")
@@ -354,5 +492,5 @@ class WebSocketTransport:
         """Close the TCP connection now; after a refusal, let the reader finish its close first."""
         if self._refused and not self._ended.is_set():
             return  # the reader ends within CLOSE_GRACE_S and closes the stream
-        self._ended.set()
+        self._end()
         await anyio.aclose_forcefully(self._stream)

@@ -144,3 +144,22 @@ def test_validation_results_become_one_row_per_case_with_the_reference_as_baseli
     assert rows[0].baseline == "reference (jsonschema)"
     assert rows[0].ratio("fast") == pytest.approx(0.01)
     assert rows[1].baseline == "" and rows[1].measurement("fast") is not None
+
+
+def test_client_cpu_measures_every_variant_and_rejects_bad_ones() -> None:
+    """bench.client_cpu: a tiny interleaved run prints one line per variant; a bad variant is
+    a one-line error with exit status 2."""
+    _require_ours()
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.client_cpu", "--runs", "1", "--steps", "5", "--warmup", "1", "--sessions", "2"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [line.split()[0] for line in done.stdout.splitlines()[2:]]
+    assert rows == ["openenv", "ours-asyncio", "ours-trio"]
+    bad = subprocess.run(
+        [sys.executable, "-m", "bench.client_cpu", "--variant", "x=openenv:trio"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert bad.returncode == 2 and "asyncio only" in bad.stderr and "Traceback" not in bad.stderr
