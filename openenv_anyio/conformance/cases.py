@@ -253,6 +253,14 @@ async def _oversize(ctx: CaseContext) -> None:
             await conn.send_text(payload)
             reply = await conn.receive()
         except ServerClosed as closed:
+            if closed.code == 1006:
+                # The server may well have sent 1009 and closed at once: a peer still sending
+                # then gets a TCP reset, and the reset discards the unread close frame.
+                ctx.non_strict(
+                    f"a {len(payload)}-byte frame: the connection was reset before a close code "
+                    "could be read (1009 expected; a server that closes without waiting may cause this)"
+                )
+                return
             if closed.code != 1009:
                 raise CaseFailed(f"a {len(payload)}-byte frame: {closed}, expected code 1009") from None
             return

@@ -51,6 +51,8 @@ def test_json_report_matches_its_schema(openenv_core_url: str, tmp_path: Path) -
     report = json.loads(report_file.read_text())
     jsonschema.validate(report, REPORT_SCHEMA, cls=jsonschema.Draft202012Validator)
     assert report["passed"] is False
+    failed = {c["id"]: c.get("reason") for c in report["cases"] if c["verdict"] in ("fail", "timeout")}
+    assert set(failed) == {"WS-RESET-04", "WS-ERR-02", "WS-ERR-07", "SPEC-VEC-01"}, failed
     assert report["summary"]["fail"] == 4 and report["summary"]["total"] == 34
     assert report["setup"]["action"] == {"message": ""}
     binary = next(c for c in report["cases"] if c["id"] == "WS-ERR-07")

@@ -56,7 +56,11 @@ def report(openenv_core_url: str) -> RunReport:
 
 
 def test_verdict_table_is_the_recorded_one(report: RunReport) -> None:
-    assert report.verdicts() == EXPECTED_VERDICTS
+    verdicts = report.verdicts()
+    # uvicorn closes with 1009 straight away; whether the kit reads the close code before the
+    # TCP reset that follows depends on timing (WS-ERR-08 explains the non-strict verdict)
+    assert verdicts.pop("WS-ERR-08") in ("pass", "non-strict")
+    assert verdicts == {k: v for k, v in EXPECTED_VERDICTS.items() if k != "WS-ERR-08"}
 
 
 def test_action_is_built_from_the_real_schema(report: RunReport) -> None:
