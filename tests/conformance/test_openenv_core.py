@@ -82,13 +82,14 @@ def test_defects_are_failures_with_evidence(report: RunReport, case_id: str) -> 
     assert closes and closes[0].close_code == 1000
 
 
-def test_oversize_frame_is_closed_with_1009(report: RunReport) -> None:
+def test_oversize_frame_is_closed_with_1009_or_reset(report: RunReport) -> None:
     result = report.result("WS-ERR-08")
     sent = [e for e in result.evidence if e.direction == "sent" and e.kind == "text"]
     assert sent[0].length == 16 * 2**20 + 1
     assert sent[0].preview.endswith(f"({16 * 2**20 + 1} chars)")  # evidence is truncated
     assert len(sent[0].preview) < 400
-    assert [e.close_code for e in result.evidence if e.direction == "closed"] == [1009]
+    codes = [e.close_code for e in result.evidence if e.direction == "closed"]
+    assert codes == [1009] if result.verdict == "pass" else codes == [1006]  # see the verdict table
 
 
 def test_every_received_frame_was_validated(report: RunReport) -> None:
