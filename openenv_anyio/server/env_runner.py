@@ -3,8 +3,9 @@
 Every session owns one runner. :class:`ThreadRunner` gives the session a dedicated OS
 thread fed by a queue, so every call of that session runs on the same thread (thread
 affinity, ``SRV-EXEC-1``: libraries such as Playwright require it) and no thread is spawned
-per call. A finished call wakes the waiting trio task directly
-(``TrioToken.run_sync_soon`` + ``reschedule``), the cheapest way back onto the loop.
+per call. Finished calls go back to the loop through one :class:`CompletionInbox` per trio
+run: the first completion after a drain wakes the loop (``TrioToken.run_sync_soon``), later
+ones join the same wake-up, so sessions finishing together cost one wake-up, not one each.
 :class:`InlineRunner` calls directly, for environments that declare ``NON_BLOCKING``.
 
 Coroutine results are awaited on the event loop in both cases (async environments).
@@ -12,6 +13,7 @@ Coroutine results are awaited on the event loop in both cases (async environment
 
 from __future__ import annotations
 
+import collections
 import inspect
 import itertools
 import queue
@@ -67,6 +69,56 @@ class _Pending:
 _STOP: Callable[[], Any] = lambda: None  # noqa: E731 - identity marks the last job
 
 
+class CompletionInbox:
+    """Hands finished calls from worker threads back to the trio loop, batching wake-ups.
+
+    Each wake-up of the loop from another thread is a syscall and a GIL hand-off; with many
+    sessions finishing at once, one wake-up drains every completion posted before it runs.
+    """
+
+    __slots__ = ("_token", "_items", "_armed")
+
+    def __init__(self, token: trio.lowlevel.TrioToken) -> None:
+        self._token = token
+        self._items: collections.deque[tuple[_Pending, outcome.Outcome[Any]]] = collections.deque()
+        self._armed = False  # a drain is scheduled and has not started yet
+
+    @classmethod
+    def current(cls) -> CompletionInbox:
+        """The inbox of the running trio loop (made on first use)."""
+        try:
+            return _inbox.get()
+        except LookupError:
+            inbox = cls(trio.lowlevel.current_trio_token())
+            _inbox.set(inbox)
+            return inbox
+
+    def post(self, pending: _Pending, result: outcome.Outcome[Any]) -> None:
+        """From a worker thread: deliver ``result`` to ``pending``'s task (raises
+        ``trio.RunFinishedError`` once the loop is gone)."""
+        self._items.append((pending, result))
+        if not self._armed:
+            self._armed = True
+            try:
+                self._token.run_sync_soon(self._drain)
+            except BaseException:
+                self._armed = False
+                raise
+
+    def _drain(self) -> None:
+        # Disarm first: an item appended after the last pop below then sees the inbox
+        # disarmed and schedules a new drain, so nothing is left behind.
+        self._armed = False
+        items = self._items
+        while items:
+            pending, result = items.popleft()
+            if not pending.abandoned:
+                trio.lowlevel.reschedule(pending.task, result)
+
+
+_inbox: trio.lowlevel.RunVar[CompletionInbox] = trio.lowlevel.RunVar("openenv_anyio_completion_inbox")
+
+
 class ThreadRunner:
     """A dedicated worker thread for one session's sync calls.
 
@@ -77,7 +129,7 @@ class ThreadRunner:
     """
 
     def __init__(self, name: str | None = None, *, start: bool = True) -> None:
-        self._token = trio.lowlevel.current_trio_token()
+        self._inbox = CompletionInbox.current()
         self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], _Pending]] = queue.SimpleQueue()
         self._abandoned = False
         self._closed = False
@@ -104,21 +156,15 @@ class ThreadRunner:
         return self._thread
 
     def _work(self) -> None:
-        jobs, token, deliver = self._jobs, self._token, self._deliver
+        jobs, post = self._jobs, self._inbox.post
         while True:
             fn, pending = jobs.get()
-            result = outcome.capture(fn)
             try:
-                token.run_sync_soon(deliver, pending, result)
+                post(pending, outcome.capture(fn))
             except trio.RunFinishedError:
                 return
             if fn is _STOP:
                 return
-
-    @staticmethod
-    def _deliver(pending: _Pending, result: outcome.Outcome[Any]) -> None:
-        if not pending.abandoned:
-            trio.lowlevel.reschedule(pending.task, result)
 
     async def _submit(self, fn: Callable[[], Any]) -> Any:
         pending = _Pending(trio.lowlevel.current_task())

@@ -60,3 +60,35 @@ async def test_open_starts_the_thread_off_the_loop_and_serves_calls() -> None:
         assert idents == {runner.thread.ident}
         await runner.aclose()
         assert not runner.thread.is_alive()
+
+
+async def test_completions_finishing_together_each_reach_their_own_task() -> None:
+    """Completions share loop wake-ups (one drain for all pending): none is lost or crossed."""
+    sessions, calls = 24, 200
+    with trio.fail_after(30):
+        runners = [await ThreadRunner.open() for _ in range(sessions)]
+        seen: dict[int, list[tuple[int, int]]] = {}
+
+        async def drive(i: int, runner: ThreadRunner) -> None:
+            seen[i] = [await runner.run(lambda k=k: (i, k)) for k in range(calls)]
+
+        async with trio.open_nursery() as nursery:
+            for i, runner in enumerate(runners):
+                nursery.start_soon(drive, i, runner)
+        for runner in runners:
+            await runner.aclose()
+    assert seen == {i: [(i, k) for k in range(calls)] for i in range(sessions)}
+    assert not any(runner.thread.is_alive() for runner in runners)
+
+
+async def test_a_cancelled_waiter_does_not_take_a_completion_meant_for_another() -> None:
+    release = threading.Event()
+    with trio.fail_after(10):
+        slow, fast = ThreadRunner(), ThreadRunner()
+        with trio.move_on_after(0.05):
+            await slow.run(release.wait)
+        release.set()  # the abandoned completion lands in the shared inbox
+        assert [await fast.run(lambda k=k: k) for k in range(20)] == list(range(20))
+        await slow.aclose()
+        await fast.aclose()
+        await trio.to_thread.run_sync(slow.thread.join, 5)
