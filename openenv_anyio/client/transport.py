@@ -137,6 +137,7 @@ class WebSocketTransport:
         self._reader_stopped: anyio.Event | None = None  # set when the stopped reader let go
         self._reader_must_stop = False  # a requester asked the reading reader to let go
         self._reader_wanted = anyio.Event()  # wake the reader now (closing, ending, refusal)
+        self._read_ended: anyio.Event | None = None  # set when the current requester stops reading
 
     # -- opening -----------------------------------------------------------------------
 
@@ -190,11 +191,20 @@ class WebSocketTransport:
             await anyio.aclose_forcefully(self._stream)
 
     async def _await_idle(self) -> None:
-        """Return once no request has read for ``IDLE_TAKEOVER_S`` (or the reader is wanted now)."""
+        """Return once no request has read for ``IDLE_TAKEOVER_S`` (or the reader is wanted now).
+
+        A request that is still reading at the next look (a slow step) is not polled: the
+        reader sleeps until that request's read ends (the request wakes it), so a thousand
+        sessions waiting on one-second steps cost nothing meanwhile. Quick requests in a row
+        never wake it: it looks once per ``IDLE_TAKEOVER_S``.
+        """
         seen = -1
         while not self._ended.is_set():
             if not self._caller_reading and (seen == self._reads or self._reader_wanted.is_set()):
                 return
+            if self._caller_reading and seen == self._reads:  # the same request still reads
+                read_ended = self._read_ended = anyio.Event()
+                await read_ended.wait()
             seen = self._reads
             with anyio.move_on_after(IDLE_TAKEOVER_S):
                 if self._reader_wanted.is_set():  # wanted, but a requester reads: look again soon
@@ -241,6 +251,7 @@ class WebSocketTransport:
         """The connection is over: wake whoever waits for it."""
         self._ended.set()
         self._reader_wanted.set()
+        self._wake_parked_reader()
 
     def _receive(self, data: bytes) -> None:
         """Parse ``data`` and react to its frames (synchronously; replies go to ``_outgoing``).
@@ -453,6 +464,13 @@ class WebSocketTransport:
         finally:
             self._caller_reading = False
             self._reads += 1
+            self._wake_parked_reader()
+
+    def _wake_parked_reader(self) -> None:
+        read_ended = self._read_ended
+        if read_ended is not None:
+            self._read_ended = None
+            read_ended.set()
 
     def receive_nowait(self) -> str | bytes | None:
         """A message already received, or None."""

@@ -104,3 +104,29 @@ async def test_answers_in_one_read_with_pings_and_fragments_around_them() -> Non
                 assert (await env.step({"message": "b"})).observation == {"echoed": "three"}
                 assert (await env.step({"message": "c"})).observation == {"echoed": "c"}
                 assert env._transport.pings_answered == 2
+
+
+async def test_after_a_slow_answer_the_reader_takes_over_and_answers_pings() -> None:
+    """A step slower than the idle take-over parks the reader until the step's read ends;
+    then the reader takes over, so a ping sent while the client is idle gets its pong."""
+    idle_pongs: list[int] = []
+
+    async def slow_then_idle_ping(peer: RawPeer) -> None:
+        await peer.receive_text()
+        await anyio.sleep(10 * IDLE_TAKEOVER_S)  # the reader looks, sees the step reading, parks
+        await peer.send_text(encode_frame(Observation({"echoed": "slow"}, 0.0, False)))
+        await anyio.sleep(5 * IDLE_TAKEOVER_S)  # the client is idle: only the reader reads
+        await peer.ping(b"idle")
+        with anyio.fail_after(2):
+            await peer.expect_pong()
+        idle_pongs.append(peer.pongs)
+        await echo_answers(peer)
+
+    async with raw_server(slow_then_idle_ping) as url:
+        async with EnvClient(url, ping_interval_s=None) as env:
+            with anyio.fail_after(10):
+                assert (await env.step({"message": "x"})).observation == {"echoed": "slow"}
+                while not idle_pongs:
+                    await anyio.sleep(IDLE_TAKEOVER_S)
+                assert env._transport is not None and env._transport.pings_answered == 1
+                assert (await env.step({"message": "after"})).observation == {"echoed": "after"}
