@@ -24,6 +24,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ping-timeout", type=float, default=20.0, metavar="S", help="drop a connection whose pong is this late (default 20)")
     parser.add_argument("--resume-grace", type=float, default=60.0, metavar="S", help="keep a resumable session S seconds after its connection drops (default 60; 0: end at once)")
     parser.add_argument("--inline", action="store_true", default=None, help="run every sync environment call on the event loop (no worker thread)")
+    parser.add_argument(
+        "--full-gc-threshold", type=int, default=100, metavar="N",
+        help="while serving, run full garbage collections at most every N middle-generation ones (default 100; Python's is 10; 0 leaves gc settings alone)",
+    )
 
 
 async def _serve_until_signalled(server: Any) -> None:
@@ -65,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
             ping_timeout_s=args.ping_timeout or None,
             inline=args.inline,
             resume_grace_s=args.resume_grace,
+            full_gc_threshold=args.full_gc_threshold or None,
         )
     except ValueError as exc:
         print(f"openenv-anyio serve: {exc}", file=sys.stderr)

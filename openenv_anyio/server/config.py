@@ -28,6 +28,10 @@ class ServerConfig:
     - ``resume_grace_s``: how long a session of a connection that negotiated the resume
       extension is kept after the connection drops (``EXT-RES-2``); it keeps its capacity
       slot meanwhile (``EXT-RES-3``). 0 ends it at once.
+    - ``full_gc_threshold``: while serving, the process's oldest-generation collection
+      threshold is at least this (``gc.set_threshold``'s third value; Python's default is
+      10): full collections walk every object of every session, and with thousands of
+      sessions they dominated the server's CPU. ``None`` leaves the ``gc`` settings alone.
     """
 
     host: str = "127.0.0.1"
@@ -43,6 +47,7 @@ class ServerConfig:
     action_log_size: int = 50
     shutdown_grace_s: float = 3.0
     resume_grace_s: float = 60.0
+    full_gc_threshold: int | None = 100
 
     def __post_init__(self) -> None:
         if self.max_concurrent_envs is not None and self.max_concurrent_envs < 1:
@@ -53,6 +58,8 @@ class ServerConfig:
             raise ValueError("resume_grace_s must be 0 or more")
         if self.max_message_size_mb <= 0:
             raise ValueError("max_message_size_mb must be positive")
+        if self.full_gc_threshold is not None and self.full_gc_threshold < 1:
+            raise ValueError("full_gc_threshold must be at least 1 (or None to leave gc alone)")
 
     @property
     def max_message_bytes(self) -> int:

@@ -26,6 +26,7 @@ from . import accept_bursts, connection_guards, direct_ws, liveness
 from .app import create_app
 from .config import ServerConfig
 from .context import AsgiReceive, AsgiSend, ServerContext
+from .gc_policy import rare_full_collections
 from .resumable import negotiated, serve_resumable
 from .ui_endpoint import serve_ui
 from .ws_session import serve_ws
@@ -110,6 +111,10 @@ class EnvServer:
         direct_ws.install()
         accept_bursts.install()
         self._stop = trio.Event()
+        with rare_full_collections(self.config.full_gc_threshold):
+            await self._serve(task_status)
+
+    async def _serve(self, task_status: trio.TaskStatus[str]) -> None:
         async with trio.open_nursery() as nursery:
             binds = await nursery.start(
                 partial(
