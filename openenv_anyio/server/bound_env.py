@@ -154,10 +154,14 @@ class BoundEnv:
         if self._closed:
             return
         self._closed = True
+        close = getattr(self.env, "close", None)
+        runner = self.runner
         try:
-            if callable(getattr(self.env, "close", None)):
+            if callable(close) and not self._async["close"] and isinstance(runner, ThreadRunner):
+                await runner.aclose(final=close)  # close() and the thread's end: one hand-off
+            elif callable(close):
                 await self._call("close")
         except Exception:
             log.exception("environment close() raised")
         finally:
-            await self.runner.aclose()
+            await runner.aclose()

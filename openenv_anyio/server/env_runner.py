@@ -14,17 +14,18 @@ Coroutine results are awaited on the event loop in both cases (async environment
 from __future__ import annotations
 
 import collections
+import contextlib
 import inspect
 import itertools
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 import outcome
 import trio
 
-__all__ = ["EnvRunner", "InlineRunner", "ThreadRunner"]
+__all__ = ["CompletionInbox", "EnvRunner", "InlineRunner", "ThreadRunner", "thread_starter"]
 
 _thread_numbers = itertools.count(1)
 
@@ -66,7 +67,7 @@ class _Pending:
         self.abandoned = False
 
 
-_STOP: Callable[[], Any] = lambda: None  # noqa: E731 - identity marks the last job
+_STOP: Callable[[], Any] = lambda: None  # noqa: E731 - the last job when there is no final call
 
 
 class CompletionInbox:
@@ -117,6 +118,7 @@ class CompletionInbox:
 
 
 _inbox: trio.lowlevel.RunVar[CompletionInbox] = trio.lowlevel.RunVar("openenv_anyio_completion_inbox")
+_starter: trio.lowlevel.RunVar[ThreadRunner] = trio.lowlevel.RunVar("openenv_anyio_thread_starter")
 
 
 class ThreadRunner:
@@ -131,7 +133,7 @@ class ThreadRunner:
 
     def __init__(self, name: str | None = None, *, start: bool = True) -> None:
         self._inbox = CompletionInbox.current()
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], _Pending]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], _Pending, bool]] = queue.SimpleQueue()
         self._abandoned = False
         self._closed = False
         self._thread = threading.Thread(
@@ -146,10 +148,17 @@ class ThreadRunner:
 
         ``Thread.start()`` waits until the new thread runs; with thousands of busy threads
         that wait stalls the loop for every other connection (handshakes included), so it
-        happens on one of trio's cached worker threads instead.
+        happens elsewhere: on the starter thread of an enclosing :func:`thread_starter`
+        block (the cheap hand-off of this module), else on one of trio's cached worker
+        threads.
         """
         runner = cls(name, start=False)
-        await trio.to_thread.run_sync(runner._thread.start)
+        try:
+            starter = _starter.get()
+        except LookupError:
+            await trio.to_thread.run_sync(runner._thread.start)
+        else:
+            await starter.run(runner._thread.start)
         return runner
 
     @property
@@ -159,17 +168,17 @@ class ThreadRunner:
     def _work(self) -> None:
         jobs, post = self._jobs, self._inbox.post
         while True:
-            fn, pending = jobs.get()
+            fn, pending, last = jobs.get()
             try:
                 post(pending, outcome.capture(fn))
             except trio.RunFinishedError:
                 return
-            if fn is _STOP:
+            if last:
                 return
 
-    async def _submit(self, fn: Callable[[], Any]) -> Any:
+    async def _submit(self, fn: Callable[[], Any], *, last: bool = False) -> Any:
         pending = _Pending(trio.lowlevel.current_task())
-        self._jobs.put((fn, pending))
+        self._jobs.put((fn, pending, last))
 
         def abort(_: Any) -> trio.lowlevel.Abort:
             pending.abandoned = True
@@ -186,17 +195,39 @@ class ThreadRunner:
             result = await result
         return result
 
-    async def aclose(self) -> None:
+    async def aclose(self, final: Callable[[], Any] | None = None) -> None:
+        """Stop the thread; ``final``, if given, is its last call, in the same hand-off
+        (its error is raised here; a coroutine it returns is awaited on the loop)."""
         if self._closed:
             return
         self._closed = True
         if self._abandoned:  # a call still runs: let the thread stop after it, unwaited
             orphan = _Pending(trio.lowlevel.current_task())
             orphan.abandoned = True
-            self._jobs.put((_STOP, orphan))
+            self._jobs.put((final or _STOP, orphan, True))
             return
         with trio.CancelScope(shield=True):
-            await self._submit(_STOP)
+            result = await self._submit(final or _STOP, last=True)
+            if final is not None and inspect.isawaitable(result):
+                await result
         # The thread returns right after delivering _STOP. It is not joined here: joining
         # blocks the loop until that thread gets the GIL once more, which with thousands of
         # busy threads stalls every other connection (measured: seconds at 4,096 sessions).
+
+
+@contextlib.asynccontextmanager
+async def thread_starter() -> AsyncIterator[None]:
+    """Within the block, :meth:`ThreadRunner.open` starts session threads from one
+    dedicated thread, owned by the block and stopped when it ends.
+
+    A session opening costs one hand-off to that thread instead of a trip through trio's
+    thread cache (measured with ``bench.connection_cpu``: see the server's notes).
+    """
+    starter = ThreadRunner("openenv-thread-starter")
+    token = _starter.set(starter)
+    try:
+        yield
+    finally:
+        _starter.reset(token)
+        with trio.CancelScope(shield=True):
+            await starter.aclose()

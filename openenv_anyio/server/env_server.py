@@ -26,6 +26,7 @@ from . import accept_bursts, connection_guards, direct_ws, liveness
 from .app import create_app
 from .config import ServerConfig
 from .context import AsgiReceive, AsgiSend, ServerContext
+from .env_runner import thread_starter
 from .gc_policy import rare_full_collections
 from .resumable import negotiated, serve_resumable
 from .ui_endpoint import serve_ui
@@ -115,7 +116,7 @@ class EnvServer:
             await self._serve(task_status)
 
     async def _serve(self, task_status: trio.TaskStatus[str]) -> None:
-        async with trio.open_nursery() as nursery:
+        async with thread_starter(), trio.open_nursery() as nursery:
             binds = await nursery.start(
                 partial(
                     hypercorn_serve,

@@ -97,3 +97,37 @@ async def test_a_cancelled_waiter_does_not_take_a_completion_meant_for_another()
         await slow.aclose()
         await fast.aclose()
         assert await ends(slow.thread) and await ends(fast.thread)
+
+
+async def test_aclose_runs_a_final_call_on_the_thread_and_raises_its_error() -> None:
+    """SRV-EXEC-1: the final call (an environment's close) runs on the session's thread."""
+    with trio.fail_after(10):
+        runner = ThreadRunner()
+        seen: list[int] = []
+        await runner.aclose(final=lambda: seen.append(threading.get_ident()))
+        assert seen == [runner.thread.ident] and await ends(runner.thread)
+
+        failing = ThreadRunner()
+        with pytest.raises(ZeroDivisionError):
+            await failing.aclose(final=lambda: 1 / 0)
+        assert await ends(failing.thread)
+        await failing.aclose()  # closed already: nothing more happens
+
+
+async def test_thread_starter_starts_session_threads_and_stops_its_own() -> None:
+    from openenv_anyio.server.env_runner import thread_starter
+
+    with trio.fail_after(10):
+        async with thread_starter():
+            runners = [await ThreadRunner.open() for _ in range(8)]
+            starters = {thread.name for thread in threading.enumerate() if thread.name == "openenv-thread-starter"}
+            assert starters == {"openenv-thread-starter"}
+            assert len({await runner.run(threading.get_ident) for runner in runners}) == 8
+            for runner in runners:
+                await runner.aclose()
+        assert all([await ends(runner.thread) for runner in runners])
+    for _ in range(100):  # the starter's own thread ends after the block
+        if not any(thread.name == "openenv-thread-starter" for thread in threading.enumerate()):
+            break
+        await trio.sleep(0.02)
+    assert not any(thread.name == "openenv-thread-starter" for thread in threading.enumerate())
