@@ -161,3 +161,24 @@ def test_client_cpu_measures_every_variant_and_rejects_bad_ones() -> None:
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60,
     )
     assert bad.returncode == 2 and "asyncio only" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_connection_cpu_measures_each_server_and_rejects_bad_input() -> None:
+    """bench.connection_cpu: a tiny run prints one line per variant with no failed
+    connections; an unknown server or a connection count below one is a usage error."""
+    _require_ours()
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.connection_cpu", "--connections", "20", "--repeats", "1", "ours:echo", "echo-hypercorn"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()[1:]
+    assert [line.split()[0] for line in lines] == ["ours:echo", "echo-hypercorn"]
+    assert all("ms server CPU/connection" in line and "failed" not in line for line in lines)
+    for bad in (["nginx"], ["ours:nope"], ["--connections", "0", "ours"]):
+        refused = subprocess.run(
+            [sys.executable, "-m", "bench.connection_cpu", *bad],
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60,
+        )
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, (bad, refused.stderr)
