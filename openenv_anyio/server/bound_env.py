@@ -8,8 +8,10 @@ Exceptions of the environment propagate unchanged; the session turns them into f
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
+import weakref
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
@@ -59,7 +61,28 @@ def _reset_then_state(env: Any, kwargs: Mapping[str, Any]) -> tuple[Any, Any]:
 
 
 def accepted_keywords(method: Any) -> frozenset[str] | None:
-    """The keyword names ``method`` accepts; ``None`` when it takes ``**kwargs`` (or is opaque)."""
+    """The keyword names ``method`` accepts; ``None`` when it takes ``**kwargs`` (or is opaque).
+
+    Bound methods are answered once per function (every session of a server binds the same
+    one; ``inspect.signature`` was a visible share of a connection's cost).
+    """
+    function = getattr(method, "__func__", None)
+    if function is None:
+        return _keywords_of(method)
+    try:
+        return _keywords_by_function[function]
+    except (KeyError, TypeError):  # TypeError: not weakly referenceable
+        pass
+    keywords = _keywords_of(method)
+    with contextlib.suppress(TypeError):
+        _keywords_by_function[function] = keywords
+    return keywords
+
+
+_keywords_by_function: weakref.WeakKeyDictionary[Any, frozenset[str] | None] = weakref.WeakKeyDictionary()
+
+
+def _keywords_of(method: Any) -> frozenset[str] | None:
     try:
         parameters = inspect.signature(method).parameters.values()
     except (TypeError, ValueError):

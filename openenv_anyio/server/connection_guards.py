@@ -25,13 +25,14 @@ from __future__ import annotations
 import contextvars
 import functools
 import logging
+import os
 from typing import Any
 
 import trio
 from hypercorn.events import RawData
 from hypercorn.trio.tcp_server import TCPServer
 
-__all__ = ["SEND_TIMEOUT_ATTR", "current_connection", "install"]
+__all__ = ["SEND_TIMEOUT_ATTR", "current_connection", "install", "write_now"]
 
 log = logging.getLogger("openenv_anyio.server")
 
@@ -63,6 +64,21 @@ async def _send_with_progress_timeout(server: TCPServer, data: bytes, timeout: f
     return True
 
 
+def write_now(server: TCPServer, data: bytes) -> int:
+    """How many bytes of ``data`` the connection's socket took at once, without waiting:
+    0 while another task holds the send lock, or when the socket is full or broken (the
+    guarded path then decides). The cheap way out for a small frame, the usual case."""
+    if server.send_lock.locked():
+        return 0
+    fd = server.stream.socket.fileno()
+    if fd < 0:
+        return 0
+    try:
+        return os.write(fd, data)
+    except OSError:
+        return 0
+
+
 def install() -> None:
     if getattr(TCPServer.protocol_send, "_openenv_guarded", False):
         return
@@ -78,10 +94,14 @@ def install() -> None:
             except trio.BusyResourceError:  # the other task is half-closing this socket
                 pass
             return
+        data = event.data
+        written = write_now(self, data)
+        if written == len(data):
+            return
         async with self.send_lock:
             with trio.CancelScope(shield=True):
                 try:
-                    if not await _send_with_progress_timeout(self, event.data, timeout):
+                    if not await _send_with_progress_timeout(self, data[written:], timeout):
                         log.info("peer took no data for %g s; dropping the connection", timeout)
                         await self.stream.aclose()
                 except (trio.BusyResourceError, trio.BrokenResourceError, trio.ClosedResourceError):

@@ -231,16 +231,10 @@ class _DirectIO:
         ):
             data = text_frame(message["text"])
             tcp = self._tcp
-            fd = tcp.stream.socket.fileno()
-            if not tcp.send_lock.locked() and fd >= 0:
-                try:
-                    written = os.write(fd, data)
-                except OSError:  # full (BlockingIOError) or broken: the guarded path decides
-                    written = 0
-                if written == len(data):
-                    return
-                data = data[written:]
-            await tcp.protocol_send(RawData(data=data))
+            written = connection_guards.write_now(tcp, data)
+            if written == len(data):
+                return
+            await tcp.protocol_send(RawData(data=data[written:]))
             return
         await stream.app_send(message)
 
