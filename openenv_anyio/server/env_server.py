@@ -22,7 +22,7 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 
 from ..environment import EnvFactory
-from . import accept_bursts, connection_guards, direct_ws, liveness
+from . import accept_bursts, connection_guards, direct_ws, keepalive_timer, liveness
 from .app import create_app
 from .config import ServerConfig
 from .context import AsgiReceive, AsgiSend, ServerContext
@@ -111,6 +111,7 @@ class EnvServer:
         connection_guards.install()
         direct_ws.install()
         accept_bursts.install()
+        keepalive_timer.install()
         self._stop = trio.Event()
         with rare_full_collections(self.config.full_gc_threshold):
             await self._serve(task_status)

@@ -1,0 +1,113 @@
+"""Hypercorn's keep-alive timer, replaced by ``KeepAliveTimer``, still closes idle HTTP
+connections and never a busy one (real Hypercorn, real sockets on loopback)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+
+from openenv_anyio.server import keepalive_timer
+from openenv_anyio.server.keepalive_timer import KeepAliveTimer
+
+pytestmark = pytest.mark.trio
+
+KEEP_ALIVE_S = 0.3
+
+
+async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            await send({"type": message["type"] + ".complete"})
+            if message["type"] == "lifespan.shutdown":
+                return
+    elif scope["type"] == "http":
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+    elif scope["type"] == "websocket":
+        await receive()
+        await send({"type": "websocket.accept"})
+        while (await receive())["type"] != "websocket.disconnect":
+            pass
+
+
+@asynccontextmanager
+async def _server() -> AsyncIterator[int]:
+    keepalive_timer.install()
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.keep_alive_timeout = KEEP_ALIVE_S
+    config.accesslog = config.errorlog = None
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(serve, _app, config)
+        yield int(binds[0].rsplit(":", 1)[1])
+        nursery.cancel_scope.cancel()
+
+
+async def _closed_by_server(stream: trio.SocketStream, within_s: float) -> bool:
+    with trio.move_on_after(within_s):
+        while await stream.receive_some(65536):
+            pass
+        return True
+    return False
+
+
+async def test_a_silent_connection_is_closed_after_the_keep_alive_timeout() -> None:
+    with trio.fail_after(10):
+        async with _server() as port:
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            started = trio.current_time()
+            assert await _closed_by_server(stream, 5)
+            assert trio.current_time() - started >= KEEP_ALIVE_S * 0.9
+
+
+async def test_a_request_is_served_and_the_idle_connection_closed_afterwards() -> None:
+    with trio.fail_after(10):
+        async with _server() as port:
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            await stream.send_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+            answer = b""
+            while not answer.endswith(b"ok"):
+                answer += await stream.receive_some(65536)
+            assert answer.startswith(b"HTTP/1.1 200")
+            assert await _closed_by_server(stream, 5)  # the timer restarted after the request
+
+
+async def test_a_websocket_outlives_the_keep_alive_timeout() -> None:
+    with trio.fail_after(10):
+        async with _server() as port:
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            await stream.send_all(
+                b"GET /ws HTTP/1.1\r\nhost: x\r\nupgrade: websocket\r\nconnection: upgrade\r\n"
+                b"sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n\r\n"
+            )
+            handshake = await stream.receive_some(65536)
+            assert handshake.startswith(b"HTTP/1.1 101")
+            assert not await _closed_by_server(stream, KEEP_ALIVE_S * 4)
+
+
+async def test_restart_cancels_the_previous_timer_and_stop_cancels_one_not_yet_run() -> None:
+    ran: list[str] = []
+
+    async def timer(name: str) -> None:
+        await trio.sleep(0.05)
+        ran.append(name)
+
+    class Group:  # what Hypercorn hands over: a task group exposing its nursery
+        def __init__(self, nursery: trio.Nursery) -> None:
+            self._nursery = nursery
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            timers = KeepAliveTimer()
+            await timers.restart(Group(nursery), lambda: timer("first"))
+            await timers.restart(Group(nursery), lambda: timer("second"))
+            await timers.stop()  # cancels "second" before it has run at all
+            await timers.restart(Group(nursery), lambda: timer("third"))
+    assert ran == ["third"]
