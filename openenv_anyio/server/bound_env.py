@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+import trio
+
 from ..environment import EnvFactory, LiftedObservation, lift_observation, normalise_state
 from .action_check import ActionCheck, action_check_for
 from .env_runner import EnvRunner, InlineRunner, ThreadRunner
@@ -129,6 +131,10 @@ class BoundEnv:
         except Exception as exc:
             await runner.aclose()
             raise FactoryFailure(factory, exc) from exc
+        except BaseException:  # cancelled while the factory runs: the thread ends after it
+            with trio.CancelScope(shield=True):
+                await runner.aclose()
+            raise
         if isinstance(runner, ThreadRunner) and inline is None and getattr(env, "NON_BLOCKING", False):
             await runner.aclose()
             runner = InlineRunner()

@@ -153,12 +153,14 @@ class ThreadRunner:
         threads.
         """
         runner = cls(name, start=False)
-        try:
-            starter = _starter.get()
-        except LookupError:
-            await trio.to_thread.run_sync(runner._thread.start)
-        else:
-            await starter.run(runner._thread.start)
+        # Shielded: a thread that started always reaches its runner, which the caller closes.
+        with trio.CancelScope(shield=True):
+            try:
+                starter = _starter.get()
+            except LookupError:
+                await trio.to_thread.run_sync(runner._thread.start)
+            else:
+                await starter.run(runner._thread.start)
         return runner
 
     @property

@@ -131,3 +131,32 @@ async def test_thread_starter_starts_session_threads_and_stops_its_own() -> None
             break
         await trio.sleep(0.02)
     assert not any(thread.name == "openenv-thread-starter" for thread in threading.enumerate())
+
+
+async def test_cancelled_while_the_factory_runs_the_session_thread_still_ends() -> None:
+    """A session cancelled during creation (client gone, server shutting down) leaves no
+    thread behind: it ends once the factory returns."""
+    from openenv_anyio.server.bound_env import BoundEnv
+    from openenv_anyio.server.env_runner import thread_starter
+
+    release = threading.Event()
+    threads: list[threading.Thread] = []
+
+    class Slow:
+        def __init__(self) -> None:
+            threads.append(threading.current_thread())
+            release.wait(5)
+
+        def reset(self) -> dict[str, int]:
+            return {}
+
+        def step(self, action: object) -> dict[str, int]:
+            return {}
+
+    with trio.fail_after(10):
+        async with thread_starter():
+            with trio.move_on_after(0.1) as waited:
+                await BoundEnv.create(Slow)
+            assert waited.cancelled_caught and len(threads) == 1
+            release.set()
+            assert await ends(threads[0])
