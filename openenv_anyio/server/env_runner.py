@@ -118,7 +118,7 @@ class CompletionInbox:
 
 
 _inbox: trio.lowlevel.RunVar[CompletionInbox] = trio.lowlevel.RunVar("openenv_anyio_completion_inbox")
-_starter: trio.lowlevel.RunVar[ThreadRunner] = trio.lowlevel.RunVar("openenv_anyio_thread_starter")
+_starter: trio.lowlevel.RunVar[ThreadRunner | None] = trio.lowlevel.RunVar("openenv_anyio_thread_starter", None)
 
 
 class ThreadRunner:
@@ -155,9 +155,8 @@ class ThreadRunner:
         runner = cls(name, start=False)
         # Shielded: a thread that started always reaches its runner, which the caller closes.
         with trio.CancelScope(shield=True):
-            try:
-                starter = _starter.get()
-            except LookupError:
+            starter = _starter.get(None)
+            if starter is None or starter._closed:  # no block, or one that ended out of order
                 await trio.to_thread.run_sync(runner._thread.start)
             else:
                 await starter.run(runner._thread.start)

@@ -160,3 +160,24 @@ async def test_cancelled_while_the_factory_runs_the_session_thread_still_ends() 
             assert waited.cancelled_caught and len(threads) == 1
             release.set()
             assert await ends(threads[0])
+
+
+async def test_starter_blocks_ending_out_of_order_leave_runners_working() -> None:
+    """Two servers in one trio run whose lifetimes overlap without nesting: runners opened
+    after both ended still start (a closed starter is never used)."""
+    from contextlib import AsyncExitStack
+
+    from openenv_anyio.server.env_runner import thread_starter
+
+    with trio.fail_after(10):
+        first, second = AsyncExitStack(), AsyncExitStack()
+        await first.enter_async_context(thread_starter())
+        await second.enter_async_context(thread_starter())
+        await first.aclose()  # the first server stops before the second
+        during = await ThreadRunner.open()
+        await second.aclose()
+        after = await ThreadRunner.open()
+        for runner in (during, after):
+            assert await runner.run(threading.get_ident) == runner.thread.ident
+            await runner.aclose()
+            assert await ends(runner.thread)
