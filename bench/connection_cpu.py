@@ -25,20 +25,9 @@ from contextlib import ExitStack
 
 import anyio
 
-from bench.envs import ENV_KINDS
 from bench.procs import ServerProcess, raise_fd_limit
-from bench.serve import STACKS
 from bench.server_cpu import Variant, cpu_seconds, serve
 from bench.stacks.registry import client_stack
-
-
-def _variant(text: str) -> Variant:
-    variant = Variant.parse(text)
-    if variant.server not in STACKS:
-        raise argparse.ArgumentTypeError(f"unknown server {variant.server!r} (one of {', '.join(STACKS)})")
-    if variant.kind not in ENV_KINDS:
-        raise argparse.ArgumentTypeError(f"unknown env kind {variant.kind!r} (one of {', '.join(ENV_KINDS)})")
-    return variant
 
 
 def run_once(variant: Variant, server: ServerProcess, connections: int) -> tuple[float, int]:
@@ -69,7 +58,7 @@ def run_once(variant: Variant, server: ServerProcess, connections: int) -> tuple
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.connection_cpu", description=__doc__.split("\n\n")[0])
-    parser.add_argument("variants", nargs="+", type=_variant, metavar="VARIANT")
+    parser.add_argument("variants", nargs="+", type=Variant.parse, metavar="VARIANT")
     parser.add_argument("--connections", type=int, default=1000, help="connections per run, all at once (default 1000)")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)

@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from bench.envs import ENV_KINDS
 from bench.procs import HOST, ServerProcess, free_port, raise_fd_limit, spawn
+from bench.serve import STACKS
 from bench.stacks.registry import client_stack
 
 _TICKS_PER_S = os.sysconf("SC_CLK_TCK")
@@ -44,10 +46,16 @@ class Variant:
 
     @classmethod
     def parse(cls, text: str) -> Variant:
+        """The variant ``text`` names (``argparse.ArgumentTypeError`` for an unknown server or env kind)."""
         rest, _, pythonpath = text.partition("=")
         rest, _, client = rest.partition("@")
         server, _, kind = rest.partition(":")
-        return cls(server, kind or "echo", client or "raw", pythonpath or None)
+        variant = cls(server, kind or "echo", client or "raw", pythonpath or None)
+        if variant.server not in STACKS:
+            raise argparse.ArgumentTypeError(f"unknown server {variant.server!r} (one of {', '.join(STACKS)})")
+        if variant.kind not in ENV_KINDS:
+            raise argparse.ArgumentTypeError(f"unknown env kind {variant.kind!r} (one of {', '.join(ENV_KINDS)})")
+        return variant
 
     @property
     def label(self) -> str:

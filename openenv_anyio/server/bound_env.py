@@ -184,13 +184,13 @@ class BoundEnv:
             return
         self._closed = True
         close = getattr(self.env, "close", None)
-        runner = self.runner
+        on_loop = callable(close) and self._async["close"]
         try:
-            if callable(close) and not self._async["close"] and isinstance(runner, ThreadRunner):
-                await runner.aclose(final=close)  # close() and the thread's end: one hand-off
-            elif callable(close):
-                await self._call("close")
+            if on_loop:
+                await close()
+            # a sync close() is the runner's last call: with a thread, one hand-off for both
+            await self.runner.aclose(close if callable(close) and not on_loop else None)
         except Exception:
             log.exception("environment close() raised")
         finally:
-            await runner.aclose()
+            await self.runner.aclose()  # when close() raised or was cancelled on the loop

@@ -37,8 +37,9 @@ class EnvRunner(Protocol):
         """Call ``fn`` where this runner runs calls; await the result if it is awaitable."""
         ...
 
-    async def aclose(self) -> None:
-        """Stop the runner; it runs nothing afterwards."""
+    async def aclose(self, final: Callable[[], Any] | None = None) -> None:
+        """Stop the runner; ``final``, if given, is its last call (its error is raised
+        here). It runs nothing afterwards."""
         ...
 
 
@@ -53,8 +54,9 @@ class InlineRunner:
             result = await result
         return result
 
-    async def aclose(self) -> None:
-        return None
+    async def aclose(self, final: Callable[[], Any] | None = None) -> None:
+        if final is not None:
+            await self.run(final)
 
 
 class _Pending:
@@ -198,7 +200,8 @@ class ThreadRunner:
 
     async def aclose(self, final: Callable[[], Any] | None = None) -> None:
         """Stop the thread; ``final``, if given, is its last call, in the same hand-off
-        (its error is raised here; a coroutine it returns is awaited on the loop)."""
+        (its error is raised here; a coroutine it returns is awaited on the loop). Once
+        closed, closing again does nothing."""
         if self._closed:
             return
         self._closed = True

@@ -92,6 +92,7 @@ def test_stuck_subscriber_never_slows_stepping() -> None:
                 for index in range(1000):
                     answer = ask(ws, {"type": "step", "data": {"message": "m", "pad": 2000}})
                     assert answer["type"] == "observation", index
+                # a hang bound, not a speed check: a blocking subscriber would stall this forever
                 assert time.monotonic() - start < 60
                 state = update(live)
                 while state["step_count"] < 1000:
