@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what the test suite talks to besides our own Python packages:
+#   - the Debian packages listed in tools/test-deps/apt.txt (browser, proxies), and
+#   - one virtual environment per upstream OpenEnv release, .peers/NAME/ from
+#     tools/test-deps/peers/NAME.txt (rebuilt only when that file changes).
+# Idempotent: a second run installs nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mapfile -t wanted < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' tools/test-deps/apt.txt | grep -v '^$')
+missing=()
+for pkg in "${wanted[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  if ! command -v apt-get >/dev/null; then
+    echo "install-test-deps: no apt-get here; install these by hand: ${missing[*]}" >&2
+    exit 1
+  fi
+  sudo=()
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || { echo "install-test-deps: root (or sudo) is needed to install: ${missing[*]}" >&2; exit 1; }
+    sudo=(sudo)
+  fi
+  echo "install-test-deps: apt-get install ${missing[*]}"
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+for req in tools/test-deps/peers/*.txt; do
+  [ -e "$req" ] || continue
+  name=$(basename "$req" .txt)
+  venv=".peers/$name"
+  if [ -x "$venv/bin/python" ] && cmp -s "$req" "$venv/requirements.txt"; then
+    continue
+  fi
+  echo "install-test-deps: building $venv"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  "$venv/bin/python" -m pip install --quiet -r "$req"
+  cp "$req" "$venv/requirements.txt"
+done
