@@ -114,8 +114,16 @@ class Validator:
         return self._reference.is_valid(instance)
 
     def faults(self, instance: Any) -> list[SchemaFault]:
-        """Every fault the reference engine finds, the most relevant first."""
-        errors = sorted(self._reference.iter_errors(instance), key=jsonschema.exceptions.relevance)
+        """Every fault the reference engine finds, the most relevant first.
+
+        The reference engine recurses (and quotes values with ``repr``) once per nesting
+        level; a value nested nearly as deep as JSON allows can exhaust Python's stack there.
+        It is then one fault at the root saying so, never an exception (``WS-ERR-9``).
+        """
+        try:
+            errors = sorted(self._reference.iter_errors(instance), key=jsonschema.exceptions.relevance)
+        except RecursionError:
+            return [SchemaFault("", "depth", "the value is nested too deeply to be checked against the schema", "")]
         for error in errors:  # name what a labelled (sub)schema stands for
             _label_message(error)
         return [

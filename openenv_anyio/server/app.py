@@ -16,6 +16,7 @@ from ..core import FrameCodec, ProtocolError, Reset, dumps, parse_json
 from .bound_env import FactoryFailure
 from .context import ServerContext, log
 from .env_profile import EnvProfile
+from .error_text import exception_text
 
 __all__ = ["create_app"]
 
@@ -55,9 +56,9 @@ async def _json_body(*, default: Any) -> Any:
 
 
 def _server_error(exc: BaseException) -> Response:
-    status = 500
-    log.warning("HTTP request failed: %s: %s", type(exc).__name__, exc)
-    return _json({"detail": f"{type(exc).__name__}: {exc}"}, status)
+    text = exception_text(exc)
+    log.warning("HTTP request failed: %s", text)
+    return _json({"detail": text}, 500)
 
 
 def create_app(ctx: ServerContext) -> QuartTrio:

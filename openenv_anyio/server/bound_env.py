@@ -4,6 +4,11 @@ Created from the factory on the session's runner (so a thread-affine environment
 the thread that will serve it), it answers reset/step/state with values ready for frames,
 awaits ``async def`` methods on the event loop and sends sync ones to the runner.
 Exceptions of the environment propagate unchanged; the session turns them into frames.
+
+Environment code that raises a ``BaseException`` which is not an ``Exception`` (``sys.exit()``,
+``KeyboardInterrupt``, ``GeneratorExit``, a library's own) would otherwise unwind through the
+server's nursery and stop the whole server: here it becomes :class:`EnvironmentAborted`, an
+``Exception`` that ends only its session (``SRV-FAULT-1``). Cancellation is never converted.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ import trio
 from ..environment import EnvFactory, LiftedObservation, lift_observation, normalise_state
 from .action_check import ActionCheck, action_check_for
 from .env_runner import EnvRunner, InlineRunner, ThreadRunner
+from .error_text import exception_text
 
-__all__ = ["BoundEnv", "FactoryFailure", "declared_non_blocking"]
+__all__ = ["BoundEnv", "EnvironmentAborted", "FactoryFailure", "aborted_by", "declared_non_blocking"]
 
 _METHODS = ("reset", "step", "close")
 log = logging.getLogger("openenv_anyio.server")
@@ -33,7 +39,34 @@ class FactoryFailure(Exception):
 
     def __init__(self, factory: EnvFactory, cause: BaseException) -> None:
         self.factory_name = getattr(factory, "__qualname__", None) or type(factory).__name__
-        super().__init__(f"Failed to create environment ({self.factory_name}): {type(cause).__name__}: {cause}")
+        if isinstance(cause, EnvironmentAborted):
+            cause = cause.cause
+        super().__init__(f"Failed to create environment ({self.factory_name}): {exception_text(cause)}")
+
+
+class EnvironmentAborted(Exception):
+    """Environment code raised ``cause``, a ``BaseException`` that is not an ``Exception``:
+    the request fails and the session ends (``SRV-FAULT-1``); the server goes on."""
+
+    def __init__(self, cause: BaseException) -> None:
+        self.cause = cause
+        super().__init__(exception_text(cause))
+
+
+def _is_cancellation(exc: BaseException) -> bool:
+    if isinstance(exc, trio.Cancelled):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.subgroup(lambda inner: isinstance(inner, trio.Cancelled)) is not None
+    return False
+
+
+def aborted_by(exc: BaseException) -> EnvironmentAborted | None:
+    """What environment code raising ``exc`` means for the server: ``None`` when ``exc``
+    propagates as it is (an ``Exception``, or a cancellation), else the session's end."""
+    if isinstance(exc, Exception) or _is_cancellation(exc):
+        return None
+    return EnvironmentAborted(exc)
 
 
 def declared_non_blocking(factory: Any) -> bool | None:
@@ -128,11 +161,11 @@ class BoundEnv:
         )
         try:
             env = await runner.run(factory)
-        except Exception as exc:
-            await runner.aclose()
-            raise FactoryFailure(factory, exc) from exc
-        except BaseException:  # cancelled while the factory runs: the thread ends after it
-            with trio.CancelScope(shield=True):
+        except BaseException as exc:
+            if isinstance(exc, Exception) or aborted_by(exc) is not None:
+                await runner.aclose()
+                raise FactoryFailure(factory, exc) from exc
+            with trio.CancelScope(shield=True):  # cancelled while the factory runs: the thread ends after it
                 await runner.aclose()
             raise
         if isinstance(runner, ThreadRunner) and inline is None and getattr(env, "NON_BLOCKING", False):
@@ -151,20 +184,26 @@ class BoundEnv:
         accepted = self._reset_keywords
         if accepted is not None and not accepted.issuperset(kwargs):
             kwargs = {key: value for key, value in kwargs.items() if key in accepted}
-        if self._async["reset"]:
-            observation = await self.env.reset(**kwargs)
-            state = None
-        else:
-            observation, state = await self.runner.run(partial(_reset_then_state, self.env, kwargs))
-        lifted = lift_observation(observation)
         try:
-            if state is None:
-                state = await self.runner.run(partial(read_state, self.env))
-            elif inspect.isawaitable(state):
-                state = await state
-            return lifted, normalise_state(state)
-        except Exception:
-            return lifted, None
+            if self._async["reset"]:
+                observation = await self.env.reset(**kwargs)
+                state = None
+            else:
+                observation, state = await self.runner.run(partial(_reset_then_state, self.env, kwargs))
+            lifted = lift_observation(observation)
+            try:
+                if state is None:
+                    state = await self.runner.run(partial(read_state, self.env))
+                elif inspect.isawaitable(state):
+                    state = await state
+                return lifted, normalise_state(state)
+            except Exception:
+                return lifted, None
+        except BaseException as exc:
+            aborted = aborted_by(exc)
+            if aborted is None:
+                raise
+            raise aborted from exc
 
     def check_action(self, action: Mapping[str, Any]) -> Any:
         """Validate ``action`` (raises ProtocolError) and return what ``step`` receives."""
@@ -172,11 +211,23 @@ class BoundEnv:
 
     async def step(self, action: Any) -> LiftedObservation:
         """Step with an already checked action."""
-        return lift_observation(await self._call("step", action))
+        try:
+            return lift_observation(await self._call("step", action))
+        except BaseException as exc:
+            aborted = aborted_by(exc)
+            if aborted is None:
+                raise
+            raise aborted from exc
 
     async def state(self) -> dict[str, Any]:
         """The ``data`` of a ``state`` frame."""
-        return normalise_state(await self.runner.run(partial(read_state, self.env)))
+        try:
+            return normalise_state(await self.runner.run(partial(read_state, self.env)))
+        except BaseException as exc:
+            aborted = aborted_by(exc)
+            if aborted is None:
+                raise
+            raise aborted from exc
 
     async def aclose(self) -> None:
         """Call the environment's ``close()`` (once, errors swallowed) and stop the runner."""
@@ -190,7 +241,9 @@ class BoundEnv:
                 await close()
             # a sync close() is the runner's last call: with a thread, one hand-off for both
             await self.runner.aclose(close if callable(close) and not on_loop else None)
-        except Exception:
-            log.exception("environment close() raised")
+        except BaseException as exc:
+            if not isinstance(exc, Exception) and aborted_by(exc) is None:
+                raise  # cancelled
+            log.error("environment close() raised %s", exception_text(exc), exc_info=exc)
         finally:
             await self.runner.aclose()  # when close() raised or was cancelled on the loop

@@ -27,8 +27,9 @@ from ..core import (
     decode_client_frame,
 )
 from .action_check import relocate
-from .bound_env import BoundEnv, FactoryFailure
+from .bound_env import BoundEnv, EnvironmentAborted, FactoryFailure
 from .context import AsgiReceive, AsgiSend, ServerContext, log
+from .error_text import exception_text
 from .liveness import PingSchedule
 from .ui_hub import EpisodeView
 
@@ -77,10 +78,6 @@ async def refuse_at_capacity(ctx: ServerContext, send: AsgiSend) -> None:
     await close_websocket(send, CLOSE_TRY_AGAIN, "server at capacity")
 
 
-def _execution_error(exc: BaseException, request_id: str | None = None) -> Error:
-    return Error(ErrorCode.EXECUTION_ERROR.value, f"{type(exc).__name__}: {exc}", request_id=request_id)
-
-
 def _refusal(error: ProtocolError, request_id: str | None) -> Error:
     frame = Error.from_protocol_error(error)
     return frame if request_id is None else replace(frame, request_id=request_id)
@@ -99,6 +96,8 @@ class WsSession:
         self.session_id = uuid.uuid4().hex
         self.view = EpisodeView(self.session_id, ctx.config.action_log_size)
         self.env: BoundEnv | None = None
+        #: the environment aborted (SRV-FAULT-1): after its answer, the session ends
+        self.aborted: EnvironmentAborted | None = None
         self._stop: str | None = None
         self._wait_scope: trio.CancelScope | None = None
 
@@ -197,7 +196,18 @@ class WsSession:
             await close_websocket(self.send, CLOSE_NORMAL)
             return False
         await self.send({"type": "websocket.send", "text": await self._answer(frame)})
+        if self.aborted is not None:  # SRV-FAULT-1
+            await close_websocket(self.send, CLOSE_INTERNAL, "environment aborted")
+            return False
         return True
+
+    def _failure(self, exc: Exception, request_id: str | None = None) -> str:
+        """The ``EXECUTION_ERROR`` answer for an environment that raised ``exc`` (``WS-ERR-7``);
+        an aborted environment also ends the session after it (``SRV-FAULT-1``)."""
+        if isinstance(exc, EnvironmentAborted):
+            self.aborted = exc
+            log.error("session %s: the environment raised %s; ending the session", self.session_id, exc)
+        return self.ctx.encode(Error(ErrorCode.EXECUTION_ERROR.value, exception_text(exc), request_id=request_id))
 
     async def _answer(self, frame: Any, request_id: str | None = None) -> str:
         """The text of the answer to a reset, step or state request (runs the environment).
@@ -221,7 +231,7 @@ class WsSession:
                     error = relocate(error, "/data")
                 return encode(_refusal(error, request_id))
             except Exception as exc:  # WS-ERR-7
-                return encode(_execution_error(exc, request_id))
+                return self._failure(exc, request_id)
             view, hub = self.view, self.ctx.hub
             watched = bool(hub.subscribers)
             view.record_step(frame.action, lifted.observation, lifted.reward, lifted.done, log=watched)
@@ -245,7 +255,7 @@ class WsSession:
                     )
                 )
             except Exception as exc:
-                return encode(_execution_error(exc, request_id))
+                return self._failure(exc, request_id)
             step_count = state.get("step_count")
             self.view.record_reset(episode_id, step_count if isinstance(step_count, int) else 0, lifted.observation)
             self.ctx.hub.publish(self.view)
@@ -253,4 +263,4 @@ class WsSession:
         try:
             return encode(State(await env.state()))
         except Exception as exc:
-            return encode(_execution_error(exc))
+            return self._failure(exc)

@@ -1,0 +1,118 @@
+"""Fault isolation: an environment's BaseException, a hung close(), a frame the server cannot
+answer normally: each costs only its own session (or request), never the server."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from openenv_anyio.envs.echo import EchoEnv
+
+from .aborting_envs import ABORTS, AWKWARD, Aborting, AsyncAborting, Awkward, InlineAborting, exiting_factory
+from .conftest import TIMEOUT, ask, running, wait_for, ws_connect
+from .test_sessions import closed_code
+
+KINDS = {"thread": Aborting, "inline": InlineAborting, "async": AsyncAborting}
+
+
+def _server_still_serves(server) -> None:
+    with ws_connect(server) as ws:
+        assert ask(ws, {"type": "reset"})["type"] == "observation"
+        assert ask(ws, {"type": "step", "data": {}})["data"]["observation"]["steps"] == 1
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("abort", sorted(ABORTS))
+@pytest.mark.parametrize("where", ["reset", "step"])
+def test_env_base_exception_ends_only_its_session(kind: str, abort: str, where: str) -> None:
+    """SRV-FAULT-1: the request is answered with EXECUTION_ERROR naming the exception, the
+    session closes with 1011, the other sessions and the server go on."""
+    with running(KINDS[kind]) as server, ws_connect(server) as bystander, ws_connect(server) as victim:
+        ask(bystander, {"type": "reset"})
+        ask(victim, {"type": "reset"})
+        request = (
+            {"type": "reset", "data": {"abort_in_reset": abort}}
+            if where == "reset"
+            else {"type": "step", "data": {"abort": abort}}
+        )
+        answer = ask(victim, request)
+        assert answer["data"]["code"] == "EXECUTION_ERROR"
+        assert abort in answer["data"]["message"]
+        code, reason = closed_code(victim)
+        assert code == 1011 and "environment" in reason
+        assert ask(bystander, {"type": "step", "data": {}})["data"]["observation"]["steps"] == 1
+        _server_still_serves(server)
+        wait_for(lambda: server.stats()["active_sessions"] == 1)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_env_base_exception_in_close_is_logged_not_fatal(kind: str) -> None:
+    """SRV-FAULT-1: close() raising SystemExit ends nothing but that close."""
+    with running(KINDS[kind]) as server:
+        with ws_connect(server) as ws:
+            ask(ws, {"type": "step", "data": {"abort_on_close": "SystemExit"}})
+        wait_for(lambda: server.stats() == {"active_sessions": 0, "live_envs": 0, "connections": 0})
+        _server_still_serves(server)
+
+
+def test_factory_base_exception_is_factory_error() -> None:
+    """SRV-FAULT-1 with WS-FACT-1: a factory calling sys.exit() fails its session only."""
+    with running(exiting_factory) as server:
+        for _ in range(2):
+            with ws_connect(server) as ws:
+                error = json.loads(ws.recv(timeout=TIMEOUT))
+                assert error["data"]["code"] == "FACTORY_ERROR"
+                assert "SystemExit" in error["data"]["message"]
+                assert closed_code(ws)[0] == 1011
+        wait_for(lambda: server.stats()["active_sessions"] == 0)
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+#: orjson refuses more than 1024 levels (WS-CONN-5); anything up to that must be answered
+DEPTHS = (969, 1022)
+
+
+@pytest.mark.parametrize("depth", DEPTHS)
+@pytest.mark.parametrize(
+    "template",
+    ['{"type":"step","data":%s}', '{"type":"reset","data":%s}', '{"type":"reset","data":{"seed":%s}}'],
+)
+def test_deeply_nested_frame_is_answered_not_fatal(template: str, depth: int) -> None:
+    """WS-ERR-9: a small frame nested as deep as JSON allows is refused with an error frame;
+    the session goes on."""
+    with running(EchoEnv) as server, ws_connect(server) as ws:
+        answer = ask(ws, template % _nested(depth))
+        assert answer["type"] == "error" and answer["data"]["code"] == "VALIDATION_ERROR"
+        assert ask(ws, {"type": "step", "data": {"message": "still here"}})["data"]["observation"]["echoed"] == "still here"
+
+
+@pytest.mark.parametrize("depth", DEPTHS)
+@pytest.mark.parametrize(
+    ("path", "template"),
+    [("/reset", '{"seed":%s}'), ("/step", '{"action":{"message":%s}}')],
+)
+def test_deeply_nested_http_body_is_422_json(path: str, template: str, depth: int) -> None:
+    """HTTP-4: the same frame over HTTP is a JSON 422, not an HTML 500."""
+    with running(EchoEnv) as server, httpx.Client(base_url=server.url, timeout=TIMEOUT) as client:
+        response = client.post(path, content=template % _nested(depth))
+        assert response.status_code == 422, response.text[:200]
+        assert response.json()["detail"]
+
+
+@pytest.mark.parametrize("awkward", sorted(AWKWARD))
+def test_exception_text_that_cannot_be_sent_as_is_still_gives_an_error_frame(awkward: str) -> None:
+    """SRV-FAULT-2: the message is escaped or replaced, the session goes on."""
+    with running(Awkward) as server, ws_connect(server) as ws:
+        answer = ask(ws, {"type": "step", "data": {"raise": awkward}})
+        assert answer["data"]["code"] == "EXECUTION_ERROR"
+        assert type(AWKWARD[awkward]).__name__ in answer["data"]["message"]
+        assert ask(ws, {"type": "state"})["data"]["message"] == "ValueError: bad \\ud800 text"
+        with httpx.Client(base_url=server.url, timeout=TIMEOUT) as client:
+            response = client.post("/step", json={"action": {"raise": awkward}})
+            assert response.status_code == 500
+            assert type(AWKWARD[awkward]).__name__ in response.json()["detail"]
