@@ -1,4 +1,5 @@
-"""WebSocket pings whose pongs the application can see (``WS-PING-1``).
+"""WebSocket pings whose pongs the application can see (``WS-PING-1``), and the peer's
+close as it arrives (``WS-CAP-2``, ``EXT-RES-2``).
 
 ASGI has no ping message, and Hypercorn's own ``websocket_ping_interval`` sends pings but
 ignores the pongs, so a half-open peer (gone without a close, its TCP still up or silent) is
@@ -6,6 +7,14 @@ never noticed. This module teaches Hypercorn's WebSocket stream one extra ASGI s
 ``{"type": "openenv.ping", "probe": PongProbe}``: the stream sends a ping, and every pong it
 receives afterwards stamps ``probe.last_pong`` with the trio clock. Streams of applications
 that never send the event behave exactly as before.
+
+A second event, ``{"type": "openenv.peer_close", "callback": f}``, asks the stream to call
+``f(code)`` (synchronously, on the connection's task) when the peer's close frame arrives
+(the peer's own close, not its answer to the server's),
+*before* Hypercorn answers it: whatever ``f`` frees is free by the time the peer sees its
+closing handshake complete. ``f`` also learns the peer's close code, which ASGI's
+``websocket.disconnect`` does not carry through Hypercorn (it reports every peer close as
+1006). A connection lost without a close frame never calls ``f``.
 
 :func:`install` swaps the stream class Hypercorn's HTTP/1.1 and HTTP/2 protocols build
 (idempotent; the subclass only adds behaviour).
@@ -21,11 +30,13 @@ import trio
 from hypercorn.protocol import h2 as _h2
 from hypercorn.protocol import h11 as _h11
 from hypercorn.protocol.ws_stream import ASGIWebsocketState, WSStream
-from wsproto.events import Event, Ping, Pong
+from wsproto.connection import ConnectionState
+from wsproto.events import CloseConnection, Event, Ping, Pong
 
-__all__ = ["PING_EVENT", "PingSchedule", "PongProbe", "install"]
+__all__ = ["PEER_CLOSE_EVENT", "PING_EVENT", "PingSchedule", "PongProbe", "install"]
 
 PING_EVENT = "openenv.ping"
+PEER_CLOSE_EVENT = "openenv.peer_close"
 
 
 class PongProbe:
@@ -50,6 +61,8 @@ class _PongTap:
         for event in self._connection.events():
             if isinstance(event, Pong) and self._stream.probe is not None:
                 self._stream.probe.last_pong = trio.current_time()
+            elif isinstance(event, CloseConnection) and self._connection.state is ConnectionState.REMOTE_CLOSING:
+                self._stream.peer_closed(event.code)  # the peer's own close, not yet answered
             yield event
 
     def __getattr__(self, name: str) -> Any:
@@ -58,17 +71,30 @@ class _PongTap:
 
 class _ProbingWSStream(WSStream):
     probe: PongProbe | None = None
+    peer_close_code: int | None = None
+    on_peer_close: Callable[[int], None] | None = None
 
     async def _accept(self, message: Any) -> None:
         await super()._accept(message)
         self.connection = _PongTap(self.connection, self)  # type: ignore[assignment]
 
+    def peer_closed(self, code: int) -> None:
+        if self.peer_close_code is None:
+            self.peer_close_code = code
+            if self.on_peer_close is not None:
+                self.on_peer_close(code)
+
     async def app_send(self, message: Any) -> None:
-        if message is not None and message.get("type") == PING_EVENT:
-            if not self.closed and self.state == ASGIWebsocketState.CONNECTED:
-                self.probe = message["probe"]
-                await self._send_wsproto_event(Ping(payload=b"openenv"))
-            return
+        if message is not None:
+            kind = message.get("type")
+            if kind == PING_EVENT:
+                if not self.closed and self.state == ASGIWebsocketState.CONNECTED:
+                    self.probe = message["probe"]
+                    await self._send_wsproto_event(Ping(payload=b"openenv"))
+                return
+            if kind == PEER_CLOSE_EVENT:
+                self.on_peer_close = message["callback"]
+                return
         await super().app_send(message)
 
 

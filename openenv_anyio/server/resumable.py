@@ -59,9 +59,11 @@ class ResumableConnection(WsSession):
     """One negotiated connection attached to a :class:`ResumableSession`."""
 
     _STOPS = {**WsSession._STOPS, "takeover": (CLOSE_TAKEN_OVER, "session taken over by another connection")}
+    #: a lost link (EXT-RES-2) or a takeover (EXT-RES-5) keeps the session and its slot
+    _KEEPS_SLOT = frozenset({"disconnect", "ping", "takeover"})
 
     def __init__(self, ctx: ServerContext, receive: AsgiReceive, send: AsgiSend, session: ResumableSession) -> None:
-        super().__init__(ctx, receive, send)
+        super().__init__(ctx, receive, send, session.slot)
         self.session = session
         self.session_id = session.session_id
         self.view = session.view
@@ -111,7 +113,7 @@ class ResumableConnection(WsSession):
         registry.attach(self)
         try:
             reason = await self._serve()
-            if reason in ("disconnect", "ping"):  # EXT-RES-2: unexpected, keep the session
+            if reason in ("disconnect", "ping"):  # EXT-RES-2: a lost link, keep the session
                 return not await self._park()
             return reason != "takeover"
         finally:
@@ -186,7 +188,7 @@ async def _end(ctx: ServerContext, session: ResumableSession) -> None:
         with trio.move_on_after(ctx.config.shutdown_grace_s):
             await session.env.aclose()
         ctx.registry.env_closed()
-        ctx.registry.release()
+        session.slot.release()
 
 
 async def serve_resumable(ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
@@ -219,17 +221,18 @@ async def serve_resumable(ctx: ServerContext, scope: dict[str, Any], receive: As
             return
         resumed = True
     else:
-        if not registry.try_reserve():  # WS-CAP-1
+        slot = registry.try_reserve()  # WS-CAP-1
+        if slot is None:
             await refuse_at_capacity(ctx, send)
             return
-        probe = WsSession(ctx, receive, send)
+        probe = WsSession(ctx, receive, send, slot)
         env = await probe.create_env()
         if env is None:
-            registry.release()
+            slot.release()
             return
         registry.env_opened()
         session_id = uuid.uuid4().hex
-        session = ResumableSession(session_id, env, EpisodeView(session_id, ctx.config.action_log_size))
+        session = ResumableSession(session_id, env, EpisodeView(session_id, ctx.config.action_log_size), slot)
         ctx.resumable.add(session)
         ctx.hub.add_session(session.view)
         connection = ResumableConnection(ctx, receive, send, session)
@@ -237,6 +240,7 @@ async def serve_resumable(ctx: ServerContext, scope: dict[str, Any], receive: As
         resumed = False
     ends = True
     try:
+        await connection.watch_peer_close()
         await connection.greet(resumed)
         ends = await connection.attend()
     finally:

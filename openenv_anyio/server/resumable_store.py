@@ -8,6 +8,7 @@ import trio
 
 from ..core import RequestLedger, ResumeToken, new_resume_token
 from .bound_env import BoundEnv
+from .session_registry import Slot
 from .ui_hub import EpisodeView
 
 if TYPE_CHECKING:
@@ -19,8 +20,9 @@ __all__ = ["ResumableSession", "ResumableSessions"]
 class ResumableSession:
     """One negotiated session: environment, UI view, ledger, and who drives it now."""
 
-    def __init__(self, session_id: str, env: BoundEnv, view: EpisodeView) -> None:
+    def __init__(self, session_id: str, env: BoundEnv, view: EpisodeView, slot: Slot) -> None:
         self.session_id = session_id
+        self.slot = slot  # held until the session ends, not just its connection (EXT-RES-3)
         self.token = new_resume_token(session_id)
         self.env = env
         self.view = view

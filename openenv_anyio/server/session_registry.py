@@ -7,13 +7,30 @@ from typing import Protocol
 
 import trio
 
-__all__ = ["Connection", "SessionRegistry"]
+__all__ = ["Connection", "SessionRegistry", "Slot"]
 
 
 class Connection(Protocol):
     """A connection the registry can ask to end (a ``/ws`` session or a ``/ws/ui`` subscriber)."""
 
     def request_shutdown(self) -> None: ...
+
+
+class Slot:
+    """One reserved session slot (``WS-CAP-1``). Released once, by whichever path ends the
+    session first: the peer's close as it arrives, the server's own close before it is sent
+    (``WS-CAP-2``), or the session's owner on the way out."""
+
+    __slots__ = ("_registry", "held")
+
+    def __init__(self, registry: SessionRegistry) -> None:
+        self._registry = registry
+        self.held = True
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self._registry._release()
 
 
 class SessionRegistry:
@@ -27,14 +44,14 @@ class SessionRegistry:
         self._connections: set[Connection] = set()
         self._changed = trio.Event()
 
-    def try_reserve(self) -> bool:
-        """Take a session slot; ``False`` when the server is full or shutting down."""
+    def try_reserve(self) -> Slot | None:
+        """Take a session slot; ``None`` when the server is full or shutting down."""
         if self.closing or (self.max_sessions is not None and self.sessions >= self.max_sessions):
-            return False
+            return None
         self.sessions += 1
-        return True
+        return Slot(self)
 
-    def release(self) -> None:
+    def _release(self) -> None:
         self.sessions -= 1
         self._notify()
 

@@ -30,7 +30,8 @@ from .action_check import relocate
 from .bound_env import BoundEnv, EnvironmentAborted, FactoryFailure
 from .context import AsgiReceive, AsgiSend, ServerContext, log
 from .error_text import exception_text
-from .liveness import PingSchedule
+from .liveness import PEER_CLOSE_EVENT, PingSchedule
+from .session_registry import Slot
 from .ui_hub import EpisodeView
 
 __all__ = ["serve_ws", "WsSession", "close_websocket", "refuse_at_capacity"]
@@ -40,6 +41,8 @@ CLOSE_GOING_AWAY = 1001
 CLOSE_INTERNAL = 1011
 CLOSE_TRY_AGAIN = 1013
 CLOSE_IDLE = 4408
+#: Close codes with which a client says "I am done" rather than losing its link (``EXT-RES-2``).
+GOODBYE_CODES = frozenset({CLOSE_NORMAL, CLOSE_GOING_AWAY})
 
 
 async def close_websocket(send: AsgiSend, code: int, reason: str = "") -> None:
@@ -56,13 +59,14 @@ async def serve_ws(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
     if registry.closing:
         await close_websocket(send, CLOSE_GOING_AWAY, "server shutting down")
         return
-    if not registry.try_reserve():  # WS-CAP-1
+    slot = registry.try_reserve()  # WS-CAP-1
+    if slot is None:
         await refuse_at_capacity(ctx, send)
         return
     try:
-        await WsSession(ctx, receive, send).run()
+        await WsSession(ctx, receive, send, slot).run()
     finally:
-        registry.release()
+        slot.release()
 
 
 async def refuse_at_capacity(ctx: ServerContext, send: AsgiSend) -> None:
@@ -84,15 +88,26 @@ def _refusal(error: ProtocolError, request_id: str | None) -> Error:
 
 
 class WsSession:
-    """The state of one ``/ws`` connection while it runs."""
+    """The state of one ``/ws`` connection while it runs.
+
+    Its capacity slot is let go the moment the connection is known to end, before the
+    closing handshake completes (``WS-CAP-2``): on the peer's close frame as it arrives
+    (:meth:`_peer_closed`, called by the connection before it answers), and before the
+    server sends a close frame of its own (:meth:`_ending`). Ends for which a subclass keeps
+    the session alive (:attr:`_KEEPS_SLOT`) keep the slot.
+    """
 
     #: why the loop stops when asked from outside: (reason, close code, close reason)
     _STOPS = {"shutdown": (CLOSE_GOING_AWAY, "server shutting down")}
+    #: ends of the connection after which the session lives on (and holds its slot)
+    _KEEPS_SLOT: frozenset[str] = frozenset()
 
-    def __init__(self, ctx: ServerContext, receive: AsgiReceive, send: AsgiSend) -> None:
+    def __init__(self, ctx: ServerContext, receive: AsgiReceive, send: AsgiSend, slot: Slot) -> None:
         self.ctx = ctx
         self.receive = receive
         self.send = send
+        self.slot = slot
+        self.peer_close_code: int | None = None
         self.session_id = uuid.uuid4().hex
         self.view = EpisodeView(self.session_id, ctx.config.action_log_size)
         self.env: BoundEnv | None = None
@@ -104,6 +119,20 @@ class WsSession:
     def request_shutdown(self) -> None:
         """Server shutdown: end at the next wait for a frame (``WS-SHUT-1``)."""
         self._request_stop("shutdown")
+
+    def _ending(self, reason: str) -> None:
+        """The connection ends for ``reason``: free the slot unless the session lives on."""
+        if reason not in self._KEEPS_SLOT:
+            self.slot.release()
+
+    def _peer_closed(self, code: int) -> None:
+        """The peer's close frame arrived (the server has not answered it yet)."""
+        self.peer_close_code = code
+        self._ending(self._disconnect_reason())
+
+    def _disconnect_reason(self) -> str:
+        """``goodbye`` for a clean close by the client (1000, 1001), else ``disconnect``."""
+        return "goodbye" if self.peer_close_code in GOODBYE_CODES else "disconnect"
 
     def _request_stop(self, reason: str) -> None:
         if self._stop is None:
@@ -123,8 +152,13 @@ class WsSession:
             await close_websocket(self.send, CLOSE_INTERNAL, "environment could not be created")
             return None
 
+    async def watch_peer_close(self) -> None:
+        """Have the connection tell :meth:`_peer_closed` of the peer's close frame."""
+        await self.send({"type": PEER_CLOSE_EVENT, "callback": self._peer_closed})
+
     async def run(self) -> None:
         ctx = self.ctx
+        await self.watch_peer_close()
         self.env = await self.create_env()
         if self.env is None:
             return
@@ -142,8 +176,9 @@ class WsSession:
                 ctx.registry.env_closed()
 
     async def _serve(self) -> str:
-        """Serve frames until the connection ends; return why: ``close``, ``disconnect``,
-        ``idle``, ``ping`` or a stop reason (``shutdown``, ...)."""
+        """Serve frames until the connection ends; return why: ``close``, ``goodbye`` (the
+        client closed the WebSocket with 1000 or 1001), ``disconnect`` (any other loss of the
+        connection), ``idle``, ``ping`` or a stop reason (``shutdown``, ...)."""
         config = self.ctx.config
         receive, send, handle = self.receive, self.send, self._handle
         idle_limit = config.session_timeout_s or math.inf
@@ -158,15 +193,18 @@ class WsSession:
             self._wait_scope = None
             if self._stop is not None:
                 code, reason = self._STOPS[self._stop]
+                self._ending(self._stop)
                 await close_websocket(send, code, reason)
                 return self._stop
             if scope.cancelled_caught:
                 now = trio.current_time()
                 if now >= idle_deadline:  # WS-IDLE-1
+                    self._ending("idle")
                     await close_websocket(send, CLOSE_IDLE, f"session idle for {config.session_timeout_s:g} s (session_timeout)")
                     return "idle"
                 if not await pings.on_deadline(send, now):  # WS-PING-1: the peer is gone
                     log.info("session %s: no pong within %g s, closing", self.session_id, pings.timeout)
+                    self._ending("ping")
                     with trio.move_on_after(1.0):
                         await close_websocket(send, CLOSE_INTERNAL, "ping timeout")
                     return "ping"
@@ -177,7 +215,9 @@ class WsSession:
                 if not await handle(text if text is not None else message.get("bytes") or b""):
                     return "close"
             elif kind == "websocket.disconnect":
-                return "disconnect"
+                ended = self._disconnect_reason()
+                self._ending(ended)
+                return ended
             now = trio.current_time()
             idle_deadline = now + idle_limit
             pings.heard(now)
@@ -193,10 +233,12 @@ class WsSession:
             await self._reply(Error.from_protocol_error(error))
             return True
         if type(frame) is Close:  # WS-CLOSE-1
+            self._ending("close")  # WS-CAP-2
             await close_websocket(self.send, CLOSE_NORMAL)
             return False
         await self.send({"type": "websocket.send", "text": await self._answer(frame)})
         if self.aborted is not None:  # SRV-FAULT-1
+            self._ending("aborted")
             await close_websocket(self.send, CLOSE_INTERNAL, "environment aborted")
             return False
         return True

@@ -172,8 +172,10 @@ def test_takeover_of_a_half_open_connection(server: RunningServer) -> None:
             assert receive(new)["data"]["resumed"] is True
             assert closed_with(old) == 4409
             assert ask(new, {"type": "step", "data": {}, "request_id": "3"})["data"]["observation"]["steps"] == 2
-    # the new connection ended without a close frame: its session is kept for resuming
-    wait_for(lambda: server.stats()["active_sessions"] == 1)
+            drop(new)
+    # the new connection was lost: its session is kept for resuming
+    wait_for(lambda: server.stats()["live_envs"] == 1)
+    assert server.stats()["active_sessions"] == 1
 
 
 def test_an_episode_mismatch_changes_nothing(server: RunningServer, counter: type[StepCounter]) -> None:
@@ -203,3 +205,35 @@ def test_a_session_in_its_grace_period_holds_its_slot(server: RunningServer) -> 
         resumed.send(json.dumps({"type": "close"}))
         assert closed_with(resumed) == 1000
     wait_for(lambda: server.stats()["active_sessions"] == 0)
+
+
+@pytest.mark.server_config(max_concurrent_envs=1)
+@pytest.mark.parametrize("code", [1000, 1001])
+def test_a_clean_websocket_close_ends_the_session_at_once(server: RunningServer, counter: type[StepCounter], code: int) -> None:
+    """EXT-RES-2, WS-CAP-2: a client closing the WebSocket with 1000 or 1001 says it is done:
+    the session ends at once (no grace period) and its slot is free for the next session."""
+    for _ in range(3):
+        with open_ws(server) as ws:
+            greeting = receive(ws)
+            assert greeting["type"] == "session", greeting
+            ask(ws, {"type": "reset", "request_id": "1"})
+            ws.close(code)
+    wait_for(lambda: server.stats()["live_envs"] == 0)
+    assert all(env.closed for env in counter.instances)
+    with open_ws(server, token=greeting["data"]["resume_token"]) as late:
+        assert receive(late)["data"]["code"] == "SESSION_NOT_FOUND"
+
+
+@pytest.mark.server_config(max_concurrent_envs=1)
+def test_a_websocket_close_with_another_code_is_a_lost_link(server: RunningServer) -> None:
+    """EXT-RES-2: any other close code (here 1011, a client-side failure) keeps the session for
+    resuming, holding its slot (EXT-RES-3)."""
+    with open_ws(server) as ws:
+        token = receive(ws)["data"]["resume_token"]
+        ask(ws, {"type": "reset", "request_id": "1", "data": {"episode_id": "kept"}})
+        ws.close(1011)
+    with open_ws(server) as other:
+        assert receive(other)["data"]["code"] == "CAPACITY_REACHED"
+    with open_ws(server, token=token) as resumed:
+        greeting = receive(resumed)["data"]
+        assert greeting["resumed"] is True and greeting["episode_id"] == "kept"
