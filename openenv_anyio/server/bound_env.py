@@ -229,8 +229,21 @@ class BoundEnv:
                 raise
             raise aborted from exc
 
+    @property
+    def name(self) -> str:
+        """The environment's class name, for log lines."""
+        return type(self.env).__qualname__
+
+    def still_closing(self) -> bool:
+        """Whether a ``close()`` that :meth:`aclose` stopped waiting for still runs (on the
+        session's thread: a thread cannot be stopped from outside)."""
+        return isinstance(self.runner, ThreadRunner) and self.runner.thread.is_alive()
+
     async def aclose(self) -> None:
-        """Call the environment's ``close()`` (once, errors swallowed) and stop the runner."""
+        """Call the environment's ``close()`` (once, errors swallowed) and stop the runner.
+
+        Cancellable: the caller bounds it (a cancelled sync ``close()`` keeps running on the
+        session's thread, see :meth:`still_closing`)."""
         if self._closed:
             return
         self._closed = True
@@ -246,4 +259,5 @@ class BoundEnv:
                 raise  # cancelled
             log.error("environment close() raised %s", exception_text(exc), exc_info=exc)
         finally:
-            await self.runner.aclose()  # when close() raised or was cancelled on the loop
+            with trio.CancelScope(shield=True):  # does not wait: the thread is told to stop
+                await self.runner.aclose()  # when close() raised or was cancelled on the loop

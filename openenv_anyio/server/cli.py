@@ -1,7 +1,9 @@
 """``openenv-anyio serve MODULE:ATTR``: serve an environment class or factory.
 
 Loopback by default. SIGINT/SIGTERM shut down cleanly (connections closed with 1001,
-environments closed) and the command exits 0. A bad target is a one-line error.
+environments closed) and the command exits 0; when an environment's ``close()`` is still
+running after ``--shutdown-grace`` seconds, it exits 1 with one line naming it. A bad target
+is a one-line error.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ping-interval", type=float, default=20.0, metavar="S", help="ping quiet connections after S seconds (default 20)")
     parser.add_argument("--ping-timeout", type=float, default=20.0, metavar="S", help="drop a connection whose pong is this late (default 20)")
     parser.add_argument("--resume-grace", type=float, default=60.0, metavar="S", help="keep a resumable session S seconds after its connection drops (default 60; 0: end at once)")
+    parser.add_argument("--shutdown-grace", type=float, default=3.0, metavar="S", help="wait at most S seconds for running requests and each environment's close() (default 3); a close() still running after it makes the exit status 1")
     parser.add_argument("--inline", action="store_true", default=None, help="run every sync environment call on the event loop (no worker thread)")
     parser.add_argument(
         "--full-gc-threshold", type=int, default=100, metavar="N",
@@ -70,17 +73,27 @@ def run(args: argparse.Namespace) -> int:
             inline=args.inline,
             resume_grace_s=args.resume_grace,
             full_gc_threshold=args.full_gc_threshold or None,
+            shutdown_grace_s=args.shutdown_grace,
         )
     except ValueError as exc:
         print(f"openenv-anyio serve: {exc}", file=sys.stderr)
         return 2
+    server = EnvServer(factory, config)
     try:
-        trio.run(_serve_until_signalled, EnvServer(factory, config))
+        trio.run(_serve_until_signalled, server)
     except (OSError, BaseExceptionGroup) as exc:  # e.g. the port is taken
         os_error = _first_os_error(exc)
         if os_error is None:
             raise
         print(f"openenv-anyio serve: {os_error}", file=sys.stderr)
+        return 1
+    stuck = server.stuck_envs()
+    if stuck:  # SRV-FAULT-3: their threads cannot be stopped; the process ends without them
+        noun = "environment" if len(stuck) == 1 else "environments"
+        print(
+            f"openenv-anyio serve: {noun} {', '.join(stuck)} did not close within {config.shutdown_grace_s:g} s; exiting anyway",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -24,7 +24,8 @@ class ServerConfig:
       sync call on the event loop; ``False`` always uses the session's worker thread.
     - ``validate_outbound``: check every frame the server sends against the spec (tests).
     - ``action_log_size``: actions kept per session for ``/ws/ui`` updates.
-    - ``shutdown_grace_s``: how long a shutdown waits for running requests and connections.
+    - ``shutdown_grace_s``: how long a shutdown waits for running requests and connections,
+      and how long any session waits for its environment's ``close()`` (``SRV-FAULT-3``).
     - ``resume_grace_s``: how long a session of a connection that negotiated the resume
       extension is kept after the connection drops (``EXT-RES-2``); it keeps its capacity
       slot meanwhile (``EXT-RES-3``). 0 ends it at once.
@@ -54,6 +55,8 @@ class ServerConfig:
             raise ValueError("max_concurrent_envs must be at least 1 (or None for no limit)")
         if self.session_timeout_s is not None and self.session_timeout_s <= 0:
             raise ValueError("session_timeout_s must be positive (or None for no timeout)")
+        if self.shutdown_grace_s <= 0:
+            raise ValueError("shutdown_grace_s must be positive")
         if self.resume_grace_s < 0:
             raise ValueError("resume_grace_s must be 0 or more")
         if self.max_message_size_mb <= 0:

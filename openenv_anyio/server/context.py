@@ -62,6 +62,23 @@ class ServerContext:
                 raise OutboundFrameError(f"outbound frame breaks the spec: {exc}: {text[:200]}") from exc
         return text
 
+    async def close_env(self, bound: BoundEnv, owner: str) -> None:
+        """Close an environment for good, waiting at most ``shutdown_grace_s`` (``WS-CLOSE-2``,
+        ``SRV-FAULT-3``); the one way every session and request ends its environment.
+
+        Shielded from the caller's cancellation (the environment is closed whatever
+        happened). A ``close()`` still running after the bound is logged and recorded as
+        stuck (:meth:`SessionRegistry.stuck`); the environment no longer counts as live.
+        """
+        grace = self.config.shutdown_grace_s
+        with trio.CancelScope(shield=True):
+            with trio.move_on_after(grace) as bound_scope:
+                await bound.aclose()
+            if bound_scope.cancelled_caught:
+                log.error("%s: close() of environment %s still running after %g s; left running", owner, bound.name, grace)
+                self.registry.closing_late(bound, owner)
+            self.registry.env_closed()
+
     @contextlib.asynccontextmanager
     async def fresh_env(self) -> AsyncIterator[BoundEnv]:
         """A new environment for one HTTP request (or a profile read), closed afterwards.
@@ -73,6 +90,4 @@ class ServerContext:
         try:
             yield bound
         finally:
-            with trio.CancelScope(shield=True):
-                await bound.aclose()
-                self.registry.env_closed()
+            await self.close_env(bound, "HTTP request")

@@ -201,7 +201,12 @@ class ThreadRunner:
     async def aclose(self, final: Callable[[], Any] | None = None) -> None:
         """Stop the thread; ``final``, if given, is its last call, in the same hand-off
         (its error is raised here; a coroutine it returns is awaited on the loop). Once
-        closed, closing again does nothing."""
+        closed, closing again does nothing.
+
+        Cancellable: a caller's time bound on a ``final`` that hangs holds (``SRV-FAULT-3``).
+        The final call stays queued as the thread's last, so the thread still ends after
+        it, whenever that is; :attr:`thread` tells whether it has.
+        """
         if self._closed:
             return
         self._closed = True
@@ -210,10 +215,9 @@ class ThreadRunner:
             orphan.abandoned = True
             self._jobs.put((final or _STOP, orphan, True))
             return
-        with trio.CancelScope(shield=True):
-            result = await self._submit(final or _STOP, last=True)
-            if final is not None and inspect.isawaitable(result):
-                await result
+        result = await self._submit(final or _STOP, last=True)
+        if final is not None and inspect.isawaitable(result):
+            await result
         # The thread returns right after delivering _STOP. It is not joined here: joining
         # blocks the loop until that thread gets the GIL once more, which with thousands of
         # busy threads stalls every other connection (measured: seconds at 4,096 sessions).

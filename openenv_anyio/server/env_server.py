@@ -134,6 +134,12 @@ class EnvServer:
         """Active sessions, live environment instances, open connections (server thread)."""
         return self.ctx.registry.stats()
 
+    def stuck_envs(self) -> list[str]:
+        """Environments whose ``close()`` outlived ``shutdown_grace_s`` and still runs, each
+        as ``"EnvName (owner)"`` (``SRV-FAULT-3``); after :meth:`serve` returns, a non-empty
+        list means the process holds threads it cannot stop."""
+        return self.ctx.registry.stuck()
+
     @contextlib.contextmanager
     def run_in_thread(self, *, start_timeout: float = 30.0) -> Iterator[RunningServer]:
         """Run the server on a background thread for the duration of a ``with`` block.
@@ -195,3 +201,7 @@ class RunningServer:
     def stats(self) -> dict[str, int]:
         """Active sessions, live environment instances, open connections."""
         return trio.from_thread.run_sync(self.server.stats, trio_token=self.token)
+
+    def stuck_envs(self) -> list[str]:
+        """See :meth:`EnvServer.stuck_envs`."""
+        return trio.from_thread.run_sync(self.server.stuck_envs, trio_token=self.token)

@@ -184,11 +184,8 @@ async def _end(ctx: ServerContext, session: ResumableSession) -> None:
     session.ended = True
     ctx.resumable.discard(session)
     ctx.hub.remove_session(session.session_id)
-    with trio.CancelScope(shield=True):
-        with trio.move_on_after(ctx.config.shutdown_grace_s):
-            await session.env.aclose()
-        ctx.registry.env_closed()
-        session.slot.release()
+    await ctx.close_env(session.env, f"session {session.session_id}")
+    session.slot.release()
 
 
 async def serve_resumable(ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:

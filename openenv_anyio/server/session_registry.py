@@ -7,7 +7,16 @@ from typing import Protocol
 
 import trio
 
-__all__ = ["Connection", "SessionRegistry", "Slot"]
+__all__ = ["Connection", "LateClose", "SessionRegistry", "Slot"]
+
+
+class LateClose(Protocol):
+    """An environment whose ``close()`` outlived its time bound."""
+
+    @property
+    def name(self) -> str: ...
+
+    def still_closing(self) -> bool: ...
 
 
 class Connection(Protocol):
@@ -42,6 +51,7 @@ class SessionRegistry:
         self.live_envs = 0
         self.closing = False
         self._connections: set[Connection] = set()
+        self._late: list[tuple[LateClose, str]] = []
         self._changed = trio.Event()
 
     def try_reserve(self) -> Slot | None:
@@ -61,6 +71,16 @@ class SessionRegistry:
     def env_closed(self) -> None:
         self.live_envs -= 1
         self._notify()
+
+    def closing_late(self, env: LateClose, owner: str) -> None:
+        """``env``'s ``close()`` did not return within its bound (``SRV-FAULT-3``)."""
+        self._late = [entry for entry in self._late if entry[0].still_closing()]
+        self._late.append((env, owner))
+
+    def stuck(self) -> list[str]:
+        """``"EnvName (owner)"`` for each environment whose ``close()`` outlived its bound
+        and still runs."""
+        return [f"{env.name} ({owner})" for env, owner in self._late if env.still_closing()]
 
     def attach(self, connection: Connection) -> None:
         self._connections.add(connection)

@@ -170,10 +170,7 @@ class WsSession:
         finally:
             ctx.hub.remove_session(self.session_id)
             ctx.registry.detach(self)
-            with trio.CancelScope(shield=True):  # WS-CLOSE-2: the env is closed whatever happened
-                with trio.move_on_after(ctx.config.shutdown_grace_s):
-                    await self.env.aclose()
-                ctx.registry.env_closed()
+            await ctx.close_env(self.env, f"session {self.session_id}")  # WS-CLOSE-2
 
     async def _serve(self) -> str:
         """Serve frames until the connection ends; return why: ``close``, ``goodbye`` (the

@@ -107,3 +107,27 @@ class Awkward(Environment):
     @property
     def state(self) -> dict[str, Any]:
         raise AWKWARD["lone surrogate"]
+
+
+class HangingClose(Environment):
+    """``close()`` blocks until :attr:`release` is set (a stuck native resource)."""
+
+    release: ClassVar[threading.Event] = threading.Event()
+
+    def reset(self, **kwargs: Any) -> dict[str, Any]:
+        return {}
+
+    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        return {"reward": 0.0}
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return {"episode_id": None, "step_count": 0}
+
+    def close(self) -> None:
+        HangingClose.release.wait()
+
+
+class AsyncHangingClose(HangingClose):
+    async def close(self) -> None:  # type: ignore[override]
+        await trio.sleep_forever()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from websockets.sync.client import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,6 +52,38 @@ def test_serves_until_signalled_then_exits_0(signum: int) -> None:
         assert httpx.get(url + "/health", timeout=10).json() == {"status": "healthy"}
         process.send_signal(signum)
         assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_sigterm_with_a_stuck_close_exits_1_naming_the_env() -> None:
+    """SRV-FAULT-3: shutdown waits for a hung close() only up to the bound, then exits
+    non-zero with one line naming the environment."""
+    process = subprocess.Popen(
+        serve_command("tests.server.aborting_envs:HangingClose", "--port", "0", "--shutdown-grace", "0.5"),
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment(),
+    )
+    try:
+        assert process.stderr is not None
+        url = None
+        for line in process.stderr:
+            match = re.search(r"serving on (http://\S+)", line)
+            if match:
+                url = match.group(1)
+                break
+        assert url, "the server announced its URL"
+        with connect("ws" + url.removeprefix("http") + "/ws", open_timeout=10) as ws:
+            ws.send('{"type":"reset"}')
+            ws.recv(timeout=10)
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) == 1
+        rest = process.stderr.read()
+        stuck = [line for line in rest.splitlines() if "did not close" in line]
+        assert len(stuck) == 1 and "HangingClose" in stuck[0], rest
     finally:
         if process.poll() is None:
             process.kill()

@@ -10,7 +10,17 @@ import pytest
 
 from openenv_anyio.envs.echo import EchoEnv
 
-from .aborting_envs import ABORTS, AWKWARD, Aborting, AsyncAborting, Awkward, InlineAborting, exiting_factory
+from .aborting_envs import (
+    ABORTS,
+    AWKWARD,
+    Aborting,
+    AsyncAborting,
+    AsyncHangingClose,
+    Awkward,
+    HangingClose,
+    InlineAborting,
+    exiting_factory,
+)
 from .conftest import TIMEOUT, ask, running, wait_for, ws_connect
 from .test_sessions import closed_code
 
@@ -116,3 +126,18 @@ def test_exception_text_that_cannot_be_sent_as_is_still_gives_an_error_frame(awk
             response = client.post("/step", json={"action": {"raise": awkward}})
             assert response.status_code == 500
             assert type(AWKWARD[awkward]).__name__ in response.json()["detail"]
+
+
+@pytest.mark.parametrize("env", [HangingClose, AsyncHangingClose])
+def test_hung_close_frees_the_slot_after_the_bound(env: type) -> None:
+    """SRV-FAULT-3: a close() that never returns costs its slot for shutdown_grace_s only."""
+    HangingClose.release.clear()
+    try:
+        with running(env, max_concurrent_envs=1, shutdown_grace_s=0.3) as server:
+            for _ in range(3):
+                with ws_connect(server) as ws:
+                    assert ask(ws, {"type": "step", "data": {}})["type"] == "observation"
+                wait_for(lambda: server.stats()["active_sessions"] == 0)
+            assert len(server.server.stuck_envs()) == (3 if env is HangingClose else 0)
+    finally:
+        HangingClose.release.set()
