@@ -9,6 +9,8 @@ Each request is bounded by a cancel scope (``message_timeout_s``). Requests from
 tasks on one client are serialised (each gets its own answer). A request abandoned after
 it was sent (timeout or cancellation) drops the connection: a late answer can never be
 handed to a later request (WS-ORDER-3), and every later call raises ``ConnectionDropped``.
+The client closes such a connection with 1001 rather than cutting it, so a server keeping
+sessions for resuming frees the slot at once (EXT-RES-2).
 
 Against a server that accepts the resume extension (PROTOCOL.md section 10) a connection
 that breaks is resumed: the client reconnects with the session's token and sends the
@@ -481,10 +483,15 @@ class EnvClient:
         raise await self._drop(ProtocolViolation(self.url, f"an unrequested {frame.type} frame before {name}"))
 
     async def _drop(self, reason: EnvClientError) -> EnvClientError:
-        """Give up the connection for good (shielded); later calls raise ConnectionDropped."""
+        """Give up the session for good (shielded); later calls raise ConnectionDropped.
+
+        A connection that still works is closed with 1001 (not just cut), so a server
+        keeping sessions for resuming frees this one at once (EXT-RES-2): the client will
+        never resume it.
+        """
         if self._dropped is None:
             self._dropped = reason
         if self._transport is not None:
             with anyio.CancelScope(shield=True):
-                await self._transport.abort()
+                await self._transport.leave(reason="client gave the session up")
         return reason

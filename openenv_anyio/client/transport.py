@@ -506,6 +506,25 @@ class WebSocketTransport:
                         await self._ended.wait()
             await self.abort()
 
+    async def leave(self, code: int = CloseReason.GOING_AWAY, reason: str = "", *, timeout_s: float = 1.0) -> None:
+        """Send a close frame, then close TCP without waiting for the peer's close.
+
+        For a client that gives its session up while the peer may still be executing a
+        request (its close would only come after that): the close frame tells the peer the
+        session is over rather than the link lost. Shielded; the write is bounded by
+        ``timeout_s``.
+        """
+        with anyio.CancelScope(shield=True):
+            if not self._ended.is_set() and not self._close_sent:
+                self._closing = True
+                self._send_close(code, reason)
+                with anyio.move_on_after(timeout_s):
+                    try:
+                        await self._send_bytes(b"")
+                    except EnvClientError:
+                        pass
+            await self.abort()
+
     async def abort(self) -> None:
         """Close the TCP connection now; after a refusal, let the reader finish its close first."""
         if self._refused and not self._ended.is_set():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, ClassVar
 
 from openenv_anyio.environment import Environment
@@ -42,3 +43,14 @@ class StepCounter(Environment):
 def fresh_counter_class() -> type[StepCounter]:
     """A subclass with its own instance list, so tests running side by side never mix."""
     return type("StepCounter", (StepCounter,), {"instances": []})
+
+
+class SlowStepper(StepCounter):
+    """Runs on its session's thread; ``{"sleep": S}`` makes a step take S seconds."""
+
+    NON_BLOCKING: ClassVar[bool] = False
+    instances: ClassVar[list[StepCounter]] = []
+
+    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(float(action.get("sleep", 0)))
+        return super().step(action)
