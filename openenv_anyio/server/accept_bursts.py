@@ -7,19 +7,42 @@ server runs, and late handshakes wait for seconds. :class:`BurstListener` accept
 each wait, every connection already pending (up to :data:`BURST`) and hands them out
 without further checkpoints. :func:`install` makes Hypercorn's trio worker wrap its plain
 TCP listeners in it (idempotent; TLS listeners are left as they are).
+
+The same seam lets a server route connections before Hypercorn sees them
+(:func:`routed_connections`, used by the worker processes of ``--workers``): a routing
+function receives Hypercorn's connection handler and the listeners, and returns the ones
+to serve with (another handler in front, more listeners beside).
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
+import contextvars
 import os
 import socket
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import trio
 from hypercorn.trio import run as _hypercorn_run
 
-__all__ = ["BURST", "BurstListener", "install"]
+__all__ = ["BURST", "BurstListener", "ConnectionRouting", "install", "routed_connections"]
+
+#: Takes Hypercorn's connection handler and listeners, returns the ones to serve with.
+ConnectionRouting = Callable[[Any, list[Any]], tuple[Any, list[Any]]]
+_ROUTING: contextvars.ContextVar[ConnectionRouting | None] = contextvars.ContextVar("openenv_routing", default=None)
+
+
+@contextlib.contextmanager
+def routed_connections(routing: ConnectionRouting) -> Iterator[None]:
+    """Hypercorn servers started inside this block (in this task or its children) route
+    their connections with ``routing``."""
+    token = _ROUTING.set(routing)
+    try:
+        yield
+    finally:
+        _ROUTING.reset(token)
 
 #: Most connections taken from the backlog after one wait.
 BURST = 256
@@ -65,6 +88,9 @@ class _TrioForHypercorn:
     @staticmethod
     async def serve_listeners(handler: Any, listeners: list[Any], **kwargs: Any) -> Any:
         wrapped = [BurstListener(item) if type(item) is trio.SocketListener else item for item in listeners]
+        routing = _ROUTING.get()
+        if routing is not None:
+            handler, wrapped = routing(handler, wrapped)
         return await trio.serve_listeners(handler, wrapped, **kwargs)
 
 

@@ -28,6 +28,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shutdown-grace", type=float, default=3.0, metavar="S", help="wait at most S seconds for running requests and each environment's close() (default 3); a close() still running after it makes the exit status 1")
     parser.add_argument("--inline", action="store_true", default=None, help="run every sync environment call on the event loop (no worker thread)")
     parser.add_argument(
+        "--workers", default="1", metavar="N",
+        help="worker processes serving the one port (a number, or 'auto': one per core; default 1). "
+        "Resumes reach the worker that owns the session; --max-concurrent-envs counts all workers together",
+    )
+    parser.add_argument(
         "--full-gc-threshold", type=int, default=100, metavar="N",
         help="while serving, run full garbage collections at most every N middle-generation ones (default 100; Python's is 10; 0 leaves gc settings alone)",
     )
@@ -41,7 +46,9 @@ async def _serve_until_signalled(server: Any) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             url = await nursery.start(server.serve)
-            print(f"openenv-anyio: serving on {url} (WebSocket {url.replace('http', 'ws', 1)}/ws)", file=sys.stderr, flush=True)
+            workers = getattr(server, "pids", None)
+            detail = "" if workers is None else f", {len(workers)} workers (pids {' '.join(str(workers[slot]) for slot in sorted(workers))})"
+            print(f"openenv-anyio: serving on {url} (WebSocket {url.replace('http', 'ws', 1)}/ws){detail}", file=sys.stderr, flush=True)
             async for _ in signals:
                 print("openenv-anyio: shutting down", file=sys.stderr, flush=True)
                 server.shutdown()
@@ -75,10 +82,17 @@ def run(args: argparse.Namespace) -> int:
             full_gc_threshold=args.full_gc_threshold or None,
             shutdown_grace_s=args.shutdown_grace,
         )
+        from .workers.supervisor import WorkerSupervisor, worker_count
+
+        workers = worker_count(args.workers)
     except ValueError as exc:
         print(f"openenv-anyio serve: {exc}", file=sys.stderr)
         return 2
-    server = EnvServer(factory, config)
+    server: Any = (
+        EnvServer(factory, config)
+        if workers == 1
+        else WorkerSupervisor.for_factory(args.target, factory, config, workers)
+    )
     try:
         trio.run(_serve_until_signalled, server)
     except (OSError, BaseExceptionGroup) as exc:  # e.g. the port is taken

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -15,7 +16,7 @@ from ..environment import EnvFactory
 from .bound_env import BoundEnv
 from .config import ServerConfig
 from .resumable_store import ResumableSessions
-from .session_registry import SessionRegistry
+from .session_registry import SessionRegistry, SharedCapacity
 from .ui_hub import UiHub
 
 __all__ = ["AsgiReceive", "AsgiSend", "OutboundFrameError", "ServerContext", "log"]
@@ -48,9 +49,18 @@ class ServerContext:
     registry: SessionRegistry = field(init=False)
     hub: UiHub = field(init=False, default_factory=UiHub)
     resumable: ResumableSessions = field(init=False, default_factory=ResumableSessions)
+    #: what this process's session ids start with (a worker's slot and generation)
+    session_prefix: str = ""
+    #: the capacity shared with the other workers of the server, when there are any
+    shared_capacity: SharedCapacity | None = None
 
     def __post_init__(self) -> None:
-        self.registry = SessionRegistry(session_limit(self.factory, self.config.max_concurrent_envs))
+        limit = session_limit(self.factory, self.config.max_concurrent_envs)
+        self.registry = SessionRegistry(limit, self.shared_capacity)
+
+    def new_session_id(self) -> str:
+        """A fresh session id (``EXT-SES-1``; the worker's prefix first, see ``workers``)."""
+        return self.session_prefix + uuid.uuid4().hex
 
     def encode(self, frame: Frame, *, ui: bool = False) -> str:
         """The frame's text; checked against the spec when ``validate_outbound`` is on."""

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 from hypercorn.config import Config as HypercornConfig
@@ -31,6 +31,9 @@ from .gc_policy import rare_full_collections
 from .resumable import negotiated, serve_resumable
 from .ui_endpoint import serve_ui
 from .ws_session import serve_ws
+
+if TYPE_CHECKING:
+    from .workers.role import WorkerRole
 
 __all__ = ["EnvServer", "LISTEN_BACKLOG", "RunningServer"]
 
@@ -74,16 +77,25 @@ def _bind(host: str, port: int) -> str:
 class EnvServer:
     """Serves one environment factory over ``/ws``, ``/ws/ui`` and HTTP."""
 
-    def __init__(self, factory: EnvFactory, config: ServerConfig | None = None) -> None:
+    def __init__(self, factory: EnvFactory, config: ServerConfig | None = None, *, worker: WorkerRole | None = None) -> None:
+        """``worker``: this server is one worker process of ``serve --workers N``
+        (:mod:`.workers`): it listens on the shared socket, routes connections to their
+        owners and shares the capacity limit with the other workers."""
         self.config = config or ServerConfig()
-        self.ctx = ServerContext(factory, self.config)
+        self.worker = worker
+        if worker is None:
+            self.ctx = ServerContext(factory, self.config)
+        else:
+            self.ctx = ServerContext(
+                factory, self.config, session_prefix=worker.session_prefix, shared_capacity=worker.capacity
+            )
         self.asgi = _Router(self.ctx, create_app(self.ctx))
         self.url: str | None = None
         self._stop = trio.Event()
 
     def _hypercorn_config(self) -> HypercornConfig:
         config = HypercornConfig()
-        config.bind = [_bind(self.config.host, self.config.port)]
+        config.bind = [self.worker.bind if self.worker is not None else _bind(self.config.host, self.config.port)]
         config.backlog = LISTEN_BACKLOG
         config.websocket_max_message_size = self.config.max_message_bytes  # WS-ERR-6
         config.websocket_ping_interval = None  # our sessions ping and watch the pongs
@@ -117,6 +129,15 @@ class EnvServer:
             await self._serve(task_status)
 
     async def _serve(self, task_status: trio.TaskStatus[str]) -> None:
+        routing = (
+            accept_bursts.routed_connections(self.worker.router.wrap)
+            if self.worker is not None
+            else contextlib.nullcontext()
+        )
+        with routing:
+            await self._serve_routed(task_status)
+
+    async def _serve_routed(self, task_status: trio.TaskStatus[str]) -> None:
         async with thread_starter(), trio.open_nursery() as nursery:
             binds = await nursery.start(
                 partial(

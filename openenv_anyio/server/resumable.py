@@ -14,7 +14,6 @@ answered from the ledger and the environment never runs a request twice.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import trio
@@ -228,7 +227,7 @@ async def serve_resumable(ctx: ServerContext, scope: dict[str, Any], receive: As
             slot.release()
             return
         registry.env_opened()
-        session_id = uuid.uuid4().hex
+        session_id = ctx.new_session_id()
         session = ResumableSession(session_id, env, EpisodeView(session_id, ctx.config.action_log_size), slot)
         ctx.resumable.add(session)
         ctx.hub.add_session(session.view)

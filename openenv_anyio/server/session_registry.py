@@ -7,7 +7,7 @@ from typing import Protocol
 
 import trio
 
-__all__ = ["Connection", "LateClose", "SessionRegistry", "Slot"]
+__all__ = ["Connection", "LateClose", "SessionRegistry", "SharedCapacity", "Slot"]
 
 
 class LateClose(Protocol):
@@ -42,11 +42,26 @@ class Slot:
             self._registry._release()
 
 
-class SessionRegistry:
-    """Counts sessions against ``max_sessions`` (``WS-CAP-1``) and ends them on shutdown."""
+class SharedCapacity(Protocol):
+    """Session slots shared by the worker processes of one server (``--workers``)."""
 
-    def __init__(self, max_sessions: int | None) -> None:
+    def take(self) -> bool: ...
+
+    def give_back(self) -> None: ...
+
+    def total(self) -> int: ...
+
+
+class SessionRegistry:
+    """Counts sessions against ``max_sessions`` (``WS-CAP-1``) and ends them on shutdown.
+
+    With ``shared`` (a worker of a multi-process server) the limit holds for all workers
+    together: a slot is taken from the shared count as well as counted here.
+    """
+
+    def __init__(self, max_sessions: int | None, shared: SharedCapacity | None = None) -> None:
         self.max_sessions = max_sessions
+        self.shared = shared
         self.sessions = 0
         self.live_envs = 0
         self.closing = False
@@ -56,14 +71,26 @@ class SessionRegistry:
 
     def try_reserve(self) -> Slot | None:
         """Take a session slot; ``None`` when the server is full or shutting down."""
-        if self.closing or (self.max_sessions is not None and self.sessions >= self.max_sessions):
+        if self.closing:
+            return None
+        if self.shared is not None:
+            if not self.shared.take():
+                return None
+        elif self.max_sessions is not None and self.sessions >= self.max_sessions:
             return None
         self.sessions += 1
         return Slot(self)
 
     def _release(self) -> None:
         self.sessions -= 1
+        if self.shared is not None:
+            self.shared.give_back()
         self._notify()
+
+    @property
+    def active_sessions(self) -> int:
+        """Sessions of the whole server (all workers when shared)."""
+        return self.sessions if self.shared is None else self.shared.total()
 
     def env_opened(self) -> None:
         self.live_envs += 1

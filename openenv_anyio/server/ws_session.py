@@ -9,7 +9,6 @@ wait, so a request that is executing is never reaped (``WS-IDLE-2``) and no extr
 from __future__ import annotations
 
 import math
-import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -72,7 +71,7 @@ async def serve_ws(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
 async def refuse_at_capacity(ctx: ServerContext, send: AsgiSend) -> None:
     """``CAPACITY_REACHED`` then close 1013 (``WS-CAP-1``)."""
     registry = ctx.registry
-    active, limit = registry.sessions, registry.max_sessions
+    active, limit = registry.active_sessions, registry.max_sessions
     refusal = Error(
         ErrorCode.CAPACITY_REACHED.value,
         f"Server at capacity: {active}/{limit} sessions active. Cannot accept new connections.",
@@ -108,7 +107,7 @@ class WsSession:
         self.send = send
         self.slot = slot
         self.peer_close_code: int | None = None
-        self.session_id = uuid.uuid4().hex
+        self.session_id = ctx.new_session_id()
         self.view = EpisodeView(self.session_id, ctx.config.action_log_size)
         self.env: BoundEnv | None = None
         #: the environment aborted (SRV-FAULT-1): after its answer, the session ends

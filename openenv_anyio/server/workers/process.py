@@ -1,0 +1,78 @@
+"""A worker process of ``openenv-anyio serve --workers N``: ``python -m
+openenv_anyio.server.workers.process SPEC_JSON`` (started by the supervisor only).
+
+It serves the environment on the inherited listening socket until its standard input
+ends (the supervisor closed it, or exited) or it gets SIGINT/SIGTERM, then shuts down as a
+single server does (sessions closed with 1001, environments closed) and exits 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+
+import trio
+
+from ...envs.loading import resolve_env_target
+from ..env_server import EnvServer
+from .role import WorkerRole, WorkerSpec
+
+__all__ = ["main", "run_worker"]
+
+
+async def _stop_requested() -> None:
+    """Return on SIGINT/SIGTERM or when standard input ends."""
+    async with trio.open_nursery() as watchers:
+
+        async def on_signal() -> None:
+            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    break
+            watchers.cancel_scope.cancel()
+
+        async def on_end_of_input() -> None:
+            stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+            async with stdin:
+                while await stdin.receive_some(4096):
+                    pass
+            watchers.cancel_scope.cancel()
+
+        watchers.start_soon(on_signal)
+        watchers.start_soon(on_end_of_input)
+
+
+async def run_worker(server: EnvServer, ready_fd: int) -> None:
+    """Serve until asked to stop; ``ready_fd`` gets ``ready`` once listening."""
+    # Signals that come during the shutdown are taken (and ignored) rather than interrupting it.
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.serve)
+            os.write(ready_fd, b"ready\n")
+            os.close(ready_fd)
+            await _stop_requested()
+            server.shutdown()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m openenv_anyio.server.workers.process SPEC_JSON (started by `serve --workers`)", file=sys.stderr)
+        return 2
+    spec = WorkerSpec.from_json(args[0])
+    logging.basicConfig(
+        level=logging.WARNING, format=f"openenv-anyio[worker {spec.slot}]: %(levelname)s %(name)s: %(message)s"
+    )
+    role = WorkerRole(spec)
+    server = EnvServer(resolve_env_target(spec.target), spec.server_config(), worker=role)
+    trio.run(run_worker, server, spec.ready_fd)
+    stuck = server.stuck_envs()
+    if stuck:  # SRV-FAULT-3, as a single server reports it; the supervisor reports the status
+        print(f"openenv-anyio[worker {spec.slot}]: {', '.join(stuck)} did not close in time; exiting anyway", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

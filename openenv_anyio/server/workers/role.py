@@ -1,0 +1,87 @@
+"""What one worker process is: its place in the server (slot, generation), the sockets it
+inherited, and the shared table, as the supervisor hands them over (:class:`WorkerSpec`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..config import ServerConfig
+from .routing import OwnerRouter, session_prefix
+from .table import WorkerTable
+
+__all__ = ["SlotCapacity", "WorkerRole", "WorkerSpec"]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSpec:
+    """Everything a worker process needs, as JSON on its command line."""
+
+    target: str  # MODULE:ATTR, resolved in the worker
+    config: dict[str, Any]  # ServerConfig fields
+    slot: int
+    generation: int
+    listen_fd: int  # the server's listening socket (shared by all workers)
+    inbox_fd: int  # this slot's inbox (receives handed-over connections)
+    peer_fds: list[int]  # every slot's inbox, to hand connections to (index = slot)
+    table_path: str
+    ready_fd: int  # written "ready" and closed once listening
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkerSpec:
+        return cls(**json.loads(text))
+
+    def server_config(self) -> ServerConfig:
+        return ServerConfig(**self.config)
+
+    @property
+    def fds(self) -> list[int]:
+        """The descriptors the process must inherit."""
+        return [self.listen_fd, self.inbox_fd, *self.peer_fds, self.ready_fd]
+
+
+class SlotCapacity:
+    """The shared session count, as one slot uses it (``SessionRegistry``'s ``shared``)."""
+
+    def __init__(self, table: WorkerTable, slot: int) -> None:
+        self.table = table
+        self.slot = slot
+
+    def take(self) -> bool:
+        return self.table.take(self.slot)
+
+    def give_back(self) -> None:
+        self.table.give_back(self.slot)
+
+    def total(self) -> int:
+        return self.table.total()
+
+
+class WorkerRole:
+    """One worker's place in its server, built in the worker process from its spec."""
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+        self.slot = spec.slot
+        self.generation = spec.generation
+        self.table = WorkerTable(Path(spec.table_path))
+        self.capacity = SlotCapacity(self.table, spec.slot)
+        inbox = socket.socket(fileno=spec.inbox_fd)
+        peers = [socket.socket(fileno=fd) for fd in spec.peer_fds]
+        self.router = OwnerRouter(spec.slot, self.table, inbox, peers)
+
+    @property
+    def session_prefix(self) -> str:
+        return session_prefix(self.slot, self.generation)
+
+    @property
+    def bind(self) -> str:
+        """Hypercorn's bind for the inherited listening socket."""
+        return f"fd://{self.spec.listen_fd}"

@@ -1,0 +1,257 @@
+"""Owner routing: every worker accepts from the one listening socket; a connection whose
+session lives in another worker is handed to that worker, socket and all.
+
+Why this design (measured in ``bench``, see bench/README.md): the common path stays in the
+worker the kernel chose, with no extra process hop and no relaying of frames: the only
+added work is one ``MSG_PEEK`` read of the request head. Only two kinds of connection move:
+
+- a resume (``OpenEnv-Resume-Token``, ``EXT-RES-1``) whose session id names another
+  worker's slot and generation: it goes to that worker (or, when that worker died since,
+  stays here and is answered ``SESSION_NOT_FOUND``, ``EXT-RES-4``);
+- a new ``/ws`` session arriving at a worker that holds :data:`BALANCE_SLACK` or more
+  sessions than the least-loaded worker: it goes to the least-loaded one, so sessions
+  spread over the workers however the kernel hands out connections.
+
+A move sends the accepted socket's file descriptor over a Unix datagram socket
+(``SCM_RIGHTS``) to the target worker's inbox; the bytes peeked are still unread in the
+socket, so the target serves the connection as if it had accepted it. The target's inbox
+is a second listener beside the TCP one (:class:`InboxListener`).
+
+The request-head parsing (:func:`read_head`) and the session-id format
+(:func:`session_prefix`, :func:`session_owner`) are plain functions without I/O.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import logging
+import os
+import re
+import socket
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, assert_never
+
+import trio
+
+from ...core import RESUME_TOKEN_HEADER, ResumeToken
+from .table import WorkerTable
+
+__all__ = [
+    "BALANCE_SLACK",
+    "Head",
+    "InboxListener",
+    "OwnerRouter",
+    "Placement",
+    "read_head",
+    "session_owner",
+    "session_prefix",
+]
+
+log = logging.getLogger("openenv_anyio.server.workers")
+
+#: A worker hands a new session on when it holds this many more than the least-loaded one.
+BALANCE_SLACK: Final = 4
+#: Longest request head read to decide where a connection goes.
+HEAD_LIMIT: Final = 16 * 1024
+#: How long to wait for a whole request head before serving the connection here.
+PEEK_TIMEOUT_S: Final = 10.0
+#: Pause between peeks while a request head is still arriving.
+PEEK_RETRY_S: Final = 0.002
+#: How long a hand-off may wait for room in the target's inbox.
+HANDOFF_TIMEOUT_S: Final = 5.0
+
+_TOKEN_LINE: Final = RESUME_TOKEN_HEADER.lower().encode("ascii") + b":"
+_SESSION_ID: Final = re.compile(r"(\d+)-(\d+)-[0-9a-f]{32}")
+
+Handler = Callable[[Any], Awaitable[None]]
+
+
+def session_prefix(slot: int, generation: int) -> str:
+    """What the session ids a worker creates start with: its slot and generation."""
+    return f"{slot}-{generation}-"
+
+
+def session_owner(session_id: str) -> tuple[int, int] | None:
+    """The (slot, generation) that created ``session_id``, or None for another format."""
+    match = _SESSION_ID.fullmatch(session_id)
+    if match is None:
+        return None
+    return int(match.group(1)), int(match.group(2))
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """What routing needs from an HTTP request head."""
+
+    path: bytes
+    websocket: bool
+    resume_token: str | None
+
+
+def read_head(data: bytes) -> Head | None:
+    """The request head at the start of ``data``; None while it is incomplete.
+
+    Raises ``ValueError`` when ``data`` does not start with an HTTP/1.x request line.
+    """
+    end = data.find(b"\r\n\r\n")
+    if end < 0:
+        if len(data) >= HEAD_LIMIT:
+            raise ValueError("request head too long")
+        return None
+    lines = data[:end].split(b"\r\n")
+    parts = lines[0].split(b" ")
+    if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
+        raise ValueError("not an HTTP/1.x request")
+    websocket = False
+    token: str | None = None
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon:
+            continue
+        name = name.strip().lower()
+        if name == b"upgrade":
+            websocket = value.strip().lower() == b"websocket"
+        elif name + b":" == _TOKEN_LINE:
+            token = value.strip().decode("latin-1")
+    return Head(parts[1].split(b"?", 1)[0], websocket, token)
+
+
+class Placement(enum.Enum):
+    """Where a connection is served."""
+
+    HERE = "here"  # this worker
+    OWNER = "owner"  # the worker that owns the session it resumes
+    LEAST_LOADED = "least_loaded"  # a new session, and another worker holds far fewer
+
+
+class InboxListener(trio.abc.Listener[trio.SocketStream]):
+    """Connections other workers hand to this one (their file descriptors, ``SCM_RIGHTS``)."""
+
+    def __init__(self, inbox: socket.socket) -> None:
+        inbox.setblocking(False)
+        self._inbox = inbox
+
+    async def accept(self) -> trio.SocketStream:
+        while True:
+            await trio.lowlevel.wait_readable(self._inbox)
+            try:
+                _, fds, _, _ = socket.recv_fds(self._inbox, 16, 4)
+            except BlockingIOError:
+                continue
+            if not fds:
+                continue
+            for extra in fds[1:]:  # one descriptor per message; anything else is closed
+                os.close(extra)
+            sock = socket.socket(fileno=fds[0])
+            sock.setblocking(False)
+            return trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()  # the inbox belongs to the worker, which closes it
+
+
+class OwnerRouter:
+    """The routing of one worker: where each accepted connection is served."""
+
+    def __init__(
+        self,
+        slot: int,
+        table: WorkerTable,
+        inbox: socket.socket,
+        peers: Sequence[socket.socket],
+    ) -> None:
+        self.slot = slot
+        self.table = table
+        self.inbox = inbox
+        self.peers = list(peers)
+        for peer in self.peers:
+            peer.setblocking(False)
+        self._locks = [trio.Lock() for _ in self.peers]
+        self.moved: collections.Counter[Placement] = collections.Counter()
+
+    def wrap(self, handler: Handler, listeners: list[Any]) -> tuple[Handler, list[Any]]:
+        """Hypercorn's connection handler and listeners, routed (see ``accept_bursts``)."""
+
+        async def routed(stream: Any) -> None:
+            if isinstance(stream, trio.SocketStream) and await self._moved(stream):
+                return
+            await handler(stream)
+
+        return routed, [*listeners, InboxListener(self.inbox)]
+
+    async def _peek_head(self, stream: trio.SocketStream) -> Head | None:
+        with trio.move_on_after(PEEK_TIMEOUT_S):
+            while True:
+                try:
+                    data = await stream.socket.recv(HEAD_LIMIT, socket.MSG_PEEK)
+                except OSError:
+                    return None
+                if not data:
+                    return None
+                try:
+                    head = read_head(data)
+                except ValueError:
+                    return None
+                if head is not None:
+                    return head
+                await trio.sleep(PEEK_RETRY_S)
+        return None
+
+    def place(self, head: Head | None) -> tuple[Placement, int]:
+        """Where a connection with this request head is served, and by which slot."""
+        if head is None or not head.websocket:
+            return Placement.HERE, self.slot
+        if head.resume_token is not None:
+            token = ResumeToken.parse(head.resume_token)
+            owner = None if token is None else session_owner(token.session_id)
+            if owner is None:
+                return Placement.HERE, self.slot
+            slot, generation = owner
+            if slot == self.slot or not 0 <= slot < self.table.slots or self.table.generation(slot) != generation:
+                return Placement.HERE, self.slot  # ours, or its worker is gone: EXT-RES-4 here
+            return Placement.OWNER, slot
+        if head.path != b"/ws":
+            return Placement.HERE, self.slot
+        loads = self.table.loads()
+        lightest = min(range(len(loads)), key=loads.__getitem__)
+        if loads[self.slot] >= loads[lightest] + BALANCE_SLACK:
+            return Placement.LEAST_LOADED, lightest
+        return Placement.HERE, self.slot
+
+    async def _moved(self, stream: trio.SocketStream) -> bool:
+        """Hand ``stream`` to another worker when it belongs there; ``True`` when it went."""
+        placement, slot = self.place(await self._peek_head(stream))
+        match placement:
+            case Placement.HERE:
+                return False
+            case Placement.OWNER | Placement.LEAST_LOADED:
+                if not await self._hand_off(stream, slot):
+                    return False
+                self.moved[placement] += 1
+                return True
+            case _:
+                assert_never(placement)
+
+    async def _hand_off(self, stream: trio.SocketStream, slot: int) -> bool:
+        """Send the socket to ``slot``'s inbox; ``False`` (keep it here) when that fails."""
+        peer = self.peers[slot]
+        fd = stream.socket.fileno()
+        async with self._locks[slot]:
+            with trio.move_on_after(HANDOFF_TIMEOUT_S):
+                while True:
+                    try:
+                        socket.send_fds(peer, [b"c"], [fd])
+                    except BlockingIOError:
+                        await trio.lowlevel.wait_writable(peer)
+                        continue
+                    except OSError as exc:
+                        log.warning("hand-off to worker %d failed: %s", slot, exc)
+                        return False
+                    # The socket now lives in the target worker too: closing this copy
+                    # sends nothing to the peer.
+                    stream.socket.close()
+                    return True
+        log.warning("hand-off to worker %d timed out; serving the connection here", slot)
+        return False

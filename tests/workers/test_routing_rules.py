@@ -1,0 +1,66 @@
+"""The sans-IO parts of --workers: request heads, session ids naming their owner, and the
+shared table's counting (one process here; the table is a file each process opens)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from openenv_anyio.core import new_resume_token
+from openenv_anyio.server.workers.routing import HEAD_LIMIT, read_head, session_owner, session_prefix
+from openenv_anyio.server.workers.table import WorkerTable
+
+
+def test_a_head_is_read_once_complete() -> None:
+    token = str(new_resume_token(session_prefix(1, 3) + "ab" * 16))
+    head = (
+        b"GET /ws?x=1 HTTP/1.1\r\nHost: h\r\nUpgrade: WebSocket\r\nConnection: Upgrade\r\n"
+        b"openenv-resume-token: " + token.encode() + b"\r\n\r\n"
+    )
+    assert read_head(head[:-2]) is None  # still arriving
+    parsed = read_head(head + b"\x81\x05hello")
+    assert parsed is not None
+    assert (parsed.path, parsed.websocket, parsed.resume_token) == (b"/ws", True, token)
+    plain = read_head(b"GET /health HTTP/1.1\r\nHost: h\r\n\r\n")
+    assert plain is not None and not plain.websocket and plain.resume_token is None
+
+
+@pytest.mark.parametrize("data", [b"\x16\x03\x01 tls hello\r\n\r\n", b"GET /\r\n\r\n", b"x" * HEAD_LIMIT])
+def test_what_is_not_an_http_request_head_is_refused(data: bytes) -> None:
+    with pytest.raises(ValueError):
+        read_head(data)
+
+
+def test_session_ids_name_their_slot_and_generation() -> None:
+    session_id = session_prefix(2, 5) + "0f" * 16
+    assert session_owner(session_id) == (2, 5)
+    assert session_owner("0f" * 16) is None  # a single-process server's ids
+    assert session_owner(session_prefix(2, 5) + "zz") is None
+
+
+def test_the_table_limits_all_slots_together(tmp_path: Path) -> None:
+    table = WorkerTable.create(tmp_path / "table", 2, 3)
+    other = WorkerTable(tmp_path / "table")  # another process's handle
+    try:
+        assert [table.take(0), table.take(1), other.take(1)] == [True, True, True]
+        assert not table.take(0) and not other.take(1)
+        assert other.loads() == [1, 2] and table.total() == 3
+        other.give_back(1)
+        assert table.take(0) and table.loads() == [2, 1]
+        assert table.restart(1) == 1  # a dead worker's sessions are gone, its generation moves on
+        assert other.loads() == [2, 0] and other.generation(1) == 1 and other.generation(0) == 0
+    finally:
+        table.close()
+        other.close()
+
+
+def test_no_limit_and_a_foreign_file(tmp_path: Path) -> None:
+    table = WorkerTable.create(tmp_path / "table", 1, None)
+    try:
+        assert all(table.take(0) for _ in range(100)) and table.total() == 100
+    finally:
+        table.close()
+    (tmp_path / "other").write_bytes(b"\0" * 64)
+    with pytest.raises(ValueError, match="not a worker table"):
+        WorkerTable(tmp_path / "other")
