@@ -2,7 +2,8 @@
 # Installs what the test suite talks to besides our own Python packages:
 #   - the Debian packages listed in tools/test-deps/apt.txt (browser, proxies), and
 #   - one virtual environment per upstream OpenEnv release, .peers/NAME/ from
-#     tools/test-deps/peers/NAME.txt (rebuilt only when that file changes).
+#     tools/test-deps/peers/NAME.txt (rebuilt only when that file or pyproject.toml changes:
+#     each peer venv also holds our package, editable, for the adapter tests).
 # Idempotent: a second run installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,13 +32,20 @@ for req in tools/test-deps/peers/*.txt; do
   [ -e "$req" ] || continue
   name=$(basename "$req" .txt)
   venv=".peers/$name"
-  if [ -x "$venv/bin/python" ] && cmp -s "$req" "$venv/requirements.txt"; then
+  stamp=$(cat "$req" pyproject.toml)
+  if [ -x "$venv/bin/python" ] && [ "$stamp" = "$(cat "$venv/installed-from.txt" 2>/dev/null)" ]; then
     continue
   fi
-  echo "install-test-deps: building $venv"
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  if [ -x "$venv/bin/python" ] && cmp -s "$req" "$venv/requirements.txt"; then
+    # only pyproject.toml changed: bring our package's dependencies up to date in place
+    echo "install-test-deps: updating $venv"
+  else
+    echo "install-test-deps: building $venv"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --upgrade pip
+  fi
   "$venv/bin/python" -m pip install --quiet -r "$req"
   cp "$req" "$venv/requirements.txt"
+  printf '%s' "$stamp" > "$venv/installed-from.txt"
 done
