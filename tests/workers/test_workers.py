@@ -130,13 +130,17 @@ async def test_resumes_reach_the_owner_through_a_cutting_link(cut_link: CuttingP
     proxy, url = cut_link, cut_link.url
     slots: Counter[int] = Counter()
     resumes = 0
+    all_open = anyio.Event()
 
     async def agent(index: int) -> None:
         nonlocal resumes
         async with EnvClient(url, ping_interval_s=None) as env:
             slots[slot_of(env)] += 1
             await env.reset(episode_id=f"episode-{index}")
-            proxy.plan.active = True
+            if sum(slots.values()) == sessions:  # cuts start once every session exists
+                proxy.plan.active = True
+                all_open.set()
+            await all_open.wait()
             for number in range(1, steps + 1):
                 result = await env.step({"n": number})
                 assert result.observation == {"steps": number, "echo": number}
