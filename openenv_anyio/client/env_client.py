@@ -32,7 +32,6 @@ import anyio
 import anyio.abc
 
 from ..core import (
-    RESUME_TOKEN_HEADER,
     SUBPROTOCOL,
     Close,
     Error,
@@ -59,6 +58,7 @@ from .errors import (
     ServerError,
     SessionNotFound,
 )
+from .handshake_headers import HandshakeHeaders
 from .proxy import HttpProxy, parse_proxy_url, proxy_from_environment
 from .reconnect import ReconnectPolicy, worth_resuming
 from .transport import WebSocketTransport
@@ -129,7 +129,11 @@ class EnvClient:
     Proxies: ``proxy`` (``http://[user:password@]host:port``) tunnels through that HTTP
     proxy; otherwise, with ``trust_env``, ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``ALL_PROXY``
     and ``NO_PROXY`` are read once here. A loopback server is never reached through a proxy
-    taken from the environment, and ``os.environ`` is never changed.
+    taken from the environment, and ``os.environ`` is never changed. ``headers`` are extra
+    HTTP headers for the opening handshake (``{"Authorization": "Bearer ..."}`` for a private
+    deployment), sent on the first connection and on every reconnection, never logged; a
+    name the handshake owns (``Host``, ``Sec-WebSocket-*``, ...) or a value with a line break
+    is a ``ValueError`` here.
 
     Resume extension: the client offers the ``openenv-anyio.v1`` subprotocol. When the
     server accepts it and ``reconnect`` is on (``True``: the default
@@ -157,8 +161,10 @@ class EnvClient:
         trust_env: bool = True,
         reconnect: bool | ReconnectPolicy = True,
         pin_episode: bool = False,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self.address: WebSocketAddress = websocket_address(base_url)
+        self._handshake_headers = HandshakeHeaders(headers)
         self.connect_timeout_s = _positive("connect_timeout_s", connect_timeout_s)
         self.message_timeout_s = _positive("message_timeout_s", message_timeout_s, optional=True)
         size = _positive("max_message_size_mb", max_message_size_mb)
@@ -288,7 +294,7 @@ class EnvClient:
 
     async def _connect(self, token: str | None = None) -> WebSocketTransport:
         offer = self.reconnect_policy is not None or self.pin_episode
-        headers = [(RESUME_TOKEN_HEADER.encode("ascii"), token.encode("ascii"))] if token is not None else []
+        headers = self._handshake_headers.for_handshake(resume_token=token)
         try:
             with anyio.fail_after(self.connect_timeout_s):
                 return await WebSocketTransport.open(

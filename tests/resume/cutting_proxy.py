@@ -77,6 +77,8 @@ class CuttingProxy:
         self.plan = plan or CutPlan()
         self.cuts: collections.Counter[str] = collections.Counter()
         self.connections = 0
+        #: the first chunk each connection sent (its opening handshake request), in order
+        self.handshakes: list[bytes] = []
         self.refusing = False
         self._links: set[_Link] = set()
         self._last_cut_in_handshake = False
@@ -129,6 +131,8 @@ class CuttingProxy:
                     self.cuts["handshake" if index == 0 else kind] += 1
                     link.cut_in_handshake = index == 0
                     break
+                if index == 0 and kind == "request":
+                    self.handshakes.append(data)
                 index += 1
                 await sink.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
