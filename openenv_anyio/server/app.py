@@ -14,7 +14,7 @@ from quart_trio import QuartTrio
 
 from ..core import FrameCodec, ProtocolError, Reset, dumps, parse_json
 from .bound_env import FactoryFailure
-from .context import ServerContext, log
+from .context import AtCapacity, ServerContext, log
 from .env_profile import EnvProfile
 from .error_text import exception_text
 
@@ -75,6 +75,12 @@ def create_app(ctx: ServerContext) -> QuartTrio:
     @app.errorhandler(FactoryFailure)
     async def factory_failed(error: FactoryFailure) -> Response:
         return _server_error(error)
+
+    @app.errorhandler(AtCapacity)
+    async def at_capacity(error: AtCapacity) -> Response:  # HTTP-6
+        response = _json({"detail": str(error), "active_sessions": error.active, "max_sessions": error.limit}, 503)
+        response.headers["Retry-After"] = "1"
+        return response
 
     @app.get("/health")
     async def health() -> Response:  # HTTP-1

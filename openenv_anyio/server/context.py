@@ -19,13 +19,22 @@ from .resumable_store import ResumableSessions
 from .session_registry import SessionRegistry, SharedCapacity
 from .ui_hub import UiHub
 
-__all__ = ["AsgiReceive", "AsgiSend", "OutboundFrameError", "ServerContext", "log"]
+__all__ = ["AsgiReceive", "AsgiSend", "AtCapacity", "OutboundFrameError", "ServerContext", "log"]
 
 log = logging.getLogger("openenv_anyio.server")
 
 AsgiMessage: TypeAlias = MutableMapping[str, Any]
 AsgiReceive: TypeAlias = Callable[[], Awaitable[AsgiMessage]]
 AsgiSend: TypeAlias = Callable[[AsgiMessage], Awaitable[None]]
+
+
+class AtCapacity(Exception):
+    """No session slot is free for an HTTP request's environment (``HTTP-6``)."""
+
+    def __init__(self, active: int, limit: int | None) -> None:
+        self.active = active
+        self.limit = limit
+        super().__init__(f"Server at capacity: {active}/{limit} sessions active. Retry later.")
 
 
 class OutboundFrameError(RuntimeError):
@@ -90,14 +99,24 @@ class ServerContext:
             self.registry.env_closed()
 
     @contextlib.asynccontextmanager
-    async def fresh_env(self) -> AsyncIterator[BoundEnv]:
+    async def fresh_env(self, *, counted: bool = True) -> AsyncIterator[BoundEnv]:
         """A new environment for one HTTP request (or a profile read), closed afterwards.
 
-        Raises :class:`~openenv_anyio.server.bound_env.FactoryFailure` like a session would.
+        ``counted``: the request holds a session slot while its environment lives, so HTTP
+        requests share ``max_concurrent_envs`` with sessions (``HTTP-6``); raises
+        :class:`AtCapacity` when none is free. Raises
+        :class:`~openenv_anyio.server.bound_env.FactoryFailure` like a session would.
         """
-        bound = await BoundEnv.create(self.factory, inline=self.config.inline)
-        self.registry.env_opened()
+        slot = self.registry.try_reserve() if counted else None
+        if counted and slot is None:
+            raise AtCapacity(self.registry.sessions, self.registry.max_sessions)
         try:
-            yield bound
+            bound = await BoundEnv.create(self.factory, inline=self.config.inline)
+            self.registry.env_opened()
+            try:
+                yield bound
+            finally:
+                await self.close_env(bound, "HTTP request")
         finally:
-            await self.close_env(bound, "HTTP request")
+            if slot is not None:
+                slot.release()

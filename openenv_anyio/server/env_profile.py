@@ -50,6 +50,6 @@ class EnvProfile:
             if isinstance(factory, type):
                 self._cached = _describe(factory)
             else:  # a factory function or partial: its instances may carry their own schemas
-                async with self._ctx.fresh_env() as bound:
+                async with self._ctx.fresh_env(counted=False) as bound:  # once per server
                     self._cached = _describe(bound.env)
         return self._cached

@@ -120,3 +120,31 @@ class PlainResetEnv(InlineTracked):
 
     def reset(self) -> dict[str, Any]:  # type: ignore[override]
         return {"plain": True}
+
+
+class PeakCounter(Environment):
+    """Records the most instances alive at once (``peak``); ``{"sleep": S}`` holds a step."""
+
+    live: ClassVar[int] = 0
+    peak: ClassVar[int] = 0
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self) -> None:
+        with PeakCounter.lock:
+            PeakCounter.live += 1
+            PeakCounter.peak = max(PeakCounter.peak, PeakCounter.live)
+
+    def reset(self, **kwargs: Any) -> dict[str, Any]:
+        return {}
+
+    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(float(action.get("sleep", 0)))
+        return {"threads": threading.active_count()}
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return {"episode_id": None, "step_count": 0}
+
+    def close(self) -> None:
+        with PeakCounter.lock:
+            PeakCounter.live -= 1

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import httpx
 import pytest
+import trio
 
 from openenv_anyio.envs.echo import EchoEnv
 from openenv_anyio.server.env_profile import DEFAULT_SCHEMAS
 
-from .conftest import running
-from .envs import PydanticEnv, Tracked, failing_factory
+from .conftest import ask, running, wait_for, ws_connect
+from .envs import PeakCounter, PydanticEnv, Tracked, failing_factory
 
 
 @pytest.fixture(scope="module")
@@ -108,3 +109,43 @@ def test_pydantic_action_model() -> None:
         answer = client.post("/step", json={"action": {"dx": 2}}).json()
         assert answer["observation"] == {"x": 2, "action_type": "Move"}
         assert client.post("/step", json={"action": {"dx": "far"}}).status_code == 422
+
+
+def test_http_requests_share_the_session_limit() -> None:
+    """HTTP-6: /reset and /step hold a session slot while their environment lives: 40
+    concurrent requests against a limit of 2 build at most 2 environments (and threads);
+    the others are 503 with Retry-After. A WebSocket session holds a slot against them."""
+    PeakCounter.peak = PeakCounter.live = 0
+
+    async def burst(url: str) -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            results: list[httpx.Response] = []
+
+            async def one(path: str, body: dict) -> None:
+                results.append(await client.post(path, json=body))
+
+            async with trio.open_nursery() as nursery:
+                for number in range(40):
+                    if number % 2:
+                        nursery.start_soon(one, "/step", {"action": {"sleep": 0.2}})
+                    else:
+                        nursery.start_soon(one, "/reset", {})
+            return results
+
+    with running(PeakCounter, max_concurrent_envs=2) as server:
+        responses = trio.run(burst, server.url)
+        assert PeakCounter.peak <= 2
+        statuses = sorted(response.status_code for response in responses)
+        assert set(statuses) <= {200, 503} and 200 in statuses and 503 in statuses, statuses
+        refused = next(response for response in responses if response.status_code == 503)
+        assert refused.headers["retry-after"] == "1"
+        assert refused.json()["max_sessions"] == 2 and "capacity" in refused.json()["detail"]
+        wait_for(lambda: server.stats()["active_sessions"] == 0)
+        with ws_connect(server) as first, ws_connect(server) as second:
+            ask(first, {"type": "reset"})
+            ask(second, {"type": "reset"})
+            with httpx.Client(base_url=server.url, timeout=10) as client:
+                assert client.post("/reset", json={}).status_code == 503
+        wait_for(lambda: server.stats()["active_sessions"] == 0)
+        with httpx.Client(base_url=server.url, timeout=10) as client:
+            assert client.post("/step", json={"action": {}}).status_code == 200
