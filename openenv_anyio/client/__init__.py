@@ -13,6 +13,7 @@ from . import errors
 from .env_client import EnvClient, State, StepResult
 from .reconnect import ReconnectPolicy
 from .errors import *  # noqa: F403  (the error hierarchy, listed in errors.__all__)
+from .proxy import proxy_url_for
 from .sync import SyncEnvClient
 from .urls import WebSocketAddress, websocket_address
 
@@ -23,6 +24,7 @@ __all__ = [
     "StepResult",
     "SyncEnvClient",
     "WebSocketAddress",
+    "proxy_url_for",
     "websocket_address",
     *errors.__all__,
 ]

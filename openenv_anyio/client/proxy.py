@@ -4,6 +4,10 @@ The usual conventions: ``ws://`` uses ``HTTP_PROXY``, ``wss://`` uses ``HTTPS_PR
 either falls back to ``ALL_PROXY`` (lower-case names first); ``NO_PROXY`` lists hosts and
 domains reached directly (``*`` for all). A loopback server is never reached through a
 proxy. The environment is only read, never changed.
+
+This is the project's one proxy rule: the conformance kit and the demo ask
+:func:`proxy_url_for` which proxy their HTTP requests take, so every part reaches a server
+the same way.
 """
 
 from __future__ import annotations
@@ -20,9 +24,9 @@ import anyio.abc
 import h11
 
 from .errors import ConnectError, ConnectionRefused, ProxyRejected
-from .urls import WebSocketAddress
+from .urls import WebSocketAddress, websocket_address
 
-__all__ = ["HttpProxy", "is_loopback_host", "open_tunnel", "parse_proxy_url", "proxy_from_environment"]
+__all__ = ["HttpProxy", "is_loopback_host", "open_tunnel", "parse_proxy_url", "proxy_from_environment", "proxy_url_for"]
 
 READ_SIZE: Final = 64 * 1024
 
@@ -88,12 +92,25 @@ def _setting(environ: Mapping[str, str], name: str) -> str:
     return environ.get(name.lower()) or environ.get(name.upper()) or ""
 
 
-def proxy_from_environment(address: WebSocketAddress, environ: Mapping[str, str]) -> HttpProxy | None:
-    """The proxy the environment names for ``address``, or None to connect directly."""
+def _proxy_setting(address: WebSocketAddress, environ: Mapping[str, str]) -> str | None:
     if is_loopback_host(address.host) or _bypassed(address.host, _setting(environ, "no_proxy")):
         return None
-    url = _setting(environ, "https_proxy" if address.secure else "http_proxy") or _setting(environ, "all_proxy")
+    return _setting(environ, "https_proxy" if address.secure else "http_proxy") or _setting(environ, "all_proxy") or None
+
+
+def proxy_from_environment(address: WebSocketAddress, environ: Mapping[str, str]) -> HttpProxy | None:
+    """The proxy the environment names for ``address``, or None to connect directly."""
+    url = _proxy_setting(address, environ)
     return parse_proxy_url(url) if url else None
+
+
+def proxy_url_for(server_url: str, environ: Mapping[str, str]) -> str | None:
+    """The proxy URL (as ``environ`` gives it) for requests to ``server_url`` (``http(s)://``,
+    ``ws(s)://`` or ``host:port``), or None to connect directly: the rule the client follows.
+
+    Raises ValueError for a URL the client would refuse.
+    """
+    return _proxy_setting(websocket_address(server_url), environ)
 
 
 async def open_tunnel(proxy: HttpProxy, address: WebSocketAddress) -> anyio.abc.SocketStream:

@@ -6,6 +6,7 @@ the run always ends.
 from __future__ import annotations
 
 import datetime
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from typing import Any
 import httpx
 import trio
 
+from ..client import proxy_url_for
 from ..core import Validator
 from .actions import UnsupportedSchema, invalid_variant, minimal_instance
 from .cases import Case, select_cases
@@ -152,7 +154,9 @@ async def run_checks(options: CheckOptions) -> RunReport:
     recorder = Recorder()
     started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     started = time.monotonic()
-    async with httpx.AsyncClient(timeout=options.timeout_s) as client:
+    # the client's proxy rule (loopback never through a proxy); WebSockets go direct
+    proxy = proxy_url_for(options.url, os.environ)
+    async with httpx.AsyncClient(timeout=options.timeout_s, proxy=proxy, trust_env=False) as client:
         http = HttpProbe(client, target, recorder)
         setup = Setup(options, target, schema_problem="GET /schema did not answer in time")
         with trio.move_on_after(options.timeout_s):

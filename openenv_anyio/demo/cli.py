@@ -8,6 +8,7 @@ the server before the command returns.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any
@@ -79,11 +80,10 @@ class _DemoError(Exception):
 async def _fetch_json(url: str) -> Any:
     import httpx
 
-    from ..client.proxy import is_loopback_host
+    from ..client import proxy_url_for
 
-    loopback = is_loopback_host(httpx.URL(url).host)
     try:
-        async with httpx.AsyncClient(timeout=10.0, trust_env=not loopback) as http:
+        async with httpx.AsyncClient(timeout=10.0, proxy=proxy_url_for(url, os.environ), trust_env=False) as http:
             response = await http.get(url)
     except httpx.HTTPError as exc:
         raise _DemoError(f"cannot reach {url}: {exc}") from exc

@@ -11,6 +11,10 @@ The protocol's calls map onto Gymnasium's API:
   ``info``, ``terminated``, ``truncated``, ``reward`` and ``done = terminated or truncated``;
 * ``state`` -> ``{"episode_id", "step_count", "env_id"}``.
 
+A step before any reset first starts an unseeded episode (``reset()``), so that a fresh
+environment can step, as openenv-core environments (ready after ``__init__``) can: the
+stateless ``POST /step`` of ``HTTP-4`` steps a fresh environment.
+
 Values go out as JSON (see ``jsonable``: arrays -> lists, numpy scalars -> numbers,
 non-finite floats -> null). The schemas come from the spaces (see ``spaces``).
 
@@ -211,8 +215,8 @@ class GymnasiumEnv:
                 f"unexpected member {unexpected[0]!r}", loc=(unexpected[0],), keyword="additionalProperties"
             )
         value = action_from_json(self._env.action_space, action["action"])
-        if self._needs_reset:
-            raise gymnasium.error.ResetNeeded("call reset before step")
+        if self._needs_reset:  # a fresh environment: start an unseeded episode (HTTP-4)
+            self.reset()
         observation, reward, terminated, truncated, info = self._env.step(value)
         self._step_count += 1
         done = bool(terminated) or bool(truncated)

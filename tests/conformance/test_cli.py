@@ -129,3 +129,19 @@ def test_list_prints_every_case(capsys: pytest.CaptureFixture[str]) -> None:
     assert check("http://unused", "--list") == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 34 and lines[0].startswith("WS-CONN-01")
+
+
+def test_a_loopback_server_is_never_checked_through_a_proxy(minimal_url: str, tmp_path: Path) -> None:
+    """One proxy rule for the project (the client's): loopback is reached directly, even
+    with HTTP_PROXY/ALL_PROXY pointing at a proxy that refuses everything."""
+    report_file = tmp_path / "report.json"
+    env = {**os.environ, "HTTP_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9", "ALL_PROXY": "http://127.0.0.1:9"}
+    env.pop("NO_PROXY", None)
+    env.pop("no_proxy", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "openenv_anyio", "check", minimal_url, "--only", "HTTP", "--json", str(report_file)],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    verdicts = {c["id"]: c["verdict"] for c in json.loads(report_file.read_text())["cases"]}
+    assert done.returncode == 0, (verdicts, done.stdout[-2000:])
+    assert verdicts["HTTP-01"] == "pass"

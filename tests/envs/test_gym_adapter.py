@@ -121,10 +121,14 @@ def test_action_outside_the_space_is_refused_before_the_environment_sees_it() ->
     env.close()
 
 
-def test_step_before_reset_is_an_environment_error() -> None:
+def test_a_step_before_any_reset_starts_an_unseeded_episode_first() -> None:
+    """A fresh environment can step (HTTP-4: stateless ``POST /step`` steps a fresh one), as
+    openenv-core environments, ready after ``__init__``, can."""
     env = GymnasiumEnv("CartPole-v1")
-    with pytest.raises(gymnasium.error.ResetNeeded):
-        env.step({"action": 0})
+    assert env.state["episode_id"] is None
+    reply = env.step({"action": 0})
+    assert reply["reward"] == 1.0 and reply["done"] is False and len(reply["observation"]) == 4
+    assert isinstance(env.state["episode_id"], str) and env.state["step_count"] == 1
     env.close()
 
 
