@@ -26,7 +26,7 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar, assert_never
 
 import anyio
 import anyio.abc
@@ -34,6 +34,7 @@ import anyio.abc
 from ..core import (
     SUBPROTOCOL,
     Close,
+    CloseCode,
     Error,
     Observation,
     ProtocolError,
@@ -340,7 +341,7 @@ class EnvClient:
                         pass
                     else:
                         await transport.wait_ended()
-                await transport.close(1000, timeout_s=CLOSE_TIMEOUT_S)
+                await transport.close(CloseCode.NORMAL, timeout_s=CLOSE_TIMEOUT_S)
             else:
                 await transport.abort()
 
@@ -433,15 +434,20 @@ class EnvClient:
             frame = decode_server_frame(reply)  # type: ignore[arg-type]
         except ProtocolError as exc:
             raise await self._drop(ProtocolViolation(self.url, exc.message, pointer=exc.pointer)) from None
-        if request_id is not None and getattr(frame, "request_id", request_id) != request_id:  # EXT-REQ-2
-            raise await self._drop(ProtocolViolation(self.url, f"the answer to request {request_id} names request {frame.request_id}"))  # type: ignore[union-attr]
-        if isinstance(frame, expect):
-            if name == "reset" and isinstance(frame, Observation) and self.session is not None:
-                self._episode_id = frame.episode_id  # EXT-EP-2
-            return frame
-        if isinstance(frame, Error):
-            raise ServerError.from_frame(frame.code, frame.message, frame.extra)
-        raise await self._drop(ProtocolViolation(self.url, f"a {frame.type} frame answered {name}"))
+        answered = getattr(frame, "request_id", request_id)
+        if request_id is not None and answered != request_id:  # EXT-REQ-2
+            raise await self._drop(ProtocolViolation(self.url, f"the answer to request {request_id} names request {answered}"))
+        match frame:
+            case Error():
+                raise ServerError.from_frame(frame.code, frame.message, frame.extra)
+            case Observation() | StateFrame() if isinstance(frame, expect):
+                if name == "reset" and isinstance(frame, Observation) and self.session is not None:
+                    self._episode_id = frame.episode_id  # EXT-EP-2
+                return frame
+            case Observation() | StateFrame() | Session():
+                raise await self._drop(ProtocolViolation(self.url, f"a {frame.type} frame answered {name}"))
+            case _:
+                assert_never(frame)
 
     async def _resume(self, cause: EnvClientError) -> WebSocketTransport:
         """Reconnect with the session's token (EXT-RES-1); raises when that is impossible.
@@ -484,9 +490,13 @@ class EnvClient:
             frame = decode_server_frame(payload)  # type: ignore[arg-type]
         except ProtocolError as exc:
             raise await self._drop(ProtocolViolation(self.url, exc.message, pointer=exc.pointer)) from None
-        if isinstance(frame, Error):
-            raise ServerError.from_frame(frame.code, frame.message, frame.extra)
-        raise await self._drop(ProtocolViolation(self.url, f"an unrequested {frame.type} frame before {name}"))
+        match frame:
+            case Error():
+                raise ServerError.from_frame(frame.code, frame.message, frame.extra)
+            case Observation() | StateFrame() | Session():
+                raise await self._drop(ProtocolViolation(self.url, f"an unrequested {frame.type} frame before {name}"))
+            case _:
+                assert_never(frame)
 
     async def _drop(self, reason: EnvClientError) -> EnvClientError:
         """Give up the session for good (shielded); later calls raise ConnectionDropped.

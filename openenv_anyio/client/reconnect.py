@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
 
+from ..core import RESUMABLE_CLOSE_CODES
 from .errors import ConnectionClosedByServer, ConnectionLost, EnvClientError
 
 __all__ = ["ReconnectPolicy", "worth_resuming"]
 
-#: Close codes after which the session is over (or belongs to another connection):
-#: close (1000), shutdown (1001), frame too big (1009, it would happen again),
-#: session not found (4404), idle timeout (4408), taken over (4409).
-_FINAL_CLOSE_CODES: Final = frozenset({1000, 1001, 1009, 4404, 4408, 4409})
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,5 +39,5 @@ class ReconnectPolicy:
 def worth_resuming(error: EnvClientError) -> bool:
     """Whether ``error`` is a broken connection that resuming may repair."""
     if isinstance(error, ConnectionClosedByServer):
-        return error.code not in _FINAL_CLOSE_CODES
+        return error.code in RESUMABLE_CLOSE_CODES  # the registry's x-resumable
     return isinstance(error, ConnectionLost)

@@ -28,7 +28,9 @@ from typing import Final
 import anyio
 import anyio.abc
 from anyio.streams.tls import TLSStream
-from wsproto.frame_protocol import CloseReason, FrameProtocol, Opcode, ParseFailed
+from wsproto.frame_protocol import FrameProtocol, Opcode, ParseFailed
+
+from ..core import CloseCode
 
 from .asyncio_stream import connect_asyncio_tcp, running_on_asyncio
 from .errors import (
@@ -50,7 +52,6 @@ __all__ = ["WebSocketTransport"]
 
 READ_SIZE: Final = 256 * 1024
 INBOX_SIZE: Final = 8  # answers are one per request; more waiting frames is a broken peer
-CLOSE_TOO_BIG: Final = 1009
 CLOSE_GRACE_S: Final = 2.0
 # How long the connection must go without a request reading before the reader task reads
 # (answering pings a little late is harmless: peers wait seconds for a pong).
@@ -296,7 +297,7 @@ class WebSocketTransport:
             declared = self._declared_frame_size()
             self._fail(MessageTooLarge(self.address.url, max(self._size, declared), self._limit))
             self._parts = []
-            self._refuse(CLOSE_TOO_BIG, "message too big")
+            self._refuse(CloseCode.MESSAGE_TOO_BIG, "message too big")
             return
         if not finished:
             self._parts.append(data)
@@ -312,7 +313,7 @@ class WebSocketTransport:
         """A complete message: into the inbox, unless the peer floods it."""
         if len(self._inbox) >= INBOX_SIZE:
             self._fail(ProtocolViolation(self.address.url, f"more than {INBOX_SIZE} unrequested frames"))
-            self._refuse(1008, "too many unrequested frames")
+            self._refuse(CloseCode.POLICY_VIOLATION, "too many unrequested frames")
             return
         self._inbox.append(message)
 
@@ -487,7 +488,7 @@ class WebSocketTransport:
         self._reader_wanted.set()
         await self._ended.wait()
 
-    async def close(self, code: int = CloseReason.NORMAL_CLOSURE, reason: str = "", *, timeout_s: float = 5.0) -> None:
+    async def close(self, code: int = CloseCode.NORMAL, reason: str = "", *, timeout_s: float = 5.0) -> None:
         """Send a close frame, wait (at most ``timeout_s``) for the peer's, then close TCP.
 
         Shielded: it completes even when the calling task is being cancelled.
@@ -506,7 +507,7 @@ class WebSocketTransport:
                         await self._ended.wait()
             await self.abort()
 
-    async def leave(self, code: int = CloseReason.GOING_AWAY, reason: str = "", *, timeout_s: float = 1.0) -> None:
+    async def leave(self, code: int = CloseCode.GOING_AWAY, reason: str = "", *, timeout_s: float = 1.0) -> None:
         """Send a close frame, then close TCP without waiting for the peer's close.
 
         For a client that gives its session up while the peer may still be executing a

@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from ..core import RESUME_TOKEN_HEADER, SUBPROTOCOL, Validator
+from ..core import RESUME_TOKEN_HEADER, SUBPROTOCOL, CloseCode, Validator
 from .context import (
     CaseContext,
     check_data_shape,
@@ -283,7 +283,7 @@ async def _oversize(ctx: CaseContext) -> None:
             await conn.send_text(payload)
             reply = await conn.receive()
         except ServerClosed as closed:
-            if closed.code == 1006:
+            if closed.code == CloseCode.ABNORMAL:
                 # The server may well have sent 1009 and closed at once: a peer still sending
                 # then gets a TCP reset, and the reset discards the unread close frame.
                 ctx.non_strict(
@@ -291,7 +291,7 @@ async def _oversize(ctx: CaseContext) -> None:
                     "could be read (1009 expected; a server that closes without waiting may cause this)"
                 )
                 return
-            if closed.code != 1009:
+            if closed.code != CloseCode.MESSAGE_TOO_BIG:
                 raise CaseFailed(f"a {len(payload)}-byte frame: {closed}, expected code 1009") from None
             return
         raise CaseFailed(f"a {len(payload)}-byte frame was answered ({reply.describe()}) instead of close 1009")
@@ -308,7 +308,7 @@ async def _close(ctx: CaseContext) -> None:
         frames, closed = await conn.wait_closed()
         if frames:
             raise CaseFailed(f"the server answered close with {frames[0].describe()}")
-        if closed.code != 1000:
+        if closed.code != CloseCode.NORMAL:
             raise CaseFailed(f"after close: {closed}, expected code 1000")
 
 
@@ -369,9 +369,9 @@ async def _capacity(ctx: CaseContext) -> None:
         rest, closed = await extra.wait_closed()
         if rest:
             raise CaseFailed(f"frames after CAPACITY_REACHED: {rest[0].describe()}")
-        if closed.code == 1000:
+        if closed.code == CloseCode.NORMAL:
             ctx.non_strict("closed with 1000 after CAPACITY_REACHED; WS-CAP-1 says 1013 (openenv-core 0.3 uses 1000)")
-        elif closed.code != 1013:
+        elif closed.code != CloseCode.TRY_AGAIN_LATER:
             raise CaseFailed(f"after CAPACITY_REACHED: {closed}, expected code 1013")
 
 
@@ -569,7 +569,7 @@ async def _ext_resume(ctx: CaseContext) -> None:
             if resumed.get("last_request_id") != "conformance-1":
                 raise CaseFailed(f"last_request_id is {resumed.get('last_request_id')!r}, expected 'conformance-1'")
             _, closed = await old.wait_closed()
-            if closed.code != 4409:
+            if closed.code != CloseCode.TAKEN_OVER:
                 raise CaseFailed(f"the earlier connection: {closed}, expected code 4409 (taken over)")
             await expect_alive(new, "the takeover", episode_id)
             await _end_session(new)
@@ -584,7 +584,7 @@ async def _ext_unknown_token(ctx: CaseContext) -> None:
             raise CaseFailed(f"an unknown token resumed a session: {answer}")
         expect_error(refusal, "SESSION_NOT_FOUND", "the answer to an unknown token")
         _, closed = await conn.wait_closed()
-        if closed.code != 4404:
+        if closed.code != CloseCode.SESSION_NOT_FOUND:
             raise CaseFailed(f"after SESSION_NOT_FOUND: {closed}, expected code 4404")
 
 

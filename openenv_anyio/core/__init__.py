@@ -1,5 +1,6 @@
-"""The sans-IO core: spec loading, validation, frames and error codes. No I/O imports."""
+"""The sans-IO core: spec loading, validation, frames, error and close codes. No I/O imports."""
 
+from .close_codes import RESUMABLE_CLOSE_CODES, CloseCode
 from .errors import ErrorCode, ProtocolError
 from .frames import (
     ClientFrame,
@@ -46,7 +47,9 @@ __all__ = [
     "token_hint",
     "ENTRY_POINTS",
     "SPEC_VERSION",
+    "RESUMABLE_CLOSE_CODES",
     "ClientFrame",
+    "CloseCode",
     "Close",
     "Error",
     "ErrorCode",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, TypeAlias
+from typing import Any, ClassVar, Final, TypeAlias, assert_never
 
 import orjson
 
@@ -258,36 +258,42 @@ def dumps(value: Any) -> str:
 
 
 def _from_wire(obj: dict[str, Any]) -> Frame:
-    kind = obj["type"]
-    if kind == "step":
-        if len(obj) == 2:
-            return Step(obj["data"])
-        return Step(obj["data"], obj.get("request_id"), obj.get("episode_id"))
-    if kind == "observation":
-        data = obj["data"]
-        if len(obj) == 2:
-            return Observation(data["observation"], data["reward"], data["done"])
-        return Observation(data["observation"], data["reward"], data["done"], obj.get("request_id"), obj.get("episode_id"))
-    if kind == "reset":
-        return Reset(obj.get("data") or {}, obj.get("request_id"))
-    if kind == "error":
-        data = dict(obj["data"])
-        return Error(code=data.pop("code"), message=data.pop("message"), extra=data, request_id=obj.get("request_id"))
-    if kind == "session":
-        data = obj["data"]
-        return Session(
-            data["session_id"],
-            data["resume_token"],
-            data["resumed"],
-            data["resume_grace_s"],
-            data["last_request_id"],
-            data.get("episode_id"),
-        )
-    if kind == "state":
-        return State(obj["data"]) if "data" in obj else StateRequest()
-    if kind == "close":
-        return Close()
-    return StateUpdate(obj["episode_state"])
+    """The typed frame of a validated wire object; its ``type`` must be one the spec lists."""
+    match obj["type"]:
+        case "step":
+            if len(obj) == 2:
+                return Step(obj["data"])
+            return Step(obj["data"], obj.get("request_id"), obj.get("episode_id"))
+        case "observation":
+            data = obj["data"]
+            if len(obj) == 2:
+                return Observation(data["observation"], data["reward"], data["done"])
+            return Observation(
+                data["observation"], data["reward"], data["done"], obj.get("request_id"), obj.get("episode_id")
+            )
+        case "reset":
+            return Reset(obj.get("data") or {}, obj.get("request_id"))
+        case "error":
+            data = dict(obj["data"])
+            return Error(code=data.pop("code"), message=data.pop("message"), extra=data, request_id=obj.get("request_id"))
+        case "session":
+            data = obj["data"]
+            return Session(
+                data["session_id"],
+                data["resume_token"],
+                data["resumed"],
+                data["resume_grace_s"],
+                data["last_request_id"],
+                data.get("episode_id"),
+            )
+        case "state":
+            return State(obj["data"]) if "data" in obj else StateRequest()
+        case "close":
+            return Close()
+        case "state_update":
+            return StateUpdate(obj["episode_state"])
+        case other:  # a frame type the spec gained without a class here: never a silent default
+            raise _unknown_type(other)
 
 
 class FrameCodec:
@@ -432,19 +438,40 @@ def _codec(entry: str) -> FrameCodec:
     return codec
 
 
+def _not_on(entry: str, frame: Frame) -> ProtocolError:
+    return ProtocolError(ErrorCode.UNKNOWN_TYPE, f"a {frame.type} frame is not a {entry}", pointer="/type", keyword="enum")
+
+
 def decode_client_frame(payload: str | bytes) -> ClientFrame:
     """Decode a frame a client sent on ``/ws`` (raises :class:`ProtocolError`)."""
-    return _codec("client-frame").decode(payload)  # type: ignore[return-value]
+    frame = _codec("client-frame").decode(payload)
+    match frame:
+        case Reset() | Step() | StateRequest() | Close():
+            return frame
+        case Observation() | State() | Error() | Session() | StateUpdate():
+            raise _not_on("client-frame", frame)
+        case _:
+            assert_never(frame)
 
 
 def decode_server_frame(payload: str | bytes) -> ServerFrame:
     """Decode a frame a server sent on ``/ws`` (raises :class:`ProtocolError`)."""
-    return _codec("server-frame").decode(payload)  # type: ignore[return-value]
+    frame = _codec("server-frame").decode(payload)
+    match frame:
+        case Observation() | State() | Error() | Session():
+            return frame
+        case Reset() | Step() | StateRequest() | Close() | StateUpdate():
+            raise _not_on("server-frame", frame)
+        case _:
+            assert_never(frame)
 
 
 def decode_ui_frame(payload: str | bytes) -> StateUpdate:
     """Decode a frame a server sent on ``/ws/ui`` (raises :class:`ProtocolError`)."""
-    return _codec("ui-frame").decode(payload)  # type: ignore[return-value]
+    frame = _codec("ui-frame").decode(payload)
+    if isinstance(frame, StateUpdate):
+        return frame
+    raise _not_on("ui-frame", frame)
 
 
 def encode_frame(frame: Frame) -> str:

@@ -94,6 +94,12 @@ class Spec:
         registry = self.document("error-codes.json")
         return {entry["const"]: entry["description"] for entry in registry["anyOf"]}
 
+    def close_codes(self) -> dict[int, Mapping[str, Any]]:
+        """The close-code registry: code -> its entry (``description``, ``x-sent-by``,
+        ``x-resumable``)."""
+        registry = self.document("close-codes.json")
+        return {entry["const"]: entry for entry in registry["anyOf"]}
+
     def dereferenced(self, relative: str) -> dict[str, Any]:
         """A copy of one document with every ``$ref`` inlined (for tools that cannot resolve)."""
         import jsonschema_rs

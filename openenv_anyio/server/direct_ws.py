@@ -41,6 +41,7 @@ from hypercorn.protocol.ws_stream import ASGIWebsocketState
 from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
 from wsproto.connection import ConnectionState
 
+from ..core import CloseCode
 from . import connection_guards
 from .liveness import _ProbingWSStream
 from .ws_frames import FIN_TEXT, parse_header, text_frame, unmask
@@ -49,7 +50,6 @@ __all__ = ["DirectHandler", "install"]
 
 DirectHandler = Callable[[dict[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
 
-_ABNORMAL_CLOSURE = 1006
 #: Largest inbound text frame the fast path decodes itself (larger ones go to wsproto).
 FAST_FRAME_LIMIT = 1 << 20
 
@@ -143,7 +143,7 @@ class _DirectIO:
         inbox = self._inbox
         while not inbox:
             if self._stream.closed:
-                return {"type": "websocket.disconnect", "code": _ABNORMAL_CLOSURE}
+                return {"type": "websocket.disconnect", "code": int(CloseCode.ABNORMAL)}
             if self._pending:
                 self._pending = False
                 data = self._handshake_leftover()

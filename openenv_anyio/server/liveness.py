@@ -30,13 +30,19 @@ import trio
 from hypercorn.protocol import h2 as _h2
 from hypercorn.protocol import h11 as _h11
 from hypercorn.protocol.ws_stream import ASGIWebsocketState, WSStream
+from hypercorn.protocol.events import Data, StreamClosed
 from wsproto.connection import ConnectionState
-from wsproto.events import CloseConnection, Event, Ping, Pong
+from wsproto.events import CloseConnection, Event, Ping, Pong, TextMessage
+from wsproto.frame_protocol import CloseReason
+from wsproto.utilities import LocalProtocolError
 
-__all__ = ["PEER_CLOSE_EVENT", "PING_EVENT", "PingSchedule", "PongProbe", "install"]
+__all__ = ["INVALID_TEXT_REPLY", "PEER_CLOSE_EVENT", "PING_EVENT", "PingSchedule", "PongProbe", "install"]
 
 PING_EVENT = "openenv.ping"
 PEER_CLOSE_EVENT = "openenv.peer_close"
+#: Key of a ``websocket.accept`` message: the text message to send before closing with 1007
+#: when the peer sends text that is not UTF-8 (``WS-CLOSE-3``).
+INVALID_TEXT_REPLY = "openenv.invalid_text_reply"
 
 
 class PongProbe:
@@ -58,11 +64,15 @@ class _PongTap:
         self._stream = stream
 
     def events(self) -> Iterator[Event]:
-        for event in self._connection.events():
+        connection = self._connection
+        for event in connection.events():
             if isinstance(event, Pong) and self._stream.probe is not None:
                 self._stream.probe.last_pong = trio.current_time()
-            elif isinstance(event, CloseConnection) and self._connection.state is ConnectionState.REMOTE_CLOSING:
-                self._stream.peer_closed(event.code)  # the peer's own close, not yet answered
+            elif isinstance(event, CloseConnection):
+                if connection.state is ConnectionState.REMOTE_CLOSING:
+                    self._stream.peer_closed(event.code)  # the peer's own close, not yet answered
+                elif connection.state is ConnectionState.OPEN:
+                    self._stream.refuse(event.code)  # a parse failure, not the peer's close frame
             yield event
 
     def __getattr__(self, name: str) -> Any:
@@ -73,10 +83,41 @@ class _ProbingWSStream(WSStream):
     probe: PongProbe | None = None
     peer_close_code: int | None = None
     on_peer_close: Callable[[int], None] | None = None
+    #: the text to send before closing with 1007 (``WS-CLOSE-3``), from the accept message
+    invalid_text_reply: str | None = None
+    #: bytes to send before the connection closes (a refused frame's error and close frames)
+    farewell: bytes = b""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        send = self.send
+
+        async def send_farewell_first(event: Any) -> None:
+            if isinstance(event, StreamClosed) and self.farewell:
+                data, self.farewell = self.farewell, b""
+                await send(Data(stream_id=self.stream_id, data=data))
+            await send(event)
+
+        self.send = send_farewell_first  # type: ignore[method-assign]
 
     async def _accept(self, message: Any) -> None:
+        self.invalid_text_reply = message.get(INVALID_TEXT_REPLY)
         await super()._accept(message)
         self.connection = _PongTap(self.connection, self)  # type: ignore[assignment]
+
+    def refuse(self, code: int) -> None:
+        """wsproto refused the peer's bytes (its ``CloseConnection`` without a close frame):
+        say why with a close frame (RFC 6455 7.1.7, ``WS-CLOSE-3``) instead of a bare TCP close;
+        text that is not UTF-8 is first answered as the application asked at accept."""
+        connection = self.connection._connection if isinstance(self.connection, _PongTap) else self.connection
+        data = b""
+        try:
+            if code == CloseReason.INVALID_FRAME_PAYLOAD_DATA and self.invalid_text_reply is not None:
+                data += connection.send(TextMessage(data=self.invalid_text_reply))
+            data += connection.send(CloseConnection(code=code))
+        except LocalProtocolError:  # already closing: nothing more to say
+            return
+        self.farewell += data
 
     def peer_closed(self, code: int) -> None:
         if self.peer_close_code is None:

@@ -14,30 +14,30 @@ answered from the ledger and the environment never runs a request twice.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, assert_never
 
 import trio
 
 from ..core import (
     RESUME_TOKEN_HEADER,
     SUBPROTOCOL,
+    CloseCode,
     Decision,
     Error,
     ErrorCode,
     Reset,
     Session,
+    StateRequest,
     Step,
     token_hint,
 )
 from .context import AsgiReceive, AsgiSend, ServerContext, log
 from .resumable_store import ResumableSession
 from .ui_hub import EpisodeView
-from .ws_session import CLOSE_GOING_AWAY, WsSession, close_websocket, refuse_at_capacity
+from .ws_session import ACCEPT, Request, WsSession, close_websocket, refuse_at_capacity
 
-__all__ = ["CLOSE_SESSION_NOT_FOUND", "CLOSE_TAKEN_OVER", "negotiated", "serve_resumable"]
+__all__ = ["negotiated", "serve_resumable"]
 
-CLOSE_SESSION_NOT_FOUND = 4404
-CLOSE_TAKEN_OVER = 4409
 _TOKEN_HEADER = RESUME_TOKEN_HEADER.lower().encode("ascii")
 _MAX_TOKEN_CHARS = 512
 
@@ -57,7 +57,7 @@ def _presented_token(scope: dict[str, Any]) -> str | None:
 class ResumableConnection(WsSession):
     """One negotiated connection attached to a :class:`ResumableSession`."""
 
-    _STOPS = {**WsSession._STOPS, "takeover": (CLOSE_TAKEN_OVER, "session taken over by another connection")}
+    _STOPS = {**WsSession._STOPS, "takeover": (CloseCode.TAKEN_OVER, "session taken over by another connection")}
     #: a lost link (EXT-RES-2) or a takeover (EXT-RES-5) keeps the session and its slot
     _KEEPS_SLOT = frozenset({"disconnect", "ping", "takeover"})
 
@@ -130,15 +130,20 @@ class ResumableConnection(WsSession):
         self._park_scope = None
         return self._stop == "takeover"
 
-    async def _answer(self, frame: Any, request_id: str | None = None) -> str:
+    async def _answer(self, frame: Request, request_id: str | None = None) -> str:
         """Requests with a ``request_id`` (reset, step) run at most once (``EXT-REQ-1``)."""
-        kind = type(frame)
-        request_id = frame.request_id if kind is Step or kind is Reset else None
+        match frame:
+            case Step() | Reset():
+                request_id = frame.request_id
+            case StateRequest():
+                request_id = None
+            case _:
+                assert_never(frame)
         if request_id is None:
             return await super()._answer(frame)
         return await self._answer_once(frame, request_id)
 
-    async def _answer_once(self, frame: Any, request_id: str) -> str:
+    async def _answer_once(self, frame: Step | Reset, request_id: str) -> str:
         """Run a request at most once per ``request_id`` (``EXT-REQ-1``), checking the episode."""
         session = self.session
         ledger = session.ledger
@@ -175,7 +180,7 @@ async def _refuse_token(ctx: ServerContext, send: AsgiSend, presented: str) -> N
         "No session matches the resume token (unknown, or its grace period ended)",
     )
     await send({"type": "websocket.send", "text": ctx.encode(error)})
-    await close_websocket(send, CLOSE_SESSION_NOT_FOUND, "session not found")
+    await close_websocket(send, CloseCode.SESSION_NOT_FOUND, "session not found")
 
 
 async def _end(ctx: ServerContext, session: ResumableSession) -> None:
@@ -192,10 +197,10 @@ async def serve_resumable(ctx: ServerContext, scope: dict[str, Any], receive: As
     message = await receive()
     if message["type"] != "websocket.connect":
         return
-    await send({"type": "websocket.accept", "subprotocol": SUBPROTOCOL})
+    await send({**ACCEPT, "subprotocol": SUBPROTOCOL})
     registry = ctx.registry
     if registry.closing:
-        await close_websocket(send, CLOSE_GOING_AWAY, "server shutting down")
+        await close_websocket(send, CloseCode.GOING_AWAY, "server shutting down")
         return
     presented = _presented_token(scope)
     if presented is not None:

@@ -13,10 +13,10 @@ from urllib.parse import parse_qs
 
 import trio
 
-from ..core import StateUpdate
+from ..core import CloseCode, StateUpdate
 from .context import AsgiReceive, AsgiSend, ServerContext
 from .liveness import PingSchedule
-from .ws_session import CLOSE_GOING_AWAY, close_websocket
+from .ws_session import close_websocket
 
 __all__ = ["serve_ui"]
 
@@ -73,7 +73,7 @@ async def serve_ui(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
                         await send({"type": "websocket.send", "text": view.encoded(encode)})
         if connection.shutdown:
             with trio.move_on_after(1.0):
-                await close_websocket(send, CLOSE_GOING_AWAY, "server shutting down")
+                await close_websocket(send, CloseCode.GOING_AWAY, "server shutting down")
     finally:
         ctx.hub.unsubscribe(subscriber)
         ctx.registry.detach(connection)

@@ -10,42 +10,49 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final, TypeAlias, assert_never
 
 import trio
 
 from ..core import (
     Close,
+    CloseCode,
     Error,
     ErrorCode,
     Observation,
     ProtocolError,
     Reset,
     State,
+    StateRequest,
     Step,
     decode_client_frame,
+    encode_frame,
 )
 from .action_check import relocate
 from .bound_env import BoundEnv, EnvironmentAborted, FactoryFailure
 from .context import AsgiReceive, AsgiSend, ServerContext, log
 from .error_text import exception_text
-from .liveness import PEER_CLOSE_EVENT, PingSchedule
+from .liveness import INVALID_TEXT_REPLY, PEER_CLOSE_EVENT, PingSchedule
 from .session_registry import Slot
 from .ui_hub import EpisodeView
 
-__all__ = ["serve_ws", "WsSession", "close_websocket", "refuse_at_capacity"]
+__all__ = ["ACCEPT", "GOODBYE_CODES", "Request", "serve_ws", "WsSession", "close_websocket", "refuse_at_capacity"]
 
-CLOSE_NORMAL = 1000
-CLOSE_GOING_AWAY = 1001
-CLOSE_INTERNAL = 1011
-CLOSE_TRY_AGAIN = 1013
-CLOSE_IDLE = 4408
 #: Close codes with which a client says "I am done" rather than losing its link (``EXT-RES-2``).
-GOODBYE_CODES = frozenset({CLOSE_NORMAL, CLOSE_GOING_AWAY})
+GOODBYE_CODES = frozenset({CloseCode.NORMAL, CloseCode.GOING_AWAY})
+#: The answer to a text message that is not UTF-8, sent before the close 1007 (``WS-CLOSE-3``).
+INVALID_UTF8_ANSWER: Final = encode_frame(
+    Error(ErrorCode.INVALID_JSON.value, "Invalid JSON: the text frame is not valid UTF-8 (WS-CONN-5)")
+)
+#: The accept message of a ``/ws`` connection (Hypercorn's WebSocket stream reads the extra key).
+ACCEPT: Final = {"type": "websocket.accept", INVALID_TEXT_REPLY: INVALID_UTF8_ANSWER}
+
+#: The client frames that are answered (``WS-ORDER-1``); ``close`` is not.
+Request: TypeAlias = Reset | Step | StateRequest
 
 
-async def close_websocket(send: AsgiSend, code: int, reason: str = "") -> None:
-    await send({"type": "websocket.close", "code": code, "reason": reason})
+async def close_websocket(send: AsgiSend, code: CloseCode, reason: str = "") -> None:
+    await send({"type": "websocket.close", "code": int(code), "reason": reason})
 
 
 async def serve_ws(ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
@@ -53,10 +60,10 @@ async def serve_ws(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
     message = await receive()
     if message["type"] != "websocket.connect":
         return
-    await send({"type": "websocket.accept"})  # no subprotocol selected (WS-CONN-1)
+    await send(ACCEPT)  # no subprotocol selected (WS-CONN-1)
     registry = ctx.registry
     if registry.closing:
-        await close_websocket(send, CLOSE_GOING_AWAY, "server shutting down")
+        await close_websocket(send, CloseCode.GOING_AWAY, "server shutting down")
         return
     slot = registry.try_reserve()  # WS-CAP-1
     if slot is None:
@@ -78,7 +85,7 @@ async def refuse_at_capacity(ctx: ServerContext, send: AsgiSend) -> None:
         {"active_sessions": active, "max_sessions": limit},
     )
     await send({"type": "websocket.send", "text": ctx.encode(refusal)})
-    await close_websocket(send, CLOSE_TRY_AGAIN, "server at capacity")
+    await close_websocket(send, CloseCode.TRY_AGAIN_LATER, "server at capacity")
 
 
 def _refusal(error: ProtocolError, request_id: str | None) -> Error:
@@ -97,7 +104,7 @@ class WsSession:
     """
 
     #: why the loop stops when asked from outside: (reason, close code, close reason)
-    _STOPS = {"shutdown": (CLOSE_GOING_AWAY, "server shutting down")}
+    _STOPS = {"shutdown": (CloseCode.GOING_AWAY, "server shutting down")}
     #: ends of the connection after which the session lives on (and holds its slot)
     _KEEPS_SLOT: frozenset[str] = frozenset()
 
@@ -148,7 +155,7 @@ class WsSession:
             log.warning("%s", failure)
             error = Error(ErrorCode.FACTORY_ERROR.value, str(failure), {"factory_name": failure.factory_name})
             await self.send({"type": "websocket.send", "text": ctx.encode(error)})
-            await close_websocket(self.send, CLOSE_INTERNAL, "environment could not be created")
+            await close_websocket(self.send, CloseCode.INTERNAL_ERROR, "environment could not be created")
             return None
 
     async def watch_peer_close(self) -> None:
@@ -196,13 +203,13 @@ class WsSession:
                 now = trio.current_time()
                 if now >= idle_deadline:  # WS-IDLE-1
                     self._ending("idle")
-                    await close_websocket(send, CLOSE_IDLE, f"session idle for {config.session_timeout_s:g} s (session_timeout)")
+                    await close_websocket(send, CloseCode.IDLE_TIMEOUT, f"session idle for {config.session_timeout_s:g} s (session_timeout)")
                     return "idle"
                 if not await pings.on_deadline(send, now):  # WS-PING-1: the peer is gone
                     log.info("session %s: no pong within %g s, closing", self.session_id, pings.timeout)
                     self._ending("ping")
                     with trio.move_on_after(1.0):
-                        await close_websocket(send, CLOSE_INTERNAL, "ping timeout")
+                        await close_websocket(send, CloseCode.INTERNAL_ERROR, "ping timeout")
                     return "ping"
                 continue
             kind = message["type"]
@@ -228,14 +235,18 @@ class WsSession:
         except ProtocolError as error:
             await self._reply(Error.from_protocol_error(error))
             return True
-        if type(frame) is Close:  # WS-CLOSE-1
-            self._ending("close")  # WS-CAP-2
-            await close_websocket(self.send, CLOSE_NORMAL)
-            return False
-        await self.send({"type": "websocket.send", "text": await self._answer(frame)})
+        match frame:
+            case Close():  # WS-CLOSE-1
+                self._ending("close")  # WS-CAP-2
+                await close_websocket(self.send, CloseCode.NORMAL)
+                return False
+            case Step() | Reset() | StateRequest():
+                await self.send({"type": "websocket.send", "text": await self._answer(frame)})
+            case _:
+                assert_never(frame)
         if self.aborted is not None:  # SRV-FAULT-1
             self._ending("aborted")
-            await close_websocket(self.send, CLOSE_INTERNAL, "environment aborted")
+            await close_websocket(self.send, CloseCode.INTERNAL_ERROR, "environment aborted")
             return False
         return True
 
@@ -247,57 +258,75 @@ class WsSession:
             log.error("session %s: the environment raised %s; ending the session", self.session_id, exc)
         return self.ctx.encode(Error(ErrorCode.EXECUTION_ERROR.value, exception_text(exc), request_id=request_id))
 
-    async def _answer(self, frame: Any, request_id: str | None = None) -> str:
+    async def _answer(self, frame: Request, request_id: str | None = None) -> str:
         """The text of the answer to a reset, step or state request (runs the environment).
 
         ``request_id`` (resume extension) is echoed in the answer (``EXT-REQ-2``).
         """
+        match frame:
+            case Step():
+                return await self._answer_step(frame, request_id)
+            case Reset():
+                return await self._answer_reset(frame, request_id)
+            case StateRequest():
+                return await self._answer_state()
+            case _:
+                assert_never(frame)
+
+    async def _answer_step(self, frame: Step, request_id: str | None) -> str:
         env = self.env
         assert env is not None
         encode = self.ctx.encode
-        kind = type(frame)
-        if kind is Step:
-            try:
-                action = env.check_action(frame.action)  # WS-STEP-2
-            except ProtocolError as error:
-                return encode(_refusal(error, request_id))
-            try:
-                lifted = await env.step(action)
-                text = encode(Observation(lifted.observation, lifted.reward, lifted.done, request_id))
-            except ProtocolError as error:  # the env refused the action itself (WS-STEP-2)
-                if error.code is ErrorCode.VALIDATION_ERROR:
-                    error = relocate(error, "/data")
-                return encode(_refusal(error, request_id))
-            except Exception as exc:  # WS-ERR-7
-                return self._failure(exc, request_id)
-            view, hub = self.view, self.ctx.hub
-            watched = bool(hub.subscribers)
-            view.record_step(frame.action, lifted.observation, lifted.reward, lifted.done, log=watched)
-            if watched:
-                hub.publish(view)
-            return text
-        if kind is Reset:
-            try:
-                lifted, state = await env.reset(frame.kwargs)
-                if state is None:
-                    state = {"episode_id": frame.kwargs.get("episode_id"), "step_count": 0}
-                episode_id = state.get("episode_id")
-                episode_id = episode_id if isinstance(episode_id, str) else None
-                text = encode(
-                    Observation(
-                        lifted.observation,
-                        lifted.reward,
-                        lifted.done,
-                        request_id,
-                        episode_id if request_id is not None else None,  # EXT-EP-2
-                    )
+        try:
+            action = env.check_action(frame.action)  # WS-STEP-2
+        except ProtocolError as error:
+            return encode(_refusal(error, request_id))
+        try:
+            lifted = await env.step(action)
+            text = encode(Observation(lifted.observation, lifted.reward, lifted.done, request_id))
+        except ProtocolError as error:  # the env refused the action itself (WS-STEP-2)
+            if error.code is ErrorCode.VALIDATION_ERROR:
+                error = relocate(error, "/data")
+            return encode(_refusal(error, request_id))
+        except Exception as exc:  # WS-ERR-7
+            return self._failure(exc, request_id)
+        view, hub = self.view, self.ctx.hub
+        watched = bool(hub.subscribers)
+        view.record_step(frame.action, lifted.observation, lifted.reward, lifted.done, log=watched)
+        if watched:
+            hub.publish(view)
+        return text
+
+    async def _answer_reset(self, frame: Reset, request_id: str | None) -> str:
+        env = self.env
+        assert env is not None
+        encode = self.ctx.encode
+        try:
+            lifted, state = await env.reset(frame.kwargs)
+            if state is None:
+                state = {"episode_id": frame.kwargs.get("episode_id"), "step_count": 0}
+            episode_id = state.get("episode_id")
+            episode_id = episode_id if isinstance(episode_id, str) else None
+            text = encode(
+                Observation(
+                    lifted.observation,
+                    lifted.reward,
+                    lifted.done,
+                    request_id,
+                    episode_id if request_id is not None else None,  # EXT-EP-2
                 )
-            except Exception as exc:
-                return self._failure(exc, request_id)
-            step_count = state.get("step_count")
-            self.view.record_reset(episode_id, step_count if isinstance(step_count, int) else 0, lifted.observation)
-            self.ctx.hub.publish(self.view)
-            return text
+            )
+        except Exception as exc:
+            return self._failure(exc, request_id)
+        step_count = state.get("step_count")
+        self.view.record_reset(episode_id, step_count if isinstance(step_count, int) else 0, lifted.observation)
+        self.ctx.hub.publish(self.view)
+        return text
+
+    async def _answer_state(self) -> str:
+        env = self.env
+        assert env is not None
+        encode = self.ctx.encode
         try:
             return encode(State(await env.state()))
         except Exception as exc:

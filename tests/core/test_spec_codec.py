@@ -247,3 +247,13 @@ class TestDumps:
 def test_codec_lists_its_frame_types() -> None:
     assert FrameCodec("client-frame").frame_types == ("reset", "step", "state", "close")
     assert FrameCodec("ui-frame").frame_types == ("state_update",)
+
+
+def test_a_frame_type_without_a_class_is_refused_never_decoded_as_another() -> None:
+    """Dispatch has no silent default: a type the spec lists but the core has no class for
+    (here, one the entry point's validators were bypassed for) is UNKNOWN_TYPE."""
+    from openenv_anyio.core.frames import _from_wire
+
+    with pytest.raises(ProtocolError) as caught:
+        _from_wire({"type": "future_frame", "episode_state": {}})
+    assert caught.value.code is ErrorCode.UNKNOWN_TYPE

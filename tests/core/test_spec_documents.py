@@ -12,7 +12,7 @@ import pytest
 import referencing
 import referencing.jsonschema
 
-from openenv_anyio.core import ENTRY_POINTS, ErrorCode, SpecError, load_spec
+from openenv_anyio.core import ENTRY_POINTS, RESUMABLE_CLOSE_CODES, CloseCode, ErrorCode, SpecError, load_spec
 
 SPEC = load_spec()
 DOCUMENTS = sorted(SPEC.relative_paths())
@@ -96,6 +96,23 @@ def test_error_code_enum_equals_the_registry() -> None:
     assert [code.value for code in ErrorCode] == list(SPEC.error_codes())
     for meaning in SPEC.error_codes().values():
         assert meaning and "\n" not in meaning
+
+
+def test_close_code_enum_equals_the_registry() -> None:
+    registry = SPEC.close_codes()
+    assert [code.value for code in CloseCode] == list(registry)
+    assert RESUMABLE_CLOSE_CODES == {code for code, entry in registry.items() if entry["x-resumable"]}
+    for entry in registry.values():
+        assert entry["description"] and "\n" not in entry["description"]
+        assert entry["x-sent-by"] in {"server", "client", "either", "none"}
+
+
+def test_protocol_md_close_code_table_is_the_registry() -> None:
+    """Section 7 of PROTOCOL.md lists every registered close code with its sender."""
+    protocol = (SPEC.directory.parent.parent / "protocol" / "PROTOCOL.md").read_text(encoding="utf-8")
+    section = protocol.split("## 7. Close codes", 1)[1].split("\n## ", 1)[0]
+    rows = dict(re.findall(r"^\| (\d{4}) \| (\w+) \|", section, flags=re.M))
+    assert rows == {str(code): entry["x-sent-by"] for code, entry in SPEC.close_codes().items()}
 
 
 def test_every_schema_has_a_description() -> None:

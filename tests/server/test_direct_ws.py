@@ -168,20 +168,66 @@ def test_message_over_the_fast_limit_goes_through_wsproto(client) -> None:
     assert raw.answer()["data"]["observation"]["echo"] == "small"
 
 
-# wsproto reports a broken frame as a close, and Hypercorn then drops the connection without
-# a close frame of its own (the client sees 1006, abnormal closure); the fast path keeps that.
+# RFC 6455 7.1.7/8.1 and WS-CLOSE-3: bytes that are not a valid WebSocket message are
+# answered with a close frame naming why (never a bare TCP close, which a client sees as 1006);
+# a text message that is not UTF-8 is first told INVALID_JSON (WS-CONN-5).
 @pytest.mark.parametrize(
-    "frame",
-    [client_frame(b"\xff\xfe not utf-8"), client_frame(b'{"type": "reset"}', mask=False)],
-    ids=["invalid-utf8", "unmasked"],
+    ("frame", "code"),
+    [
+        (client_frame(b'{"type": "reset"}', mask=False), 1002),
+        (client_frame(b"{}", opcode=0x3), 1002),  # a reserved data opcode
+        (client_frame(b"{}", opcode=0xB), 1002),  # a reserved control opcode
+        (bytes([0xC1]) + client_frame(b"{}")[1:], 1002),  # RSV1 without a negotiated extension
+    ],
+    ids=["unmasked", "reserved-data-opcode", "reserved-control-opcode", "rsv1"],
 )
-def test_broken_frame_ends_the_connection(client, frame: bytes) -> None:
+def test_broken_frame_is_closed_with_its_code(client, frame: bytes, code: int) -> None:
     raw = client()
     raw.sock.sendall(RESET)
     raw.answer()
     raw.sock.sendall(frame + step_frame("never answered"))
     event = raw.next_event()
-    assert isinstance(event, CloseConnection) and event.code in (1002, 1006, 1007)
+    assert isinstance(event, CloseConnection) and event.code == code, event
+
+
+@pytest.mark.parametrize(
+    "frames",
+    [
+        [client_frame(b'{"type": "\xff\xfe"}')],  # on the fast path
+        [client_frame(b'{"type": "st', fin=False), client_frame(b'\xc3"}', opcode=0x0)],  # fragmented
+        [client_frame(b'{"type": "\xed\xa0\x80"}' + b" " * 2_000_000)],  # over the fast path's limit
+    ],
+    ids=["whole", "fragmented", "large"],
+)
+def test_text_that_is_not_utf8_gets_invalid_json_then_close_1007(client, frames: list[bytes]) -> None:
+    raw = client()
+    raw.sock.sendall(RESET)
+    raw.answer()
+    raw.sock.sendall(b"".join(frames))
+    answer = raw.answer()
+    assert answer["type"] == "error" and answer["data"]["code"] == "INVALID_JSON", answer
+    event = raw.next_event()
+    assert isinstance(event, CloseConnection) and event.code == 1007, event
+
+
+def test_ui_channel_closes_text_that_is_not_utf8_with_1007(serve) -> None:
+    with serve(EchoText) as server:
+        parts = urlsplit(server.url)
+        sock = socket.create_connection((parts.hostname, parts.port), timeout=TIMEOUT)
+        ws = WSConnection(ConnectionType.CLIENT)
+        sock.sendall(ws.send(Request(host=parts.netloc, target="/ws/ui")))
+        events: list[Any] = []
+        while not any(isinstance(event, AcceptConnection) for event in events):
+            ws.receive_data(sock.recv(65536) or None)
+            events += list(ws.events())
+        sock.sendall(client_frame(b"\xff"))
+        while True:
+            ws.receive_data(sock.recv(65536) or None)
+            closes = [event for event in ws.events() if isinstance(event, CloseConnection)]
+            if closes:
+                assert closes[0].code == 1007
+                break
+        sock.close()
 
 
 def test_peer_vanishing_ends_the_session(serve) -> None:
