@@ -42,9 +42,11 @@ from ..core import (
     Session,
     StateRequest,
     Step,
+    check_affinity_key,
     decode_server_frame,
     dumps,
     encode_frame,
+    new_affinity_key,
 )
 from ..core import State as StateFrame
 from ..core import spec_validator
@@ -146,6 +148,10 @@ class EnvClient:
     (:class:`EpisodeMismatch`). ``reconnect=False`` and ``pin_episode=False`` offer no
     subprotocol: the base protocol only. A server that does not accept the extension
     (openenv-core) is spoken to in the base protocol, as if neither were set.
+
+    Load balancers: every connection of the session (the first and each resume) carries the
+    ``OpenEnv-Affinity`` header with the same random key (``affinity_key``: None makes
+    one; ``EXT-AFF-1``), so a proxy hashing on it sends a resume to the session's server.
     """
 
     def __init__(
@@ -163,9 +169,12 @@ class EnvClient:
         reconnect: bool | ReconnectPolicy = True,
         pin_episode: bool = False,
         headers: Mapping[str, str] | None = None,
+        affinity_key: str | None = None,
     ) -> None:
         self.address: WebSocketAddress = websocket_address(base_url)
-        self._handshake_headers = HandshakeHeaders(headers)
+        #: sent in ``OpenEnv-Affinity`` on every connection of this session (EXT-AFF-1)
+        self.affinity_key = new_affinity_key() if affinity_key is None else check_affinity_key(affinity_key)
+        self._handshake_headers = HandshakeHeaders(headers, affinity_key=self.affinity_key)
         self.connect_timeout_s = _positive("connect_timeout_s", connect_timeout_s)
         self.message_timeout_s = _positive("message_timeout_s", message_timeout_s, optional=True)
         size = _positive("max_message_size_mb", max_message_size_mb)

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from ..core import RESUME_TOKEN_HEADER
+from ..core import AFFINITY_HEADER, RESUME_TOKEN_HEADER
 
 __all__ = ["HandshakeHeaders"]
 
@@ -28,7 +28,10 @@ _FIELD_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _FIELD_VALUE: Final = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?")
 #: names the WebSocket handshake sets itself (lower case)
 _HANDSHAKE_OWNED: Final = frozenset(
-    {"host", "upgrade", "connection", "content-length", "transfer-encoding", RESUME_TOKEN_HEADER.lower()}
+    {
+        "host", "upgrade", "connection", "content-length", "transfer-encoding",
+        RESUME_TOKEN_HEADER.lower(), AFFINITY_HEADER.lower(),
+    }
 )
 
 
@@ -36,12 +39,21 @@ class HandshakeHeaders:
     """Validated extra handshake headers, in the order given.
 
     ``HandshakeHeaders({"Authorization": "Bearer ..."})``; :meth:`for_handshake` returns the
-    encoded list for one upgrade request (with ``resume_token`` when resuming).
+    encoded list for one upgrade request (with ``resume_token`` when resuming). With
+    ``affinity_key`` every request also carries ``OpenEnv-Affinity`` (``EXT-AFF-1``).
     """
 
-    __slots__ = ("_encoded", "_names")
+    __slots__ = ("_affinity", "_encoded", "_names")
 
-    def __init__(self, headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        *,
+        affinity_key: str | None = None,
+    ) -> None:
+        self._affinity: tuple[bytes, bytes] | None = (
+            None if affinity_key is None else (AFFINITY_HEADER.encode("ascii"), affinity_key.encode("ascii"))
+        )
         pairs = list(headers.items() if isinstance(headers, Mapping) else headers or ())
         seen: set[str] = set()
         encoded: list[tuple[bytes, bytes]] = []
@@ -60,8 +72,11 @@ class HandshakeHeaders:
         return self._names
 
     def for_handshake(self, resume_token: str | None = None) -> list[tuple[bytes, bytes]]:
-        """The headers of one upgrade request: the extra headers, then the resume token if any."""
+        """The headers of one upgrade request: the extra headers, the affinity key, then the
+        resume token if any."""
         headers = list(self._encoded)
+        if self._affinity is not None:
+            headers.append(self._affinity)
         if resume_token is not None:
             headers.append((RESUME_TOKEN_HEADER.encode("ascii"), resume_token.encode("ascii")))
         return headers

@@ -1,5 +1,6 @@
 """The sans-IO core: spec loading, validation, frames, error and close codes. No I/O imports."""
 
+from .affinity import AFFINITY_HEADER, check_affinity_key, new_affinity_key
 from .close_codes import RESUMABLE_CLOSE_CODES, CloseCode
 from .errors import ErrorCode, ProtocolError
 from .frames import (
@@ -38,6 +39,9 @@ from .spec import ENTRY_POINTS, SPEC_VERSION, Spec, SpecError, load_spec
 from .validation import SchemaFault, Validator, spec_validator
 
 __all__ = [
+    "AFFINITY_HEADER",
+    "check_affinity_key",
+    "new_affinity_key",
     "RESUME_TOKEN_HEADER",
     "SUBPROTOCOL",
     "Decision",
