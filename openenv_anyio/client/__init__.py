@@ -7,10 +7,14 @@
 
     with EnvClient(url).sync() as env:            # blocking, for scripts and threads
         env.reset(); env.step({"message": "hi"})
+
+    async with EnvPool([url_a, url_b]) as pool:   # many sessions over many servers
+        pool.start_soon(agent, seed)              # agent(env, seed)
 """
 
 from . import errors
 from .env_client import EnvClient, State, StepResult
+from .env_pool import EnvPool
 from .reconnect import ReconnectPolicy
 from .errors import *  # noqa: F403  (the error hierarchy, listed in errors.__all__)
 from .proxy import proxy_url_for
@@ -19,6 +23,7 @@ from .urls import WebSocketAddress, websocket_address
 
 __all__ = [
     "EnvClient",
+    "EnvPool",
     "ReconnectPolicy",
     "State",
     "StepResult",
