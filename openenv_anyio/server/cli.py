@@ -25,6 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ping-interval", type=float, default=20.0, metavar="S", help="ping quiet connections after S seconds (default 20)")
     parser.add_argument("--ping-timeout", type=float, default=20.0, metavar="S", help="drop a connection whose pong is this late (default 20)")
     parser.add_argument("--resume-grace", type=float, default=60.0, metavar="S", help="keep a resumable session S seconds after its connection drops (default 60; 0: end at once)")
+    parser.add_argument("--max-ui-subscribers", type=int, default=100, metavar="N", help="/ws/ui dashboards connected at once; more are closed with 1013 (default 100; 0: no limit)")
     parser.add_argument("--shutdown-grace", type=float, default=3.0, metavar="S", help="wait at most S seconds for running requests and each environment's close() (default 3); a close() still running after it makes the exit status 1")
     parser.add_argument("--inline", action="store_true", default=None, help="run every sync environment call on the event loop (no worker thread)")
     parser.add_argument(
@@ -81,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
             resume_grace_s=args.resume_grace,
             full_gc_threshold=args.full_gc_threshold or None,
             shutdown_grace_s=args.shutdown_grace,
+            max_ui_subscribers=args.max_ui_subscribers or None,
         )
         from .workers.supervisor import WorkerSupervisor, worker_count
 

@@ -24,6 +24,9 @@ class ServerConfig:
       sync call on the event loop; ``False`` always uses the session's worker thread.
     - ``validate_outbound``: check every frame the server sends against the spec (tests).
     - ``action_log_size``: actions kept per session for ``/ws/ui`` updates.
+    - ``max_ui_subscribers``: ``/ws/ui`` connections at once; beyond it a subscriber is
+      closed with 1013 (``UI-6``). Each step offers its update to every subscriber, so
+      this bounds what dashboards cost a stepping session. ``None``: unlimited.
     - ``shutdown_grace_s``: how long a shutdown waits for running requests and connections,
       and how long any session waits for its environment's ``close()`` (``SRV-FAULT-3``).
     - ``resume_grace_s``: how long a session of a connection that negotiated the resume
@@ -46,6 +49,7 @@ class ServerConfig:
     inline: bool | None = None
     validate_outbound: bool = False
     action_log_size: int = 50
+    max_ui_subscribers: int | None = 100
     shutdown_grace_s: float = 3.0
     resume_grace_s: float = 60.0
     full_gc_threshold: int | None = 100
@@ -55,6 +59,8 @@ class ServerConfig:
             raise ValueError("max_concurrent_envs must be at least 1 (or None for no limit)")
         if self.session_timeout_s is not None and self.session_timeout_s <= 0:
             raise ValueError("session_timeout_s must be positive (or None for no timeout)")
+        if self.max_ui_subscribers is not None and self.max_ui_subscribers < 1:
+            raise ValueError("max_ui_subscribers must be at least 1 (or None for no limit)")
         if self.shutdown_grace_s <= 0:
             raise ValueError("shutdown_grace_s must be positive")
         if self.resume_grace_s < 0:

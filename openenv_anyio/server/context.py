@@ -56,7 +56,7 @@ class ServerContext:
     factory: EnvFactory
     config: ServerConfig
     registry: SessionRegistry = field(init=False)
-    hub: UiHub = field(init=False, default_factory=UiHub)
+    hub: UiHub = field(init=False)
     resumable: ResumableSessions = field(init=False, default_factory=ResumableSessions)
     #: what this process's session ids start with (a worker's slot and generation)
     session_prefix: str = ""
@@ -66,6 +66,7 @@ class ServerContext:
     def __post_init__(self) -> None:
         limit = session_limit(self.factory, self.config.max_concurrent_envs)
         self.registry = SessionRegistry(limit, self.shared_capacity)
+        self.hub = UiHub(self.config.max_ui_subscribers)
 
     def new_session_id(self) -> str:
         """A fresh session id (``EXT-SES-1``; the worker's prefix first, see ``workers``)."""

@@ -155,6 +155,10 @@ class EnvServer:
         """Active sessions, live environment instances, open connections (server thread)."""
         return self.ctx.registry.stats()
 
+    def ui_stats(self) -> dict[str, int]:
+        """``/ws/ui`` subscribers connected and updates that could not be encoded as they were (server thread)."""
+        return self.ctx.hub.stats()
+
     def stuck_envs(self) -> list[str]:
         """Environments whose ``close()`` outlived ``shutdown_grace_s`` and still runs, each
         as ``"EnvName (owner)"`` (``SRV-FAULT-3``); after :meth:`serve` returns, a non-empty
@@ -222,6 +226,10 @@ class RunningServer:
     def stats(self) -> dict[str, int]:
         """Active sessions, live environment instances, open connections."""
         return trio.from_thread.run_sync(self.server.stats, trio_token=self.token)
+
+    def ui_stats(self) -> dict[str, int]:
+        """See :meth:`EnvServer.ui_stats`."""
+        return trio.from_thread.run_sync(self.server.ui_stats, trio_token=self.token)
 
     def stuck_envs(self) -> list[str]:
         """See :meth:`EnvServer.stuck_envs`."""

@@ -57,9 +57,13 @@ async def serve_ui(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
     await send({"type": "websocket.accept"})
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     session_filter = query.get("session", [None])[0]
+    subscriber = ctx.hub.subscribe(session_filter)
+    if subscriber is None:  # UI-6
+        limit = ctx.hub.max_subscribers
+        await close_websocket(send, CloseCode.TRY_AGAIN_LATER, f"too many /ws/ui subscribers (max_ui_subscribers={limit})")
+        return
     connection = _UiConnection()
     ctx.registry.attach(connection)
-    subscriber = ctx.hub.subscribe(session_filter)
     try:
         with connection.scope:
             async with trio.open_nursery() as nursery:
@@ -68,9 +72,12 @@ async def serve_ui(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
                 def encode(episode_state: dict[str, Any]) -> str:
                     return ctx.encode(StateUpdate(episode_state), ui=True)
 
+                skipped = ctx.hub.update_unencodable
                 while True:
                     for view in await subscriber.take():
-                        await send({"type": "websocket.send", "text": view.encoded(encode)})
+                        text = view.encoded(encode, skipped)
+                        if text is not None:  # UI-5: an unencodable update costs only itself
+                            await send({"type": "websocket.send", "text": text})
         if connection.shutdown:
             with trio.move_on_after(1.0):
                 await close_websocket(send, CloseCode.GOING_AWAY, "server shutting down")

@@ -3,20 +3,29 @@
 Each session keeps an :class:`EpisodeView` (cheap to update on every step; rendered into a
 ``state_update`` only when someone watches). Each subscriber holds at most one pending view
 per session: publishing overwrites it (latest state wins, ``UI-4``) and sets a flag, so a
-slow or stuck subscriber costs the stepping session nothing but a dict store.
+slow or stuck subscriber costs the stepping session nothing but a dict store; their number
+is capped (``max_ui_subscribers``, ``UI-6``), so that store is a bounded loop.
+
+An update that cannot be encoded (an observation deeper than the encoder goes once wrapped
+in a ``state_update``, say) is counted, once per version of the view; the action-log entries
+that cannot be encoded are dropped and the update is encoded again, else it is skipped. It
+costs only itself, never a subscriber's connection nor later updates (``UI-5``).
 """
 
 from __future__ import annotations
 
 import collections
 import datetime
+import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import trio
 
 __all__ = ["EpisodeView", "UiHub", "UiSubscriber"]
+
+log = logging.getLogger("openenv_anyio.server")
 
 
 class EpisodeView:
@@ -37,7 +46,7 @@ class EpisodeView:
         )
         self.is_reset = False
         self.version = 0
-        self._encoded: tuple[int, str] | None = None
+        self._encoded: tuple[int, str | None] | None = None
 
     def record_reset(self, episode_id: str | None, step_count: int, observation: Mapping[str, Any]) -> None:
         self.episode_id = episode_id
@@ -59,19 +68,54 @@ class EpisodeView:
         self.is_reset = False
         self.version += 1
 
-    def encoded(self, encode: Callable[[dict[str, Any]], str]) -> str:
-        """``encode(self.render())``, computed once per version and shared by every subscriber."""
+    def encoded(self, encode: Callable[[dict[str, Any]], str], on_skip: Callable[[], None]) -> str | None:
+        """``encode(self.render())``, computed once per version and shared by every subscriber;
+        ``None`` when it cannot be encoded (``on_skip`` is called once for that version)."""
         cached = self._encoded
         if cached is None or cached[0] != self.version:
-            cached = self._encoded = (self.version, encode(self.render()))
+            try:
+                text: str | None = encode(self.render())
+            except Exception as exc:  # noqa: BLE001 - whatever the observation holds
+                on_skip()
+                text = None
+                if self._drop_unencodable_logs(encode):  # the fault was in the log: try again
+                    try:
+                        text = encode(self.render())
+                    except Exception as again:  # noqa: BLE001
+                        exc = again
+                if text is None:
+                    log.warning("session %s: state_update %d skipped: %s", self.session_id, self.version, exc)
+            cached = self._encoded = (self.version, text)
         return cached[1]
 
-    def render(self) -> dict[str, Any]:
-        """The ``episode_state`` of a ``state_update`` frame."""
+    def _drop_unencodable_logs(self, encode: Callable[[dict[str, Any]], str]) -> bool:
+        """Drop the action-log entries that cannot be encoded on their own (they would fail
+        every later update until they leave the log); ``True`` when some were dropped."""
+        kept = []
+        for entry in self.action_logs:
+            try:
+                encode(self.render(current={}, logs=(entry,)))
+            except Exception:  # noqa: BLE001
+                continue
+            kept.append(entry)
+        if len(kept) == len(self.action_logs):
+            return False
+        self.action_logs.clear()
+        self.action_logs.extend(kept)
+        return True
+
+    def render(
+        self,
+        *,
+        current: Mapping[str, Any] | None = None,
+        logs: Iterable[tuple[float, Any, Mapping[str, Any], Any, bool, int]] | None = None,
+    ) -> dict[str, Any]:
+        """The ``episode_state`` of a ``state_update`` frame (``current`` and ``logs`` stand
+        in for the view's current observation and action log, to try parts of it)."""
         return {
             "episode_id": self.episode_id,
             "step_count": self.step_count,
-            "current_observation": self.current_observation,
+            "current_observation": self.current_observation if current is None else current,
             "action_logs": [
                 {
                     "timestamp": datetime.datetime.fromtimestamp(ts, datetime.UTC).isoformat(),
@@ -81,7 +125,7 @@ class EpisodeView:
                     "done": done,
                     "step_count": count,
                 }
-                for ts, action, observation, reward, done, count in self.action_logs
+                for ts, action, observation, reward, done, count in (self.action_logs if logs is None else logs)
             ],
             "is_reset": self.is_reset,
             "session_id": self.session_id,
@@ -122,9 +166,19 @@ class UiSubscriber:
 class UiHub:
     """Sessions' views and the subscribers watching them."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_subscribers: int | None = None) -> None:
         self.views: dict[str, EpisodeView] = {}
         self.subscribers: set[UiSubscriber] = set()
+        self.max_subscribers = max_subscribers
+        #: updates that could not be encoded as they were (UI-5)
+        self.unencodable_updates = 0
+
+    def update_unencodable(self) -> None:
+        self.unencodable_updates += 1
+
+    def stats(self) -> dict[str, int]:
+        """Subscribers connected, and updates that could not be encoded as they were."""
+        return {"subscribers": len(self.subscribers), "unencodable_updates": self.unencodable_updates}
 
     def add_session(self, view: EpisodeView) -> None:
         """A session started: later subscribers see it on connect (``UI-2``)."""
@@ -141,8 +195,11 @@ class UiHub:
             if subscriber.watches(view.session_id):
                 subscriber.offer(view)
 
-    def subscribe(self, session_filter: str | None) -> UiSubscriber:
-        """Register a subscriber, with the current view of every session it watches pending."""
+    def subscribe(self, session_filter: str | None) -> UiSubscriber | None:
+        """Register a subscriber, with the current view of every session it watches pending;
+        ``None`` when ``max_subscribers`` are connected already (``UI-6``)."""
+        if self.max_subscribers is not None and len(self.subscribers) >= self.max_subscribers:
+            return None
         subscriber = UiSubscriber(session_filter)
         for view in self.views.values():
             if subscriber.watches(view.session_id):

@@ -131,3 +131,23 @@ class HangingClose(Environment):
 class AsyncHangingClose(HangingClose):
     async def close(self) -> None:  # type: ignore[override]
         await trio.sleep_forever()
+
+
+class DeepObservation(Environment):
+    """``{"depth": N}`` makes the observation a list nested N deep (orjson writes at most
+    255 levels: the step's answer fits, a dashboard frame wrapping it does not)."""
+
+    NON_BLOCKING: ClassVar[bool] = True
+
+    def reset(self, **kwargs: Any) -> dict[str, Any]:
+        return {"deep": []}
+
+    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        value: list[Any] = []
+        for _ in range(int(action.get("depth", 1)) - 1):
+            value = [value]
+        return {"deep": value, "reward": 0.0}
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return {"episode_id": "deep", "step_count": 0}

@@ -8,10 +8,12 @@ import time
 from typing import Any
 
 import pytest
+from websockets.exceptions import ConnectionClosed
 
 from openenv_anyio.core import decode_ui_frame
 from openenv_anyio.envs.echo import EchoEnv
 
+from .aborting_envs import DeepObservation
 from .conftest import TIMEOUT, ask, running, wait_for, ws_connect
 from .test_sessions import _raw_handshake
 
@@ -131,3 +133,41 @@ def test_subscriber_that_stops_reading_is_dropped_after_send_timeout() -> None:
                 assert server.stats() == {"active_sessions": 1, "live_envs": 1, "connections": 1}
         finally:
             stuck.close()
+
+
+def test_an_unencodable_update_costs_only_itself() -> None:
+    """UI-5: a session's update that cannot be encoded (its action log nests deeper than
+    the encoder goes) is counted and goes without the entry that failed; every subscriber
+    stays connected and gets the next update, new subscribers too."""
+    with running(DeepObservation) as server, ws_connect(server) as ws, ws_connect(server, "/ws/ui") as ui:
+        ask(ws, {"type": "reset"})
+        while update(ui)["is_reset"] is not True:  # the view on connect, then the reset's
+            pass
+        answer = ask(ws, {"type": "step", "data": {"depth": 250}})
+        assert answer["type"] == "observation"
+        ask(ws, {"type": "step", "data": {"depth": 2}})
+        while update(ui)["current_observation"] != {"deep": [[]]}:  # the deep one may come first, its log entry dropped
+            pass
+        assert server.ui_stats()["unencodable_updates"] >= 1
+        ask(ws, {"type": "step", "data": {"depth": 250}})
+        with ws_connect(server, "/ws/ui") as late:
+            ask(ws, {"type": "step", "data": {"depth": 3}})
+            state = update(late)
+            while state["current_observation"] != {"deep": [[[]]]}:
+                state = update(late)
+        while update(ui)["current_observation"] != {"deep": [[[]]]}:
+            pass
+
+
+def test_subscribers_beyond_the_cap_are_refused_with_1013() -> None:
+    """UI-6: --max-ui-subscribers; the ones beyond it are closed with 1013 at once."""
+    with running(EchoEnv, max_ui_subscribers=2) as server:
+        with ws_connect(server, "/ws/ui") as one, ws_connect(server, "/ws/ui") as two:
+            with ws_connect(server, "/ws/ui") as three:
+                with pytest.raises(ConnectionClosed) as closed:
+                    three.recv(timeout=TIMEOUT)
+                assert closed.value.rcvd is not None and closed.value.rcvd.code == 1013
+            wait_for(lambda: server.ui_stats()["subscribers"] == 2)
+        wait_for(lambda: server.ui_stats()["subscribers"] == 0)
+        with ws_connect(server, "/ws/ui"), ws_connect(server) as ws:
+            ask(ws, {"type": "reset"})
