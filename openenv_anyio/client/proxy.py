@@ -13,7 +13,6 @@ the same way.
 from __future__ import annotations
 
 import base64
-import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -23,6 +22,7 @@ import anyio
 import anyio.abc
 import h11
 
+from ..core.addresses import is_loopback_host
 from .errors import ConnectError, ConnectionRefused, ProxyRejected
 from .urls import WebSocketAddress, websocket_address
 
@@ -59,16 +59,6 @@ def parse_proxy_url(url: str) -> HttpProxy:
         credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
         authorization = "Basic " + base64.b64encode(credentials).decode("ascii")
     return HttpProxy(parts.hostname, port or 80, authorization)
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for ``localhost`` names and loopback addresses (never reached through a proxy)."""
-    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _bypassed(host: str, no_proxy: str) -> bool:

@@ -31,6 +31,7 @@ __all__ = [
     "Session",
     "State",
     "StateRequest",
+    "SessionClosed",
     "StateUpdate",
     "Step",
     "decode_client_frame",
@@ -209,9 +210,22 @@ class StateUpdate:
         return {"type": "state_update", "episode_state": self.episode_state}
 
 
+@dataclass(frozen=True, slots=True)
+class SessionClosed:
+    """``session_closed`` on the UI channel (dashboards, ``UI-8``): a watched session ended."""
+
+    session_id: str
+    reason: str
+    type: ClassVar[str] = "session_closed"
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"type": "session_closed", "session_id": self.session_id, "reason": self.reason}
+
+
+UiFrame: TypeAlias = StateUpdate | SessionClosed
 ClientFrame: TypeAlias = Reset | Step | StateRequest | Close
 ServerFrame: TypeAlias = Observation | State | Error | Session
-Frame: TypeAlias = ClientFrame | ServerFrame | StateUpdate
+Frame: TypeAlias = ClientFrame | ServerFrame | UiFrame
 
 _ORJSON_OPTIONS: Final = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 
@@ -292,6 +306,8 @@ def _from_wire(obj: dict[str, Any]) -> Frame:
             return Close()
         case "state_update":
             return StateUpdate(obj["episode_state"])
+        case "session_closed":
+            return SessionClosed(obj["session_id"], obj["reason"])
         case other:  # a frame type the spec gained without a class here: never a silent default
             raise _unknown_type(other)
 
@@ -448,7 +464,7 @@ def decode_client_frame(payload: str | bytes) -> ClientFrame:
     match frame:
         case Reset() | Step() | StateRequest() | Close():
             return frame
-        case Observation() | State() | Error() | Session() | StateUpdate():
+        case Observation() | State() | Error() | Session() | StateUpdate() | SessionClosed():
             raise _not_on("client-frame", frame)
         case _:
             assert_never(frame)
@@ -460,18 +476,22 @@ def decode_server_frame(payload: str | bytes) -> ServerFrame:
     match frame:
         case Observation() | State() | Error() | Session():
             return frame
-        case Reset() | Step() | StateRequest() | Close() | StateUpdate():
+        case Reset() | Step() | StateRequest() | Close() | StateUpdate() | SessionClosed():
             raise _not_on("server-frame", frame)
         case _:
             assert_never(frame)
 
 
-def decode_ui_frame(payload: str | bytes) -> StateUpdate:
+def decode_ui_frame(payload: str | bytes) -> UiFrame:
     """Decode a frame a server sent on ``/ws/ui`` (raises :class:`ProtocolError`)."""
     frame = _codec("ui-frame").decode(payload)
-    if isinstance(frame, StateUpdate):
-        return frame
-    raise _not_on("ui-frame", frame)
+    match frame:
+        case StateUpdate() | SessionClosed():
+            return frame
+        case Reset() | Step() | StateRequest() | Close() | Observation() | State() | Error() | Session():
+            raise _not_on("ui-frame", frame)
+        case _:
+            assert_never(frame)
 
 
 def encode_frame(frame: Frame) -> str:

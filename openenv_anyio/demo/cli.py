@@ -42,6 +42,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="base seed for resets and policies")
     parser.add_argument("--url", help="run the agents against this already running server instead")
     parser.add_argument("--no-progress", action="store_true", help="do not show live progress")
+    parser.add_argument(
+        "--watch", action="store_true",
+        help="keep the server and its dashboard (/web) up after the agents finish, until Ctrl-C; "
+             "a Gymnasium env renders frames (render_mode='rgb_array') for the dashboard to draw",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,10 +115,11 @@ async def _main(args: argparse.Namespace) -> int:
             from ..envs.loading import resolve_env_target
             from ..server import EnvServer, ServerConfig
 
-            factory = resolve_env_target(args.env)
+            factory = resolve_env_target(args.env, gymnasium_kwargs=_watch_kwargs(args))
             server = EnvServer(factory, ServerConfig(host="127.0.0.1", port=0))
             url = await nursery.start(server.serve)
             env_name = args.env
+            print(f"dashboard: {url}/web/", file=sys.stderr)
         schema = await _fetch_json(f"{url}/schema") or {}
         metadata = await _fetch_json(f"{url}/metadata") or {}
         env_name = f"{metadata.get('name', '')} {env_name}"
@@ -139,10 +145,44 @@ async def _main(args: argparse.Namespace) -> int:
         wall = time.perf_counter() - started
         if not args.no_progress:
             progress.update(final=True)
+        if args.watch and not args.url:
+            print(summary_table(tallies, wall), flush=True)
+            await _wait_for_interrupt(f"the server and its dashboard stay up at {url}/web/ until Ctrl-C")
+            nursery.cancel_scope.cancel()
+            return 1 if any(t.errors for t in tallies) else 0
         nursery.cancel_scope.cancel()
     print(summary_table(tallies, wall))
     errors = sum(len(t.errors) for t in tallies)
     return 1 if errors else 0
+
+
+def _watch_kwargs(args: argparse.Namespace) -> dict[str, Any] | None:
+    """With ``--watch``, a Gymnasium env renders frames for the dashboard (when it can draw:
+    classic-control rendering needs pygame, installed with the ``gym`` extra)."""
+    if not args.watch or not args.env.startswith("gymnasium:"):
+        return None
+    import os
+
+    # drawing into arrays needs neither a display nor sound, nor pygame's greeting
+    for name, value in (("SDL_VIDEODRIVER", "dummy"), ("SDL_AUDIODRIVER", "dummy"), ("PYGAME_HIDE_SUPPORT_PROMPT", "1")):
+        os.environ.setdefault(name, value)
+    try:
+        import pygame  # noqa: F401
+    except ImportError:
+        return None
+    return {"render_mode": "rgb_array"}
+
+
+async def _wait_for_interrupt(message: str) -> None:
+    """Print ``message`` and return at the first Ctrl-C (or SIGTERM)."""
+    import signal
+
+    import trio
+
+    print(f"openenv-anyio demo: {message}", file=sys.stderr, flush=True)
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            return
 
 
 async def _redraw(progress: Any) -> None:

@@ -15,6 +15,10 @@ A step before any reset first starts an unseeded episode (``reset()``), so that 
 environment can step, as openenv-core environments (ready after ``__init__``) can: the
 stateless ``POST /step`` of ``HTTP-4`` steps a fresh environment.
 
+With ``render_mode="rgb_array"`` every answer also carries ``frame``: the rendered image as
+a PNG ``data:`` URL (a CartPole frame is a few kB this way, 3 MB as JSON arrays), which the
+dashboard (``/web``) draws so a person can watch the episode.
+
 Values go out as JSON (see ``jsonable``: arrays -> lists, numpy scalars -> numbers,
 non-finite floats -> null). The schemas come from the spaces (see ``spaces``).
 
@@ -28,6 +32,8 @@ or wait (``render_mode`` None or ``"ansi"``). Anything else runs in a worker thr
 
 from __future__ import annotations
 
+import base64
+import io
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -45,7 +51,7 @@ from .errors import ActionRejected
 from .jsonable import to_jsonable
 from .spaces import action_from_json, describe_space, space_schema
 
-__all__ = ["NON_BLOCKING_MODULES", "GymnasiumEnv", "runs_without_blocking"]
+__all__ = ["NON_BLOCKING_MODULES", "GymnasiumEnv", "png_data_url", "runs_without_blocking"]
 
 #: Modules whose environments never block (see the module docstring).
 NON_BLOCKING_MODULES: tuple[str, ...] = ("gymnasium.envs.classic_control.", "gymnasium.envs.toy_text.")
@@ -65,6 +71,15 @@ STATE_SCHEMA: Mapping[str, Any] = {
     },
     "required": ["episode_id", "step_count"],
 }
+
+
+def png_data_url(pixels: Any) -> str:
+    """An RGB(A) array (height x width x 3 or 4, uint8) as a ``data:image/png;base64,`` URL."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="PNG", compress_level=1)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def runs_without_blocking(env: gymnasium.Env) -> bool:
@@ -111,8 +126,9 @@ class GymnasiumEnv:
         self._needs_reset = True
         self._closed = False
         self.NON_BLOCKING = runs_without_blocking(self._env) if non_blocking is None else non_blocking
+        self._frames = self._env.render_mode == "rgb_array"
         self.action_schema = self.step_schema(self._env.action_space)
-        self.observation_schema = self.reply_schema(self._env.observation_space)
+        self.observation_schema = self.reply_schema(self._env.observation_space, frames=self._frames)
         self.metadata = self._metadata()
 
     @classmethod
@@ -159,19 +175,29 @@ class GymnasiumEnv:
         }
 
     @staticmethod
-    def reply_schema(observation_space: gymnasium.Space[Any]) -> dict[str, Any]:
+    def reply_schema(observation_space: gymnasium.Space[Any], *, frames: bool = False) -> dict[str, Any]:
         """The JSON Schema of the ``observation`` object of an answer (reward and done lifted out)."""
-        return {
-            "type": "object",
-            "properties": {
-                "observation": space_schema(observation_space, role="observation", nullable_floats=True),
-                "info": {"type": "object"},
-                "terminated": {"type": "boolean"},
-                "truncated": {"type": "boolean"},
-            },
-            "required": ["observation", "info", "terminated", "truncated"],
-            "additionalProperties": False,
+        properties: dict[str, Any] = {
+            "observation": space_schema(observation_space, role="observation", nullable_floats=True),
+            "info": {"type": "object"},
+            "terminated": {"type": "boolean"},
+            "truncated": {"type": "boolean"},
         }
+        required = ["observation", "info", "terminated", "truncated"]
+        if frames:
+            properties["frame"] = {
+                "type": "string",
+                "pattern": "^data:image/png;base64,",
+                "description": "the rendered image (render_mode='rgb_array') as a PNG data: URL",
+            }
+            required.append("frame")
+        return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+    def _answer(self, reply: dict[str, Any]) -> dict[str, Any]:
+        """``reply`` with the rendered frame when rendering to arrays."""
+        if self._frames:
+            reply["frame"] = png_data_url(self._env.render())
+        return reply
 
     def _metadata(self) -> dict[str, Any]:
         spec = self._env.spec
@@ -196,14 +222,14 @@ class GymnasiumEnv:
         self._episode_id = episode_id if episode_id is not None else str(uuid.uuid4())
         self._step_count = 0
         self._needs_reset = False
-        return {
+        return self._answer({
             "observation": to_jsonable(observation),
             "info": to_jsonable(info),
             "terminated": False,
             "truncated": False,
             "reward": None,
             "done": False,
-        }
+        })
 
     def step(self, action: Mapping[str, Any]) -> dict[str, Any]:
         """Take one step; ``action`` is the step's data, ``{"action": VALUE}``."""
@@ -220,14 +246,14 @@ class GymnasiumEnv:
         observation, reward, terminated, truncated, info = self._env.step(value)
         self._step_count += 1
         done = bool(terminated) or bool(truncated)
-        return {
+        return self._answer({
             "observation": to_jsonable(observation),
             "info": to_jsonable(info),
             "terminated": bool(terminated),
             "truncated": bool(truncated),
             "reward": to_jsonable(float(reward)),
             "done": done,
-        }
+        })
 
     @property
     def state(self) -> dict[str, Any]:

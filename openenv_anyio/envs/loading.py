@@ -20,7 +20,7 @@ import importlib
 import inspect
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
 from .errors import EnvTargetError
@@ -33,13 +33,16 @@ _GYMNASIUM = "gymnasium"
 _USAGE = "expected MODULE:ATTR (e.g. mypkg.server:MyEnv) or gymnasium:ENV_ID (e.g. gymnasium:CartPole-v1)"
 
 
-def resolve_env_target(target: str, *, app_dir: str | None = ".") -> EnvFactory:
+def resolve_env_target(
+    target: str, *, app_dir: str | None = ".", gymnasium_kwargs: Mapping[str, Any] | None = None
+) -> EnvFactory:
     """The environment factory that ``target`` names; :class:`EnvTargetError` if it names none.
 
     ``app_dir`` (default: the current directory, as uvicorn's ``--app-dir`` does) is put
     first on ``sys.path`` when it is not there yet, so that ``serve myenv:MyEnv`` finds
     ``myenv.py`` where the command runs even from an installed console script. ``None``
-    leaves ``sys.path`` alone.
+    leaves ``sys.path`` alone. ``gymnasium_kwargs`` go to ``gymnasium.make`` for a
+    ``gymnasium:ENV_ID`` target (e.g. ``{"render_mode": "rgb_array"}``).
     """
     module_name, colon, attribute_path = target.strip().partition(":")
     if not colon or not module_name or not attribute_path:
@@ -49,7 +52,7 @@ def resolve_env_target(target: str, *, app_dir: str | None = ".") -> EnvFactory:
         if directory not in sys.path:
             sys.path.insert(0, directory)
     if module_name == _GYMNASIUM:
-        return _gymnasium_factory(attribute_path)
+        return _gymnasium_factory(attribute_path, gymnasium_kwargs or {})
     module = _import(module_name)
     attribute = _attribute(module, module_name, attribute_path)
     return _factory(attribute, f"{module_name}:{attribute_path}")
@@ -131,7 +134,7 @@ def _is_environment_instance(value: Any) -> bool:
     return is_openenv_core_environment(type(value)) or all(hasattr(value, name) for name in ("reset", "step"))
 
 
-def _gymnasium_factory(env_id: str) -> EnvFactory:
+def _gymnasium_factory(env_id: str, make_kwargs: Mapping[str, Any]) -> EnvFactory:
     try:
         import gymnasium
     except ImportError:
@@ -148,7 +151,7 @@ def _gymnasium_factory(env_id: str) -> EnvFactory:
             else "; gymnasium.pprint_registry() lists the registered ids"
         )
         raise EnvTargetError(f"Gymnasium has no environment {env_id!r}{hint}")
-    return _built(lambda: GymnasiumEnv.bind(env_id), f"gymnasium:{env_id}")
+    return _built(lambda: GymnasiumEnv.bind(env_id, **make_kwargs), f"gymnasium:{env_id}")
 
 
 def _built(build: Callable[[], EnvFactory], where: str) -> EnvFactory:

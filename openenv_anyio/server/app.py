@@ -17,6 +17,7 @@ from .bound_env import FactoryFailure
 from .context import AtCapacity, ServerContext, log
 from .env_profile import EnvProfile
 from .error_text import exception_text
+from .web_page import add_web_routes
 
 __all__ = ["create_app"]
 
@@ -134,4 +135,6 @@ def create_app(ctx: ServerContext) -> QuartTrio:
                 return _server_error(exc)
         return _json({"observation": lifted.observation, "reward": lifted.reward, "done": lifted.done})
 
+    if ctx.config.serves_web:
+        add_web_routes(app)
     return app

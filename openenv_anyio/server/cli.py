@@ -34,6 +34,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "Resumes reach the worker that owns the session; --max-concurrent-envs counts all workers together",
     )
     parser.add_argument(
+        "--web", action=argparse.BooleanOptionalAction, default=None,
+        help="serve the dashboard page at /web (default: on when listening on loopback only; --no-web turns it off)",
+    )
+    parser.add_argument(
         "--full-gc-threshold", type=int, default=100, metavar="N",
         help="while serving, run full garbage collections at most every N middle-generation ones (default 100; Python's is 10; 0 leaves gc settings alone)",
     )
@@ -50,6 +54,8 @@ async def _serve_until_signalled(server: Any) -> None:
             workers = getattr(server, "pids", None)
             detail = "" if workers is None else f", {len(workers)} workers (pids {' '.join(str(workers[slot]) for slot in sorted(workers))})"
             print(f"openenv-anyio: serving on {url} (WebSocket {url.replace('http', 'ws', 1)}/ws){detail}", file=sys.stderr, flush=True)
+            if server.config.serves_web:
+                print(f"openenv-anyio: dashboard at {url}/web/", file=sys.stderr, flush=True)
             async for _ in signals:
                 print("openenv-anyio: shutting down", file=sys.stderr, flush=True)
                 server.shutdown()
@@ -83,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
             full_gc_threshold=args.full_gc_threshold or None,
             shutdown_grace_s=args.shutdown_grace,
             max_ui_subscribers=args.max_ui_subscribers or None,
+            web=args.web,
         )
         from .workers.supervisor import WorkerSupervisor, worker_count
 

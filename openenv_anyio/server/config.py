@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.addresses import is_loopback_host
+
 __all__ = ["ServerConfig"]
 
 
@@ -36,6 +38,8 @@ class ServerConfig:
       threshold is at least this (``gc.set_threshold``'s third value; Python's default is
       10): full collections walk every object of every session, and with thousands of
       sessions they dominated the server's CPU. ``None`` leaves the ``gc`` settings alone.
+    - ``web``: serve the dashboard page at ``/web`` (``UI-9``); ``None`` serves it when the
+      server listens on loopback only.
     """
 
     host: str = "127.0.0.1"
@@ -53,6 +57,7 @@ class ServerConfig:
     shutdown_grace_s: float = 3.0
     resume_grace_s: float = 60.0
     full_gc_threshold: int | None = 100
+    web: bool | None = None
 
     def __post_init__(self) -> None:
         if self.max_concurrent_envs is not None and self.max_concurrent_envs < 1:
@@ -69,6 +74,11 @@ class ServerConfig:
             raise ValueError("max_message_size_mb must be positive")
         if self.full_gc_threshold is not None and self.full_gc_threshold < 1:
             raise ValueError("full_gc_threshold must be at least 1 (or None to leave gc alone)")
+
+    @property
+    def serves_web(self) -> bool:
+        """Whether ``/web`` is served (``web``, or by default: listening on loopback only)."""
+        return is_loopback_host(self.host) if self.web is None else self.web
 
     @property
     def max_message_bytes(self) -> int:

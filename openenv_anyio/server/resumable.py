@@ -122,13 +122,20 @@ class ResumableConnection(WsSession):
         """Keep the session for the grace period; ``True`` when a new connection took it."""
         grace = self.ctx.config.resume_grace_s
         log.info("session %s: connection lost, kept %g s for resuming", self.session_id, grace)
+        view, hub = self.session.view, self.ctx.hub
+        view.set_status(dropped=True)  # UI-7
+        hub.publish_status(view)
         with trio.move_on_after(grace) as scope:
             self._park_scope = scope
             if self._stop is not None:
                 scope.cancel()
             await trio.sleep_forever()
         self._park_scope = None
-        return self._stop == "takeover"
+        taken = self._stop == "takeover"
+        if taken:
+            view.set_status(dropped=False)
+            hub.publish_status(view)
+        return taken
 
     async def _answer(self, frame: Request, request_id: str | None = None) -> str:
         """Requests with a ``request_id`` (reset, step) run at most once (``EXT-REQ-1``)."""
@@ -187,7 +194,8 @@ async def _end(ctx: ServerContext, session: ResumableSession) -> None:
     """End a session for good: its env closed, its UI view and capacity slot freed."""
     session.ended = True
     ctx.resumable.discard(session)
-    ctx.hub.remove_session(session.session_id)
+    reason = "shutdown" if ctx.registry.closing else "expired" if session.view.dropped else "closed"
+    ctx.hub.remove_session(session.session_id, reason)  # UI-8
     await ctx.close_env(session.env, f"session {session.session_id}")
     session.slot.release()
 

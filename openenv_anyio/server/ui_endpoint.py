@@ -3,7 +3,8 @@
 Two tasks per subscriber: one sends the pending updates (latest per session), one reads and
 drops whatever the subscriber sends (``UI-1``) and notices when it leaves. A subscriber that
 stops reading only stalls its own sender task; sessions keep stepping (``UI-4``).
-``/ws/ui?session=ID`` watches one session (``UI-3``).
+``/ws/ui?session=ID`` watches one session (``UI-3``); ``/ws/ui?dashboard=1`` makes the
+subscriber a dashboard (``UI-7``, ``UI-8``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from urllib.parse import parse_qs
 
 import trio
 
-from ..core import CloseCode, StateUpdate
+from ..core import CloseCode, SessionClosed, StateUpdate
 from .context import AsgiReceive, AsgiSend, ServerContext
 from .liveness import PingSchedule
 from .ws_session import close_websocket
@@ -57,7 +58,8 @@ async def serve_ui(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
     await send({"type": "websocket.accept"})
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     session_filter = query.get("session", [None])[0]
-    subscriber = ctx.hub.subscribe(session_filter)
+    dashboard = query.get("dashboard", [""])[0] == "1"
+    subscriber = ctx.hub.subscribe(session_filter, dashboard=dashboard)
     if subscriber is None:  # UI-6
         limit = ctx.hub.max_subscribers
         await close_websocket(send, CloseCode.TRY_AGAIN_LATER, f"too many /ws/ui subscribers (max_ui_subscribers={limit})")
@@ -74,8 +76,11 @@ async def serve_ui(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
 
                 skipped = ctx.hub.update_unencodable
                 while True:
-                    for view in await subscriber.take():
-                        text = view.encoded(encode, skipped)
+                    for item in await subscriber.take():
+                        if type(item) is SessionClosed:
+                            text: str | None = ctx.encode(item, ui=True)
+                        else:
+                            text = item.encoded(encode, skipped, dashboard=dashboard)
                         if text is not None:  # UI-5: an unencodable update costs only itself
                             await send({"type": "websocket.send", "text": text})
         if connection.shutdown:

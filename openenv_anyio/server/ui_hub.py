@@ -10,6 +10,10 @@ An update that cannot be encoded (an observation deeper than the encoder goes on
 in a ``state_update``, say) is counted, once per version of the view; the action-log entries
 that cannot be encoded are dropped and the update is encoded again, else it is skipped. It
 costs only itself, never a subscriber's connection nor later updates (``UI-5``).
+
+Dashboards (``/ws/ui?dashboard=1``, ``UI-7``/``UI-8``) also see a session's status (idle,
+stepping, dropped), its rewards and returns, and learn when it ends: their pending item for
+a session that ended is a :class:`SessionClosed`, which nothing for that session replaces.
 """
 
 from __future__ import annotations
@@ -19,13 +23,30 @@ import datetime
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import trio
+
+from ..core import SessionClosed
 
 __all__ = ["EpisodeView", "UiHub", "UiSubscriber"]
 
 log = logging.getLogger("openenv_anyio.server")
+
+#: Steps' rewards kept per episode, and earlier episodes' returns kept per session (``UI-7``).
+REWARDS_KEPT: Final = 1000
+RETURNS_KEPT: Final = 100
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.datetime.fromtimestamp(timestamp, datetime.UTC).isoformat()
+
+
+def _numeric(reward: Any) -> float | None:
+    """A reward as a number for sums and curves: booleans count 0/1, anything else is None."""
+    if isinstance(reward, (int, float)):
+        return float(reward)
+    return None
 
 
 class EpisodeView:
@@ -33,11 +54,25 @@ class EpisodeView:
 
     __slots__ = (
         "session_id", "episode_id", "step_count", "current_observation", "action_logs", "is_reset",
-        "version", "_encoded",
+        "version", "_encoded", "_encoded_dashboard",
+        "opened_at", "reward", "done", "episode_count", "episode_return", "rewards", "returns",
+        "busy", "dropped",
     )
 
     def __init__(self, session_id: str, action_log_size: int) -> None:
         self.session_id = session_id
+        self.opened_at = time.time()
+        self.reward: Any = None
+        self.done = False
+        self.episode_count = 0
+        self.episode_return = 0.0
+        self.rewards: collections.deque[float | None] = collections.deque(maxlen=REWARDS_KEPT)
+        self.returns: collections.deque[float] = collections.deque(maxlen=RETURNS_KEPT)
+        #: a reset or step is running (``status: stepping``)
+        self.busy = False
+        #: a resumable session waits for its client to reconnect (``status: dropped``)
+        self.dropped = False
+        self._encoded_dashboard: tuple[int, str | None] | None = None
         self.episode_id: str | None = None
         self.step_count = 0
         self.current_observation: Mapping[str, Any] | None = None
@@ -48,7 +83,20 @@ class EpisodeView:
         self.version = 0
         self._encoded: tuple[int, str | None] | None = None
 
-    def record_reset(self, episode_id: str | None, step_count: int, observation: Mapping[str, Any]) -> None:
+    def record_reset(
+        self,
+        episode_id: str | None,
+        step_count: int,
+        observation: Mapping[str, Any],
+        reward: Any = None,
+        done: bool = False,
+    ) -> None:
+        if self.episode_count:
+            self.returns.append(self.episode_return)
+        self.episode_count += 1
+        self.episode_return = 0.0
+        self.rewards.clear()
+        self.reward, self.done, self.busy = reward, done, False
         self.episode_id = episode_id
         self.step_count = step_count
         self.current_observation = observation
@@ -63,29 +111,55 @@ class EpisodeView:
         the log does not keep observations alive for nothing)."""
         self.step_count += 1
         self.current_observation = observation
+        self.reward, self.done, self.busy = reward, done, False
+        value = _numeric(reward)
+        self.rewards.append(value)
+        if value is not None:
+            self.episode_return += value
         if log:
             self.action_logs.append((time.time(), action, observation, reward, done, self.step_count))
         self.is_reset = False
         self.version += 1
 
-    def encoded(self, encode: Callable[[dict[str, Any]], str], on_skip: Callable[[], None]) -> str | None:
-        """``encode(self.render())``, computed once per version and shared by every subscriber;
-        ``None`` when it cannot be encoded (``on_skip`` is called once for that version)."""
-        cached = self._encoded
+    def set_status(self, *, busy: bool | None = None, dropped: bool | None = None) -> None:
+        """A change only dashboards see (``UI-7``); publish with :meth:`UiHub.publish_status`."""
+        if busy is not None:
+            self.busy = busy
+        if dropped is not None:
+            self.dropped = dropped
+        self.version += 1
+
+    @property
+    def status(self) -> str:
+        if self.dropped:
+            return "dropped"
+        return "stepping" if self.busy else "idle"
+
+    def encoded(
+        self, encode: Callable[[dict[str, Any]], str], on_skip: Callable[[], None], *, dashboard: bool = False
+    ) -> str | None:
+        """``encode(self.render(...))``, computed once per version (and audience) and shared by
+        every subscriber; ``None`` when it cannot be encoded (``on_skip`` is called once for
+        that version)."""
+        cached = self._encoded_dashboard if dashboard else self._encoded
         if cached is None or cached[0] != self.version:
             try:
-                text: str | None = encode(self.render())
+                text: str | None = encode(self.render(dashboard=dashboard))
             except Exception as exc:  # noqa: BLE001 - whatever the observation holds
                 on_skip()
                 text = None
                 if self._drop_unencodable_logs(encode):  # the fault was in the log: try again
                     try:
-                        text = encode(self.render())
+                        text = encode(self.render(dashboard=dashboard))
                     except Exception as again:  # noqa: BLE001
                         exc = again
                 if text is None:
                     log.warning("session %s: state_update %d skipped: %s", self.session_id, self.version, exc)
-            cached = self._encoded = (self.version, text)
+            cached = (self.version, text)
+            if dashboard:
+                self._encoded_dashboard = cached
+            else:
+                self._encoded = cached
         return cached[1]
 
     def _drop_unencodable_logs(self, encode: Callable[[dict[str, Any]], str]) -> bool:
@@ -109,16 +183,18 @@ class EpisodeView:
         *,
         current: Mapping[str, Any] | None = None,
         logs: Iterable[tuple[float, Any, Mapping[str, Any], Any, bool, int]] | None = None,
+        dashboard: bool = False,
     ) -> dict[str, Any]:
         """The ``episode_state`` of a ``state_update`` frame (``current`` and ``logs`` stand
-        in for the view's current observation and action log, to try parts of it)."""
-        return {
+        in for the view's current observation and action log, to try parts of it; ``UI-7``'s
+        members for dashboards)."""
+        state = {
             "episode_id": self.episode_id,
             "step_count": self.step_count,
             "current_observation": self.current_observation if current is None else current,
             "action_logs": [
                 {
-                    "timestamp": datetime.datetime.fromtimestamp(ts, datetime.UTC).isoformat(),
+                    "timestamp": _iso(ts),
                     "action": action,
                     "observation": observation,
                     "reward": reward,
@@ -130,37 +206,56 @@ class EpisodeView:
             "is_reset": self.is_reset,
             "session_id": self.session_id,
         }
+        if dashboard:
+            state.update(
+                status=self.status,
+                opened_at=_iso(self.opened_at),
+                reward=self.reward,
+                done=self.done,
+                episode_count=self.episode_count,
+                episode_return=self.episode_return,
+                rewards=list(self.rewards),
+                returns=list(self.returns),
+            )
+        return state
+
+
+#: What a subscriber has pending for one session: its latest view, or the news that it ended.
+Pending = EpisodeView | SessionClosed
 
 
 class UiSubscriber:
     """One ``/ws/ui`` connection: the sessions it watches and its pending updates."""
 
-    __slots__ = ("session_filter", "pending", "_wake")
+    __slots__ = ("session_filter", "dashboard", "pending", "_wake")
 
-    def __init__(self, session_filter: str | None) -> None:
+    def __init__(self, session_filter: str | None, *, dashboard: bool = False) -> None:
         self.session_filter = session_filter
-        self.pending: dict[str, EpisodeView] = {}
+        self.dashboard = dashboard
+        self.pending: dict[str, Pending] = {}
         self._wake = trio.Event()
 
     def watches(self, session_id: str) -> bool:
         return self.session_filter is None or self.session_filter == session_id
 
-    def offer(self, view: EpisodeView) -> None:
-        """Keep ``view`` as this session's latest pending update (never blocks)."""
-        self.pending[view.session_id] = view
-        self._wake.set()
+    def offer(self, item: Pending) -> None:
+        """Keep ``item`` as this session's latest pending update (never blocks); once a
+        session's end is pending, nothing replaces it."""
+        if type(self.pending.get(item.session_id)) is not SessionClosed:
+            self.pending[item.session_id] = item
+            self._wake.set()
 
     def forget(self, session_id: str) -> None:
         self.pending.pop(session_id, None)
 
-    async def take(self) -> list[EpisodeView]:
+    async def take(self) -> list[Pending]:
         """Wait until something is pending, then take everything pending."""
         while not self.pending:
             await self._wake.wait()
             self._wake = trio.Event()
-        views = list(self.pending.values())
+        items = list(self.pending.values())
         self.pending.clear()
-        return views
+        return items
 
 
 class UiHub:
@@ -172,6 +267,8 @@ class UiHub:
         self.max_subscribers = max_subscribers
         #: updates that could not be encoded as they were (UI-5)
         self.unencodable_updates = 0
+        #: subscribers that are dashboards (``UI-7``): status changes are offered only to them
+        self.dashboards: set[UiSubscriber] = set()
 
     def update_unencodable(self) -> None:
         self.unencodable_updates += 1
@@ -181,13 +278,19 @@ class UiHub:
         return {"subscribers": len(self.subscribers), "unencodable_updates": self.unencodable_updates}
 
     def add_session(self, view: EpisodeView) -> None:
-        """A session started: later subscribers see it on connect (``UI-2``)."""
+        """A session started: later subscribers see it on connect (``UI-2``), dashboards at once."""
         self.views[view.session_id] = view
+        self.publish_status(view)
 
-    def remove_session(self, session_id: str) -> None:
+    def remove_session(self, session_id: str, reason: str = "closed") -> None:
+        """A session ended (``reason``: closed, expired or shutdown, ``UI-8``)."""
         self.views.pop(session_id, None)
+        closed = SessionClosed(session_id, reason)
         for subscriber in self.subscribers:
-            subscriber.forget(session_id)
+            if subscriber.dashboard and subscriber.watches(session_id):
+                subscriber.offer(closed)
+            else:
+                subscriber.forget(session_id)
 
     def publish(self, view: EpisodeView) -> None:
         """A watched session changed: offer it to every subscriber watching it."""
@@ -195,17 +298,26 @@ class UiHub:
             if subscriber.watches(view.session_id):
                 subscriber.offer(view)
 
-    def subscribe(self, session_filter: str | None) -> UiSubscriber | None:
+    def publish_status(self, view: EpisodeView) -> None:
+        """A change only dashboards see (session opened, request started, link dropped)."""
+        for subscriber in self.dashboards:
+            if subscriber.watches(view.session_id):
+                subscriber.offer(view)
+
+    def subscribe(self, session_filter: str | None, *, dashboard: bool = False) -> UiSubscriber | None:
         """Register a subscriber, with the current view of every session it watches pending;
         ``None`` when ``max_subscribers`` are connected already (``UI-6``)."""
         if self.max_subscribers is not None and len(self.subscribers) >= self.max_subscribers:
             return None
-        subscriber = UiSubscriber(session_filter)
+        subscriber = UiSubscriber(session_filter, dashboard=dashboard)
         for view in self.views.values():
             if subscriber.watches(view.session_id):
                 subscriber.offer(view)
         self.subscribers.add(subscriber)
+        if dashboard:
+            self.dashboards.add(subscriber)
         return subscriber
 
     def unsubscribe(self, subscriber: UiSubscriber) -> None:
         self.subscribers.discard(subscriber)
+        self.dashboards.discard(subscriber)

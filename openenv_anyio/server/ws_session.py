@@ -174,7 +174,7 @@ class WsSession:
         try:
             await self._serve()
         finally:
-            ctx.hub.remove_session(self.session_id)
+            ctx.hub.remove_session(self.session_id, "shutdown" if ctx.registry.closing else "closed")
             ctx.registry.detach(self)
             await ctx.close_env(self.env, f"session {self.session_id}")  # WS-CLOSE-2
 
@@ -263,6 +263,21 @@ class WsSession:
 
         ``request_id`` (resume extension) is echoed in the answer (``EXT-REQ-2``).
         """
+        hub = self.ctx.hub
+        if not hub.dashboards or type(frame) is StateRequest:
+            return await self._execute(frame, request_id)
+        view = self.view  # UI-7: dashboards see the request start and end
+        view.set_status(busy=True)
+        hub.publish_status(view)
+        try:
+            return await self._execute(frame, request_id)
+        finally:
+            if view.busy:  # it ended without recording a reset or step
+                view.set_status(busy=False)
+                hub.publish_status(view)
+
+    async def _execute(self, frame: Request, request_id: str | None) -> str:
+        """:meth:`_answer`'s work: run the request on the environment, encode the answer."""
         match frame:
             case Step():
                 return await self._answer_step(frame, request_id)
@@ -319,7 +334,9 @@ class WsSession:
         except Exception as exc:
             return self._failure(exc, request_id)
         step_count = state.get("step_count")
-        self.view.record_reset(episode_id, step_count if isinstance(step_count, int) else 0, lifted.observation)
+        self.view.record_reset(
+            episode_id, step_count if isinstance(step_count, int) else 0, lifted.observation, lifted.reward, lifted.done
+        )
         self.ctx.hub.publish(self.view)
         return text
 

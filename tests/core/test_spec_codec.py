@@ -246,7 +246,7 @@ class TestDumps:
 
 def test_codec_lists_its_frame_types() -> None:
     assert FrameCodec("client-frame").frame_types == ("reset", "step", "state", "close")
-    assert FrameCodec("ui-frame").frame_types == ("state_update",)
+    assert FrameCodec("ui-frame").frame_types == ("state_update", "session_closed")
 
 
 def test_a_frame_type_without_a_class_is_refused_never_decoded_as_another() -> None:

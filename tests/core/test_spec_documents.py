@@ -35,7 +35,7 @@ def _refs(node: Any, base: str) -> Iterator[tuple[str, str]]:
 def test_spec_holds_every_frame_document() -> None:
     assert "error-codes.json" in DOCUMENTS
     assert set(ENTRY_POINTS.values()) <= set(DOCUMENTS)
-    assert len([d for d in DOCUMENTS if d.startswith("frames/")]) == 9
+    assert len([d for d in DOCUMENTS if d.startswith("frames/")]) == 10
 
 
 @pytest.mark.parametrize("relative", DOCUMENTS)
@@ -78,7 +78,10 @@ def test_entry_points_reference_frame_documents() -> None:
         "error": "frames/error.json",
         "session": "frames/session.json",
     }
-    assert SPEC.frame_schemas("ui-frame") == {"state_update": "frames/state-update.json"}
+    assert SPEC.frame_schemas("ui-frame") == {
+        "state_update": "frames/state-update.json",
+        "session_closed": "frames/session-closed.json",
+    }
 
 
 @pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))

@@ -1,0 +1,1 @@
+"""The dashboard page served at ``/web`` (``index.html``, ``dashboard.js``, ``dashboard.css``)."""

@@ -1,0 +1,543 @@
+// The dashboard page served at /web (protocol/PROTOCOL.md, UI-7 to UI-9).
+//
+// It watches every session through /ws/ui?dashboard=1 and drives a private session of its
+// own on /ws (the playground), all on the page's own origin; it reads /metadata and /schema
+// for the environment's name and action schema. No dependencies, no build step. Values that
+// come from the server are only ever put into the page as text (never as HTML).
+
+const $ = (id) => document.getElementById(id);
+const SVG = "http://www.w3.org/2000/svg";
+const TREE_ITEMS_SHOWN = 100;
+
+/** session_id -> the latest episode_state of that session */
+const sessions = new Map();
+let selectedId = null;
+let renderQueued = false;
+/** JSON-tree paths the user opened or closed, so live updates keep them as they were */
+const treeToggles = new Map();
+
+function wsUrl(path) {
+  const url = new URL(path, location.href);
+  url.protocol = location.protocol === "https:" ? "wss:" : "ws:";
+  return url.href;
+}
+
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+  for (const child of children) node.append(child);
+  return node;
+}
+
+function svgEl(tag, attributes = {}) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
+  return node;
+}
+
+function formatNumber(value) {
+  if (value === null || value === undefined) return "";
+  if (typeof value === "boolean") return value ? "true" : "false";
+  if (Number.isInteger(value)) return String(value);
+  return Math.abs(value) >= 1000 ? value.toFixed(0) : value.toPrecision(4).replace(/\.?0+$/, "");
+}
+
+function formatAge(openedAt) {
+  const seconds = Math.max(0, Math.floor((Date.now() - Date.parse(openedAt)) / 1000));
+  if (seconds < 60) return `${seconds} s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+  return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`;
+}
+
+function shortId(id) {
+  return id ? String(id).slice(0, 8) : "";
+}
+
+// ---------------------------------------------------------------- the /ws/ui feed
+
+let feedRetryMs = 500;
+
+function setFeed(state, text) {
+  const badge = $("feed-status");
+  badge.dataset.state = state;
+  badge.textContent = text ?? state;
+}
+
+function connectFeed() {
+  const socket = new WebSocket(wsUrl("/ws/ui?dashboard=1"));
+  setFeed("connecting");
+  socket.addEventListener("open", () => {
+    feedRetryMs = 500;
+    setFeed("live");
+  });
+  socket.addEventListener("message", (event) => {
+    const frame = JSON.parse(event.data);
+    if (frame.type === "state_update") {
+      sessions.set(frame.episode_state.session_id, frame.episode_state);
+    } else if (frame.type === "session_closed") {
+      sessions.delete(frame.session_id);
+    } // other frame types are for other subscribers: ignored
+    queueRender();
+  });
+  socket.addEventListener("close", (event) => {
+    sessions.clear();
+    queueRender();
+    setFeed("closed", event.code === 1006 ? "disconnected" : `closed (${event.code})`);
+    setTimeout(connectFeed, feedRetryMs);
+    feedRetryMs = Math.min(feedRetryMs * 2, 10000);
+  });
+}
+
+function queueRender() {
+  if (renderQueued) return;
+  renderQueued = true;
+  requestAnimationFrame(() => {
+    renderQueued = false;
+    renderSessions();
+    renderDetail();
+  });
+}
+
+// ---------------------------------------------------------------- the session table
+
+/** session_id -> its table row; rows are updated in place, so a click never lands on a
+ *  row that a live update just replaced */
+const rowsById = new Map();
+
+function cellTexts(state) {
+  return [
+    shortId(state.session_id),
+    shortId(state.episode_id),
+    String(state.step_count),
+    formatNumber(state.reward),
+    formatNumber(state.episode_return),
+    state.done ? "done" : "",
+    formatAge(state.opened_at),
+    state.status,
+  ];
+}
+
+function newRow(sessionId) {
+  const row = el("tr", { "data-session": sessionId });
+  const classes = ["id", "episode", "steps", "reward", "return", "done", "age", "status"];
+  for (const name of classes) row.append(el("td", { class: name }));
+  row.cells[0].title = sessionId;
+  row.cells[7].append(el("span", { class: "state" }));
+  return row;
+}
+
+function renderSessions() {
+  const states = [...sessions.values()].sort((a, b) => a.opened_at.localeCompare(b.opened_at));
+  $("session-count").textContent = String(states.length);
+  $("no-sessions").hidden = states.length > 0;
+  const body = $("sessions").tBodies[0];
+  for (const [id, row] of rowsById) {
+    if (!sessions.has(id)) {
+      row.remove();
+      rowsById.delete(id);
+    }
+  }
+  states.forEach((state, index) => {
+    let row = rowsById.get(state.session_id);
+    if (row === undefined) {
+      row = newRow(state.session_id);
+      rowsById.set(state.session_id, row);
+    }
+    if (body.rows[index] !== row) body.insertBefore(row, body.rows[index] ?? null);
+    const texts = cellTexts(state);
+    texts.forEach((text, column) => {
+      const target = column === 7 ? row.cells[7].firstChild : row.cells[column];
+      if (target.textContent !== text) target.textContent = text;
+    });
+    row.cells[1].title = state.episode_id ?? "";
+    row.cells[7].firstChild.className = `state state-${state.status}`;
+    row.classList.toggle("selected", state.session_id === selectedId);
+  });
+}
+
+function wireSessionTable() {
+  $("sessions").tBodies[0].addEventListener("click", (event) => {
+    const row = event.target.closest("tr[data-session]");
+    if (row === null) return;
+    selectedId = row.dataset.session;
+    queueRender();
+  });
+}
+
+// ---------------------------------------------------------------- the selected session
+
+function renderDetail() {
+  const state = sessions.get(selectedId);
+  $("detail").hidden = state === undefined;
+  if (state === undefined) return;
+  $("detail-id").textContent = state.session_id;
+  drawRewardCurve(state.rewards ?? []);
+  drawReturns(state.returns ?? [], state.episode_return ?? 0);
+  const observation = state.current_observation;
+  const image = observation ? findImage(observation, []) : null;
+  $("frame-figure").hidden = image === null;
+  if (image !== null) {
+    $("frame").hidden = image.url !== undefined;
+    $("frame-img").hidden = image.url === undefined;
+    if (image.url !== undefined) {
+      if ($("frame-img").getAttribute("src") !== image.url) $("frame-img").src = image.url;
+    } else {
+      drawImage($("frame"), image.pixels);
+    }
+    $("frame-path").textContent = image.path.join(".");
+  }
+  const tree = $("observation");
+  tree.replaceChildren(observation == null ? el("span", { class: "hint" }, "none yet") : jsonTree(observation, ["observation"], 0));
+}
+
+function scaled(values, width, height) {
+  const low = Math.min(0, ...values);
+  const high = Math.max(1e-9, ...values);
+  const span = high - low || 1;
+  const step = values.length > 1 ? width / (values.length - 1) : 0;
+  return values.map((value, index) => [index * step, height - ((value - low) / span) * height]);
+}
+
+function drawRewardCurve(rewards) {
+  const svg = $("reward-curve");
+  let total = 0;
+  const totals = [0, ...rewards.map((reward) => (total += reward ?? 0))];
+  const points = scaled(totals, 320, 116).map(([x, y]) => `${x.toFixed(1)},${(y + 2).toFixed(1)}`);
+  svg.replaceChildren(svgEl("polyline", { points: points.join(" ") }));
+  $("curve-label").textContent = `${rewards.length} steps, return ${formatNumber(total)}`;
+}
+
+function drawReturns(returns, current) {
+  const svg = $("returns-chart");
+  const values = [...returns, current];
+  const high = Math.max(1e-9, ...values.map(Math.abs));
+  const width = 320 / Math.max(values.length, 10);
+  svg.replaceChildren(
+    ...values.map((value, index) => {
+      const height = (Math.abs(value) / high) * 116;
+      const bar = svgEl("rect", { x: index * width + 1, y: 118 - height, width: Math.max(width - 2, 1), height });
+      bar.classList.add("bar");
+      if (index === values.length - 1) bar.classList.add("current");
+      const title = svgEl("title");
+      title.textContent = `${index === values.length - 1 ? "this episode so far" : `episode ${index + 1}`}: ${formatNumber(value)}`;
+      bar.append(title);
+      return bar;
+    }),
+  );
+}
+
+/** An array of rows of pixels (height x width x 3 or 4 integers in 0-255), or null. */
+function asImage(value) {
+  if (!Array.isArray(value) || value.length === 0) return null;
+  const row = value[0];
+  if (!Array.isArray(row) || row.length === 0 || !Array.isArray(row[0])) return null;
+  const channels = row[0].length;
+  if (channels !== 3 && channels !== 4) return null;
+  const last = value[value.length - 1];
+  const corners = [row[0], row[row.length - 1], last?.[0], last?.[last.length - 1]];
+  const isPixel = (pixel) =>
+    Array.isArray(pixel) && pixel.length === channels && pixel.every((c) => Number.isInteger(c) && c >= 0 && c <= 255);
+  return corners.every(isPixel) ? value : null;
+}
+
+/** A PNG or JPEG image as a data: URL (what the Gymnasium adapter sends as ``frame``). */
+function isImageUrl(value) {
+  return typeof value === "string" && /^data:image\/(png|jpeg);base64,/.test(value);
+}
+
+function findImage(value, path) {
+  if (isImageUrl(value)) return { url: value, path };
+  if (asImage(value)) return { pixels: value, path };
+  if (value && typeof value === "object" && !Array.isArray(value)) {
+    for (const [key, child] of Object.entries(value)) {
+      const found = findImage(child, [...path, key]);
+      if (found) return found;
+    }
+  }
+  return null;
+}
+
+function drawImage(canvas, pixels) {
+  const height = pixels.length;
+  const width = pixels[0].length;
+  canvas.width = width;
+  canvas.height = height;
+  const context = canvas.getContext("2d");
+  const image = context.createImageData(width, height);
+  const data = image.data;
+  let offset = 0;
+  for (const row of pixels) {
+    for (let x = 0; x < width; x++) {
+      const pixel = row[x] ?? [0, 0, 0];
+      data[offset] = pixel[0];
+      data[offset + 1] = pixel[1];
+      data[offset + 2] = pixel[2];
+      data[offset + 3] = pixel.length === 4 ? pixel[3] : 255;
+      offset += 4;
+    }
+  }
+  context.putImageData(image, 0, 0);
+}
+
+function jsonLeaf(value) {
+  if (isImageUrl(value)) return el("span", { class: "lit" }, `image (${Math.round((value.length * 3) / 4 / 1024)} kB, drawn above)`);
+  if (typeof value === "string") return el("span", { class: "str" }, JSON.stringify(value));
+  if (typeof value === "number") return el("span", { class: "num" }, String(value));
+  return el("span", { class: "lit" }, String(value));
+}
+
+function jsonTree(value, path, depth) {
+  if (value === null || typeof value !== "object") return jsonLeaf(value);
+  const key = path.join("\u0000");
+  const image = asImage(value);
+  const entries = Array.isArray(value) ? value.map((child, index) => [index, child]) : Object.entries(value);
+  const summary = image
+    ? `image ${image.length} × ${image[0].length} × ${image[0][0].length}`
+    : Array.isArray(value)
+      ? `[${value.length}]`
+      : `{${entries.length}}`;
+  const details = el("details", {}, el("summary", {}, el("span", { class: "key" }, String(path[path.length - 1])), `: ${summary}`));
+  details.open = treeToggles.has(key) ? treeToggles.get(key) : depth < 2 && !image;
+  details.addEventListener("toggle", () => treeToggles.set(key, details.open));
+  if (image) return details;
+  for (const [name, child] of entries.slice(0, TREE_ITEMS_SHOWN)) {
+    if (child !== null && typeof child === "object") {
+      details.append(jsonTree(child, [...path, name], depth + 1));
+    } else {
+      details.append(el("div", { class: "leaf" }, el("span", { class: "key" }, String(name)), ": ", jsonLeaf(child)));
+    }
+  }
+  if (entries.length > TREE_ITEMS_SHOWN) {
+    details.append(el("div", { class: "leaf hint" }, `… ${entries.length - TREE_ITEMS_SHOWN} more`));
+  }
+  return details;
+}
+
+// ---------------------------------------------------------------- the playground
+
+const playground = { socket: null, rootSchema: null, readAction: null };
+
+function log(text, kind, detail) {
+  const item = el("li", { class: kind }, text);
+  if (detail !== undefined) item.append(el("details", {}, el("summary", {}, "frame"), JSON.stringify(detail, null, 2)));
+  $("pg-log").prepend(item);
+}
+
+function setPlaygroundOpen(open, status) {
+  $("pg-status").textContent = status;
+  for (const id of ["pg-reset", "pg-step", "pg-state", "pg-end"]) $(id).disabled = !open;
+  $("pg-start").disabled = open;
+  $("pg-fields").disabled = !open;
+}
+
+/** Follows a local "#/$defs/..." reference of the action schema. */
+function resolve(schema) {
+  let current = schema ?? {};
+  for (let hops = 0; typeof current.$ref === "string" && current.$ref.startsWith("#/") && hops < 32; hops++) {
+    current = current.$ref
+      .slice(2)
+      .split("/")
+      .reduce((node, part) => node?.[part.replaceAll("~1", "/").replaceAll("~0", "~")], playground.rootSchema) ?? {};
+  }
+  const options = current.anyOf ?? current.oneOf;
+  if (Array.isArray(options)) {
+    const nonNull = options.filter((option) => option.type !== "null");
+    if (nonNull.length === 1) return { ...resolve(nonNull[0]), nullable: true };
+  }
+  return current;
+}
+
+function typeOf(schema) {
+  return Array.isArray(schema.type) ? schema.type.find((type) => type !== "null") : schema.type;
+}
+
+/** A form control for ``schema``: returns [element, read] where read() gives the value
+ *  (undefined when left empty) or throws an Error naming the field. */
+function control(schemaIn, name, required) {
+  const schema = resolve(schemaIn);
+  const label = (input) => el("label", { class: "field" }, el("span", { title: schema.description ?? "" }, name), input);
+  if (Array.isArray(schema.enum)) {
+    const select = el("select", { name });
+    if (!required) select.append(el("option", { value: "" }, "—"));
+    schema.enum.forEach((option, index) => select.append(el("option", { value: String(index) }, JSON.stringify(option))));
+    return [label(select), () => (select.value === "" ? undefined : schema.enum[Number(select.value)])];
+  }
+  if ("const" in schema) return [label(el("code", {}, JSON.stringify(schema.const))), () => schema.const];
+  const type = typeOf(schema);
+  if (type === "boolean") {
+    const box = el("input", { type: "checkbox", name });
+    return [label(box), () => box.checked];
+  }
+  if (type === "integer" || type === "number") {
+    const input = el("input", { type: "number", name, step: type === "integer" ? "1" : "any" });
+    if (schema.minimum !== undefined) input.min = schema.minimum;
+    if (schema.maximum !== undefined) input.max = schema.maximum;
+    if (schema.default !== undefined) input.value = schema.default;
+    return [label(input), () => (input.value === "" ? undefined : Number(input.value))];
+  }
+  if (type === "string") {
+    const input = el("input", { type: "text", name });
+    if (schema.default !== undefined) input.value = schema.default;
+    return [label(input), () => (input.value === "" && !required ? undefined : input.value)];
+  }
+  if (type === "object" && schema.properties) {
+    const fieldset = el("fieldset", {}, el("legend", {}, name));
+    const readers = Object.entries(schema.properties).map(([key, child]) => {
+      const [element, read] = control(child, key, (schema.required ?? []).includes(key));
+      fieldset.append(element);
+      return [key, read];
+    });
+    const read = () => {
+      const value = {};
+      for (const [key, readChild] of readers) {
+        const child = readChild();
+        if (child !== undefined) value[key] = child;
+      }
+      return value;
+    };
+    return [fieldset, read];
+  }
+  const input = el("input", { type: "text", name, placeholder: "JSON" });
+  return [
+    label(input),
+    () => {
+      if (input.value.trim() === "") return undefined;
+      try {
+        return JSON.parse(input.value);
+      } catch (error) {
+        throw new Error(`${name}: not JSON (${error.message})`);
+      }
+    },
+  ];
+}
+
+function buildForm(actionSchema) {
+  playground.rootSchema = actionSchema;
+  const fields = $("pg-fields");
+  fields.replaceChildren(el("legend", {}, "Action"));
+  const schema = resolve(actionSchema);
+  if (typeOf(schema) === "object" && schema.properties) {
+    const [element, read] = control(schema, "action", true);
+    fields.append(...[...element.childNodes].filter((node) => node.tagName !== "LEGEND"));
+    playground.readAction = read;
+    $("pg-use-json").checked = false;
+  } else {
+    fields.append(el("p", { class: "hint" }, "No form for this schema: write the action as JSON below."));
+    playground.readAction = null;
+    $("pg-use-json").checked = true;
+  }
+  syncJson();
+}
+
+function syncJson() {
+  if ($("pg-use-json").checked || playground.readAction === null) return;
+  try {
+    $("pg-json").value = JSON.stringify(playground.readAction());
+  } catch (error) {
+    $("pg-json").value = "";
+  }
+}
+
+function currentAction() {
+  if ($("pg-use-json").checked || playground.readAction === null) {
+    const text = $("pg-json").value.trim() || "{}";
+    try {
+      return JSON.parse(text);
+    } catch (error) {
+      throw new Error(`the action is not JSON: ${error.message}`);
+    }
+  }
+  return playground.readAction();
+}
+
+function describeReply(frame) {
+  const data = frame.data ?? {};
+  if (frame.type === "observation") return [`← observation  reward ${formatNumber(data.reward)}  done ${data.done}`, "reply"];
+  if (frame.type === "state") return [`← state  episode ${data.episode_id}  steps ${data.step_count}`, "reply"];
+  if (frame.type === "error") {
+    const pointers = [data.pointer, ...(Array.isArray(data.errors) ? data.errors.map((entry) => entry?.pointer) : [])]
+      .filter((pointer) => typeof pointer === "string")
+      .map((pointer) => pointer || "/");
+    const where = pointers.length ? ` (at ${[...new Set(pointers)].join(", ")})` : "";
+    return [`← error ${data.code}${where}: ${data.message}`, "error"];
+  }
+  return [`← ${frame.type}`, "reply"];
+}
+
+async function startPlayground() {
+  setPlaygroundOpen(false, "starting…");
+  $("pg-start").disabled = true;
+  try {
+    const response = await fetch("/schema");
+    if (!response.ok) throw new Error(`GET /schema answered ${response.status}`);
+    buildForm((await response.json()).action ?? {});
+  } catch (error) {
+    log(`could not read the action schema: ${error.message}`, "error");
+    buildForm({});
+  }
+  const socket = new WebSocket(wsUrl("/ws"));
+  playground.socket = socket;
+  socket.addEventListener("open", () => setPlaygroundOpen(true, "session open: reset to start an episode"));
+  socket.addEventListener("message", (event) => {
+    const frame = JSON.parse(event.data);
+    const [text, kind] = describeReply(frame);
+    log(text, kind, frame);
+  });
+  socket.addEventListener("close", (event) => {
+    if (playground.socket === socket) playground.socket = null;
+    setPlaygroundOpen(false, `session ended (${event.code}${event.reason ? `: ${event.reason}` : ""})`);
+  });
+}
+
+function send(frame) {
+  const socket = playground.socket;
+  if (socket === null || socket.readyState !== WebSocket.OPEN) return;
+  socket.send(JSON.stringify(frame));
+  log(`→ ${JSON.stringify(frame)}`, "sent");
+}
+
+function wirePlayground() {
+  $("pg-start").addEventListener("click", startPlayground);
+  $("pg-end").addEventListener("click", () => {
+    send({ type: "close" });
+    playground.socket?.close(1000);
+  });
+  $("pg-reset").addEventListener("click", () => send({ type: "reset", data: {} }));
+  $("pg-state").addEventListener("click", () => send({ type: "state" }));
+  $("pg-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    let action;
+    try {
+      action = currentAction();
+    } catch (error) {
+      log(error.message, "error");
+      return;
+    }
+    send({ type: "step", data: action });
+  });
+  $("pg-form").addEventListener("input", (event) => {
+    if (event.target !== $("pg-json") && event.target !== $("pg-use-json")) syncJson();
+  });
+  $("pg-use-json").addEventListener("change", syncJson);
+}
+
+// ---------------------------------------------------------------- start
+
+async function showEnvName() {
+  try {
+    const response = await fetch("/metadata");
+    if (response.ok) {
+      const metadata = await response.json();
+      $("env-name").textContent = metadata.name ?? "";
+      document.title = `${metadata.name ?? "environment"} · openenv-anyio`;
+    }
+  } catch {
+    // the name is a nicety: the feed's badge already tells when the server is unreachable
+  }
+}
+
+wireSessionTable();
+wirePlayground();
+showEnvName();
+connectFeed();
+setInterval(queueRender, 1000); // ages

@@ -1,0 +1,93 @@
+"""A real browser for the tests: headless Chromium (Debian's ``chromium`` package, installed by
+``tools/install-test-deps.sh``) driven by Playwright through its public API.
+
+Playwright's own browser downloads are not used: the system Chromium is launched by path. Every
+page opened here records console errors, uncaught exceptions and requests to other origins, so
+a test can assert that a page works on its own server alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+__all__ = ["CHROMIUM_ARGS", "WatchedPage", "chromium_path", "open_browser", "watched_page"]
+
+#: Headless, no sandbox (tests run as root in CI), nothing that reaches out to the network.
+CHROMIUM_ARGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
+
+
+def chromium_path() -> str:
+    """The system Chromium; a failure naming the install script when it is missing."""
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.fail("Chromium is not installed: run tools/install-test-deps.sh (Debian package 'chromium')")
+
+
+@contextlib.contextmanager
+def open_browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=list(CHROMIUM_ARGS), headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@dataclass
+class WatchedPage:
+    """A page and what went wrong on it."""
+
+    page: Page
+    origin: str
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    foreign_requests: list[str] = field(default_factory=list)
+
+    def assert_clean(self) -> None:
+        assert self.console_errors == [], self.console_errors
+        assert self.page_errors == [], self.page_errors
+        assert self.foreign_requests == [], self.foreign_requests
+
+
+@contextlib.contextmanager
+def watched_page(browser: Browser, origin: str) -> Iterator[WatchedPage]:
+    """A fresh browser context and page that records errors and requests leaving ``origin``."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    watched = WatchedPage(page, origin)
+    page.on("console", lambda message: message.type == "error" and watched.console_errors.append(message.text))
+    page.on("pageerror", lambda error: watched.page_errors.append(str(error)))
+
+    def note_request(request: object) -> None:
+        url = getattr(request, "url")
+        parts = urlsplit(url)
+        if parts.scheme in ("http", "https", "ws", "wss"):
+            netloc = urlsplit(origin).netloc
+            if parts.netloc != netloc:
+                watched.foreign_requests.append(url)
+
+    page.on("request", note_request)
+    page.on("websocket", lambda socket: note_request(socket))
+    try:
+        yield watched
+    finally:
+        context.close()
