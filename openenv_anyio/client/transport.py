@@ -5,7 +5,7 @@ message is refused with close code 1009 as soon as it crosses the limit, not aft
 been buffered), pings must be answered while no request is pending, and the same code
 must run on asyncio and trio. wsproto's ``FrameProtocol`` does the framing (masking,
 fragments, UTF-8, close payloads), except that a request's frame and a whole answer frame
-take a shorter path (``fast_frames``); this module adds the connection's life around it.
+take a shorter path (:mod:`openenv_anyio.ws.frames`); this module adds the connection's life around it.
 The byte stream is anyio's for TLS and proxies, and a leaner one per backend for plain
 ``ws://`` (``asyncio_stream``, ``trio_stream``).
 
@@ -31,6 +31,7 @@ from anyio.streams.tls import TLSStream
 from wsproto.frame_protocol import FrameProtocol, Opcode, ParseFailed
 
 from ..core import CloseCode
+from ..ws import encode_text_frame, split_text_frame
 
 from .asyncio_stream import connect_asyncio_tcp, running_on_asyncio
 from .errors import (
@@ -42,7 +43,6 @@ from .errors import (
     MessageTooLarge,
     ProtocolViolation,
 )
-from .fast_frames import encode_text_frame, split_text_frame
 from .handshake import open_handshake
 from .proxy import HttpProxy, open_tunnel
 from .trio_stream import connect_trio_tcp
@@ -408,7 +408,7 @@ class WebSocketTransport:
         """Send one text message."""
         if self._ended.is_set() or self._close_sent:
             raise self.failure or ConnectionLost(self.address.url, "the connection has ended")
-        await self._send_bytes(encode_text_frame(text))
+        await self._send_bytes(encode_text_frame(text, masked=True))
 
     async def _send_bytes(self, data: bytes | bytearray) -> None:
         """Send ``data``, then any control frames the reader queued meanwhile (pongs, closes)."""

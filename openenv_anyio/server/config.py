@@ -40,6 +40,10 @@ class ServerConfig:
       sessions they dominated the server's CPU. ``None`` leaves the ``gc`` settings alone.
     - ``web``: serve the dashboard page at ``/web`` (``UI-9``); ``None`` serves it when the
       server listens on loopback only.
+    - ``hypercorn_patches``: serve through the Hypercorn adapter's patches (the fast ``/ws``
+      path, pings whose pongs are seen, guarded writes; ``server/hypercorn_adapter``).
+      ``False`` serves a plain ASGI application on stock Hypercorn: correct, slower, no
+      pings, and the peer's close is seen only when the connection ends.
     """
 
     host: str = "127.0.0.1"
@@ -58,6 +62,7 @@ class ServerConfig:
     resume_grace_s: float = 60.0
     full_gc_threshold: int | None = 100
     web: bool | None = None
+    hypercorn_patches: bool = True
 
     def __post_init__(self) -> None:
         if self.max_concurrent_envs is not None and self.max_concurrent_envs < 1:

@@ -22,7 +22,7 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 
 from ..environment import EnvFactory
-from . import accept_bursts, connection_guards, direct_ws, keepalive_timer, liveness
+from . import hypercorn_adapter
 from .app import create_app
 from .config import ServerConfig
 from .context import AsgiReceive, AsgiSend, ServerContext
@@ -51,6 +51,8 @@ class _Router:
     def __init__(self, ctx: ServerContext, http_app: Any) -> None:
         self._ctx = ctx
         self._http_app = http_app
+        #: whether ``/ws`` sessions may run in their connection's task (the adapter is engaged)
+        self.direct = True
 
     async def __call__(self, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
         if scope["type"] == "websocket":
@@ -63,9 +65,9 @@ class _Router:
                 return await serve_ui(self._ctx, scope, receive, send)
         await self._http_app(scope, receive, send)
 
-    def direct_websocket(self, scope: dict[str, Any]) -> direct_ws.DirectHandler | None:
-        """``/ws`` sessions run in their connection's task (see :mod:`.direct_ws`)."""
-        if scope["path"] == "/ws":
+    def direct_websocket(self, scope: dict[str, Any]) -> hypercorn_adapter.DirectHandler | None:
+        """``/ws`` sessions run in their connection's task (see :mod:`.hypercorn_adapter.direct_ws`)."""
+        if self.direct and scope["path"] == "/ws":
             return partial(serve_resumable if negotiated(scope) else serve_ws, self._ctx)
         return None
 
@@ -102,7 +104,7 @@ class EnvServer:
         config.graceful_timeout = self.config.shutdown_grace_s
         config.accesslog = None
         config.errorlog = logging.getLogger("hypercorn.error")  # plain logging, no own handler
-        setattr(config, connection_guards.SEND_TIMEOUT_ATTR, self.config.send_timeout_s)
+        setattr(config, hypercorn_adapter.SEND_TIMEOUT_ATTR, self.config.send_timeout_s)
         return config
 
     def shutdown(self) -> None:
@@ -119,18 +121,19 @@ class EnvServer:
         ``task_status.started(url)`` reports the base URL once listening (the bound port
         when the configured port is 0).
         """
-        liveness.install()
-        connection_guards.install()
-        direct_ws.install()
-        accept_bursts.install()
-        keepalive_timer.install()
         self._stop = trio.Event()
-        with rare_full_collections(self.config.full_gc_threshold):
-            await self._serve(task_status)
+        with (
+            hypercorn_adapter.install(plain=not self.config.hypercorn_patches) as engaged,
+            rare_full_collections(self.config.full_gc_threshold),
+        ):
+            self.asgi.direct = engaged
+            await self._serve(task_status, engaged)
 
-    async def _serve(self, task_status: trio.TaskStatus[str]) -> None:
+    async def _serve(self, task_status: trio.TaskStatus[str], engaged: bool) -> None:
+        if self.worker is not None and not engaged:
+            raise RuntimeError("worker processes route connections through the Hypercorn adapter, which is not engaged")
         routing = (
-            accept_bursts.routed_connections(self.worker.router.wrap)
+            hypercorn_adapter.routed_connections(self.worker.router.wrap)
             if self.worker is not None
             else contextlib.nullcontext()
         )

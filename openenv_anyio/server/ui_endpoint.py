@@ -16,7 +16,8 @@ import trio
 
 from ..core import CloseCode, SessionClosed, StateUpdate
 from .context import AsgiReceive, AsgiSend, ServerContext
-from .liveness import PingSchedule
+from .hypercorn_adapter.events import INVALID_TEXT_REPLY
+from .ping_schedule import PingSchedule
 from .ws_session import close_websocket
 
 __all__ = ["serve_ui"]
@@ -55,7 +56,7 @@ async def serve_ui(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
     """ASGI handler of one ``/ws/ui`` connection."""
     if (await receive())["type"] != "websocket.connect":
         return
-    await send({"type": "websocket.accept"})
+    await send({"type": "websocket.accept", INVALID_TEXT_REPLY: None})  # WS-CLOSE-3
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     session_filter = query.get("session", [None])[0]
     dashboard = query.get("dashboard", [""])[0] == "1"

@@ -32,7 +32,8 @@ from .action_check import relocate
 from .bound_env import BoundEnv, EnvironmentAborted, FactoryFailure
 from .context import AsgiReceive, AsgiSend, ServerContext, log
 from .error_text import exception_text
-from .liveness import INVALID_TEXT_REPLY, PEER_CLOSE_EVENT, PingSchedule
+from .hypercorn_adapter.events import INVALID_TEXT_REPLY, PEER_CLOSE_EVENT
+from .ping_schedule import PingSchedule
 from .session_registry import Slot
 from .ui_hub import EpisodeView
 
@@ -159,8 +160,12 @@ class WsSession:
             return None
 
     async def watch_peer_close(self) -> None:
-        """Have the connection tell :meth:`_peer_closed` of the peer's close frame."""
-        await self.send({"type": PEER_CLOSE_EVENT, "callback": self._peer_closed})
+        """Have the connection tell :meth:`_peer_closed` of the peer's close frame (served
+        as plain ASGI, the connection cannot: the slot is then freed when the session ends)."""
+        try:
+            await self.send({"type": PEER_CLOSE_EVENT, "callback": self._peer_closed})
+        except Exception:  # Hypercorn without the adapter refuses the event
+            pass
 
     async def run(self) -> None:
         ctx = self.ctx

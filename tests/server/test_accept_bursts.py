@@ -7,7 +7,7 @@ import socket
 import pytest
 import trio
 
-from openenv_anyio.server.accept_bursts import BurstListener
+from openenv_anyio.server.hypercorn_adapter.accept_bursts import BurstListener
 
 from .conftest import ask, ws_connect
 from .envs import InlineTracked

@@ -1,10 +1,9 @@
-"""The ``/ws`` fast path (``direct_ws``, ``ws_frames``): frames it decodes itself and frames
+"""The ``/ws`` fast path (``hypercorn_adapter.direct_ws`` over ``openenv_anyio.ws``): frames it decodes itself and frames
 it leaves to wsproto, in any split or order a client may send them (RFC 6455, ``WS-CONN-*``)."""
 
 from __future__ import annotations
 
 import json
-import os
 import socket
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -13,8 +12,7 @@ import pytest
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Pong, Request, TextMessage
 
-from openenv_anyio.server import direct_ws
-from openenv_anyio.server.ws_frames import parse_header, text_frame, unmask
+from openenv_anyio.server.hypercorn_adapter import direct_ws
 
 from .conftest import ask, wait_for, ws_connect
 
@@ -38,7 +36,7 @@ class EchoText:
 
 
 def client_frame(payload: bytes, *, opcode: int = 0x1, fin: bool = True, mask: bool = True) -> bytes:
-    """A client frame, masked with a fixed key (written independently of ``ws_frames``)."""
+    """A client frame, masked with a fixed key (written independently of ``openenv_anyio.ws``)."""
     key = b"\x37\xfa\x21\x3d"
     head = bytes([(0x80 if fin else 0) | opcode])
     n = len(payload)
@@ -104,27 +102,6 @@ def client(serve):
         yield connect
     for raw in opened:
         raw.close()
-
-
-@pytest.mark.parametrize("size", [0, 1, 125, 126, 65535, 65536, 200_000])
-def test_text_frame_header_and_payload(size: int) -> None:
-    text = ("é" * size)[:size]
-    header = parse_header(text_frame(text))
-    assert header is not None and header.first == 0x81 and not header.masked
-    assert header.length == len(text.encode())
-    assert text_frame(text)[header.size :].decode() == text
-
-
-@pytest.mark.parametrize("size", [0, 3, 125, 126, 65536])
-def test_parse_header_and_unmask_read_client_frames(size: int) -> None:
-    payload = os.urandom(size)
-    frame = client_frame(payload)
-    for cut in range(min(len(frame), 16)):
-        header = parse_header(frame[:cut])
-        assert header is None or cut >= header.size
-    header = parse_header(frame)
-    assert header is not None and header.masked and header.length == size
-    assert unmask(frame[header.size :], frame[header.size - 4 : header.size]) == payload
 
 
 def test_frames_sent_with_the_handshake_are_answered(client) -> None:

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import trio
 from hypercorn.config import Config
-from hypercorn.trio import serve
+from hypercorn.trio import serve, tcp_server
 
-from openenv_anyio.server import keepalive_timer
-from openenv_anyio.server.keepalive_timer import KeepAliveTimer
+from openenv_anyio.server import hypercorn_adapter
+from openenv_anyio.server.hypercorn_adapter.keepalive_timer import KeepAliveTimer
 
 pytestmark = pytest.mark.trio
 
@@ -39,15 +39,16 @@ async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 @asynccontextmanager
 async def _server() -> AsyncIterator[int]:
-    keepalive_timer.install()
     config = Config()
     config.bind = ["127.0.0.1:0"]
     config.keep_alive_timeout = KEEP_ALIVE_S
     config.accesslog = config.errorlog = None
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(serve, _app, config)
-        yield int(binds[0].rsplit(":", 1)[1])
-        nursery.cancel_scope.cancel()
+    with hypercorn_adapter.install() as engaged:
+        assert engaged and tcp_server.TrioSingleTask is KeepAliveTimer  # the timer under test runs
+        async with trio.open_nursery() as nursery:
+            binds = await nursery.start(serve, _app, config)
+            yield int(binds[0].rsplit(":", 1)[1])
+            nursery.cancel_scope.cancel()
 
 
 async def _closed_by_server(stream: trio.SocketStream, within_s: float) -> bool:

@@ -5,8 +5,9 @@ ends with a checkpoint, so a listener with thousands of connections in its backl
 burst of sessions connecting together) admits them one per round of everything else the
 server runs, and late handshakes wait for seconds. :class:`BurstListener` accepts, after
 each wait, every connection already pending (up to :data:`BURST`) and hands them out
-without further checkpoints. :func:`install` makes Hypercorn's trio worker wrap its plain
-TCP listeners in it (idempotent; TLS listeners are left as they are).
+without further checkpoints. :data:`PATCHES` makes Hypercorn's trio worker wrap its plain
+TCP listeners in it (those of any Hypercorn server started while one of ours runs; TLS
+listeners are left as they are).
 
 The same seam lets a server route connections before Hypercorn sees them
 (:func:`routed_connections`, used by the worker processes of ``--workers``): a routing
@@ -25,9 +26,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import trio
-from hypercorn.trio import run as _hypercorn_run
+from .inventory import Patch
 
-__all__ = ["BURST", "BurstListener", "ConnectionRouting", "install", "routed_connections"]
+__all__ = ["BURST", "BurstListener", "ConnectionRouting", "PATCHES", "routed_connections"]
 
 #: Takes Hypercorn's connection handler and listeners, returns the ones to serve with.
 ConnectionRouting = Callable[[Any, list[Any]], tuple[Any, list[Any]]]
@@ -94,7 +95,10 @@ class _TrioForHypercorn:
         return await trio.serve_listeners(handler, wrapped, **kwargs)
 
 
-def install() -> None:
-    """Make Hypercorn's trio worker accept connections in bursts."""
-    if not isinstance(_hypercorn_run.trio, _TrioForHypercorn):
-        _hypercorn_run.trio = _TrioForHypercorn()  # type: ignore[assignment]
+PATCHES = (
+    Patch(
+        "hypercorn.trio.run:trio",
+        lambda original: _TrioForHypercorn(),
+        "listeners that accept every pending connection after one wait (bursts of sessions), and routing for --workers",
+    ),
+)

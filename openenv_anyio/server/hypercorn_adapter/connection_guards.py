@@ -15,7 +15,8 @@ server).
 3. Anything else a connection task raises would escape into the listener's nursery and stop
    the server for everyone; the guard logs it and ends that connection only.
 
-:func:`install` applies them (idempotent); without a send timeout, writes behave as before.
+:data:`PATCHES` applies them to the connections of our servers only (a config that carries
+:data:`~.events.SEND_TIMEOUT_ATTR`); other servers' connections run Hypercorn's own code.
 It also records each connection's ``TCPServer`` in a context variable of its task
 (:func:`current_connection`), for code that runs in that task (``direct_ws``).
 """
@@ -32,12 +33,14 @@ import trio
 from hypercorn.events import RawData
 from hypercorn.trio.tcp_server import TCPServer
 
-__all__ = ["SEND_TIMEOUT_ATTR", "current_connection", "install", "write_now"]
+from .events import SEND_TIMEOUT_ATTR
+from .inventory import Patch
+
+__all__ = ["PATCHES", "current_connection", "write_now"]
 
 log = logging.getLogger("openenv_anyio.server")
 
-#: Attribute of a ``hypercorn.config.Config``: seconds a write may make no progress.
-SEND_TIMEOUT_ATTR = "openenv_send_timeout"
+_NOT_OURS = object()
 _CHUNK = 256 * 1024
 _CONNECTION: contextvars.ContextVar[TCPServer | None] = contextvars.ContextVar("openenv_connection", default=None)
 
@@ -79,15 +82,12 @@ def write_now(server: TCPServer, data: bytes) -> int:
         return 0
 
 
-def install() -> None:
-    if getattr(TCPServer.protocol_send, "_openenv_guarded", False):
-        return
-    original_send = TCPServer.protocol_send
-    original_run = TCPServer.run
-
+def _guarded_send(original_send: Any) -> Any:
     @functools.wraps(original_send)
     async def protocol_send(self: TCPServer, event: Any) -> None:
-        timeout = getattr(self.config, SEND_TIMEOUT_ATTR, None)
+        timeout = getattr(self.config, SEND_TIMEOUT_ATTR, _NOT_OURS)
+        if timeout is _NOT_OURS:
+            return await original_send(self, event)
         if timeout is None or not isinstance(event, RawData):
             try:
                 await original_send(self, event)
@@ -111,8 +111,14 @@ def install() -> None:
         # forever when its queue is full. The reader task sees the closed socket and reports it
         # once the application has drained its queue.
 
+    return protocol_send
+
+
+def _guarded_run(original_run: Any) -> Any:
     @functools.wraps(original_run)
     async def run(self: TCPServer) -> None:
+        if not hasattr(self.config, SEND_TIMEOUT_ATTR):
+            return await original_run(self)
         _CONNECTION.set(self)  # this task's own context: seen by it and the tasks it starts
         try:
             await original_run(self)
@@ -121,6 +127,18 @@ def install() -> None:
                 raise  # cancellation, KeyboardInterrupt: not ours to swallow
             log.exception("connection failed; the server carries on")
 
-    protocol_send._openenv_guarded = True  # type: ignore[attr-defined]
-    TCPServer.protocol_send = protocol_send  # type: ignore[method-assign]
-    TCPServer.run = run  # type: ignore[method-assign]
+    return run
+
+
+PATCHES = (
+    Patch(
+        "hypercorn.trio.tcp_server:TCPServer.protocol_send",
+        _guarded_send,
+        "socket writes that give up on a peer that stopped reading, and survive the close race",
+    ),
+    Patch(
+        "hypercorn.trio.tcp_server:TCPServer.run",
+        _guarded_run,
+        "one connection's failure ends that connection only; records the connection for direct_ws",
+    ),
+)

@@ -4,7 +4,7 @@ close as it arrives (``WS-CAP-2``, ``EXT-RES-2``).
 ASGI has no ping message, and Hypercorn's own ``websocket_ping_interval`` sends pings but
 ignores the pongs, so a half-open peer (gone without a close, its TCP still up or silent) is
 never noticed. This module teaches Hypercorn's WebSocket stream one extra ASGI send event,
-``{"type": "openenv.ping", "probe": PongProbe}``: the stream sends a ping, and every pong it
+``{"type": "openenv.ping", "probe": PongProbe}`` (names in :mod:`.events`): the stream sends a ping, and every pong it
 receives afterwards stamps ``probe.last_pong`` with the trio clock. Streams of applications
 that never send the event behave exactly as before.
 
@@ -16,19 +16,21 @@ closing handshake complete. ``f`` also learns the peer's close code, which ASGI'
 ``websocket.disconnect`` does not carry through Hypercorn (it reports every peer close as
 1006). A connection lost without a close frame never calls ``f``.
 
-:func:`install` swaps the stream class Hypercorn's HTTP/1.1 and HTTP/2 protocols build
-(idempotent; the subclass only adds behaviour).
+Third, an application that puts :data:`~.events.INVALID_TEXT_REPLY` in its accept message
+has bytes that break RFC 6455 answered with a close frame naming why (1002, or 1007 after
+that key's text message) where Hypercorn drops the TCP connection (``WS-CLOSE-3``).
+
+The subclass only adds behaviour: streams of applications that never send these events
+behave exactly as before. HTTP/2 streams are built from it (:data:`PATCHES`), HTTP/1.1
+ones from ``direct_ws``'s subclass of it.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import trio
-from hypercorn.protocol import h2 as _h2
-from hypercorn.protocol import h11 as _h11
 from hypercorn.protocol.ws_stream import ASGIWebsocketState, WSStream
 from hypercorn.protocol.events import Data, StreamClosed
 from wsproto.connection import ConnectionState
@@ -36,22 +38,10 @@ from wsproto.events import CloseConnection, Event, Ping, Pong, TextMessage
 from wsproto.frame_protocol import CloseReason
 from wsproto.utilities import LocalProtocolError
 
-__all__ = ["INVALID_TEXT_REPLY", "PEER_CLOSE_EVENT", "PING_EVENT", "PingSchedule", "PongProbe", "install"]
+from .events import INVALID_TEXT_REPLY, PEER_CLOSE_EVENT, PING_EVENT, PongProbe
+from .inventory import Patch
 
-PING_EVENT = "openenv.ping"
-PEER_CLOSE_EVENT = "openenv.peer_close"
-#: Key of a ``websocket.accept`` message: the text message to send before closing with 1007
-#: when the peer sends text that is not UTF-8 (``WS-CLOSE-3``).
-INVALID_TEXT_REPLY = "openenv.invalid_text_reply"
-
-
-class PongProbe:
-    """Written by the connection when a pong arrives; read by the session."""
-
-    __slots__ = ("last_pong",)
-
-    def __init__(self) -> None:
-        self.last_pong = float("-inf")
+__all__ = ["PATCHES", "ProbingWSStream"]
 
 
 class _PongTap:
@@ -59,7 +49,7 @@ class _PongTap:
 
     __slots__ = ("_connection", "_stream")
 
-    def __init__(self, connection: Any, stream: _ProbingWSStream) -> None:
+    def __init__(self, connection: Any, stream: ProbingWSStream) -> None:
         self._connection = connection
         self._stream = stream
 
@@ -79,11 +69,13 @@ class _PongTap:
         return getattr(self._connection, name)
 
 
-class _ProbingWSStream(WSStream):
+class ProbingWSStream(WSStream):
     probe: PongProbe | None = None
     peer_close_code: int | None = None
     on_peer_close: Callable[[int], None] | None = None
-    #: the text to send before closing with 1007 (``WS-CLOSE-3``), from the accept message
+    #: the application asked at accept for close frames on bad bytes (``WS-CLOSE-3``)
+    closes_on_bad_bytes = False
+    #: the text to send before closing with 1007, from the accept message
     invalid_text_reply: str | None = None
     #: bytes to send before the connection closes (a refused frame's error and close frames)
     farewell: bytes = b""
@@ -101,7 +93,9 @@ class _ProbingWSStream(WSStream):
         self.send = send_farewell_first  # type: ignore[method-assign]
 
     async def _accept(self, message: Any) -> None:
-        self.invalid_text_reply = message.get(INVALID_TEXT_REPLY)
+        if INVALID_TEXT_REPLY in message:
+            self.closes_on_bad_bytes = True
+            self.invalid_text_reply = message[INVALID_TEXT_REPLY]
         await super()._accept(message)
         self.connection = _PongTap(self.connection, self)  # type: ignore[assignment]
 
@@ -109,6 +103,8 @@ class _ProbingWSStream(WSStream):
         """wsproto refused the peer's bytes (its ``CloseConnection`` without a close frame):
         say why with a close frame (RFC 6455 7.1.7, ``WS-CLOSE-3``) instead of a bare TCP close;
         text that is not UTF-8 is first answered as the application asked at accept."""
+        if not self.closes_on_bad_bytes:
+            return  # another application's connection: Hypercorn's own behaviour
         connection = self.connection._connection if isinstance(self.connection, _PongTap) else self.connection
         data = b""
         try:
@@ -139,50 +135,11 @@ class _ProbingWSStream(WSStream):
         await super().app_send(message)
 
 
-def install() -> None:
-    """Make Hypercorn build WebSocket streams that understand ``openenv.ping``."""
-    _h11.WSStream = _ProbingWSStream  # type: ignore[misc]
-    _h2.WSStream = _ProbingWSStream  # type: ignore[misc]
-
-
-class PingSchedule:
-    """When to ping a quiet connection and when to give up on it (``WS-PING-1``).
-
-    The owner waits for inbound messages with :meth:`deadline` as the deadline, calls
-    :meth:`heard` on every inbound message, and :meth:`on_deadline` when the wait timed out;
-    ``on_deadline`` returns ``False`` once the peer has missed its pong.
-    """
-
-    __slots__ = ("interval", "timeout", "probe", "due", "sent_at")
-
-    def __init__(self, interval: float | None, timeout: float | None) -> None:
-        self.interval = interval or math.inf
-        self.timeout = timeout or math.inf
-        self.probe: PongProbe | None = PongProbe() if self.interval < math.inf else None
-        self.due = trio.current_time() + self.interval
-        self.sent_at: float | None = None
-
-    def deadline(self) -> float:
-        return self.due if self.sent_at is None else self.sent_at + self.timeout
-
-    def heard(self, now: float) -> None:
-        """Inbound traffic proves the peer alive: next ping one interval from now."""
-        self.sent_at, self.due = None, now + self.interval
-
-    async def on_deadline(self, send: Callable[[dict[str, Any]], Awaitable[None]], now: float) -> bool:
-        """Ping if due, or judge the pong; ``False`` when the peer is gone."""
-        probe = self.probe
-        if probe is None:
-            return True
-        if self.sent_at is None:
-            if now >= self.due:
-                try:
-                    await send({"type": PING_EVENT, "probe": probe})
-                    self.sent_at = now
-                except Exception:  # the ASGI server cannot ping: stop trying
-                    self.probe, self.due = None, math.inf
-            return True
-        if probe.last_pong >= self.sent_at:
-            self.heard(probe.last_pong)
-            return True
-        return now < self.sent_at + self.timeout
+#: HTTP/2 connections build these streams (HTTP/1.1 ones build ``direct_ws``'s subclass).
+PATCHES = (
+    Patch(
+        "hypercorn.protocol.h2:WSStream",
+        lambda original: ProbingWSStream,
+        "WebSocket streams whose pongs and peer close the session sees, and that close bad bytes with a code",
+    ),
+)

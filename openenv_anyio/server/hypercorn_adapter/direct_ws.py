@@ -7,7 +7,7 @@ object and a locked, shielded socket write. For the paths an application marks a
 *direct*, this module runs the application in the connection task itself:
 
 - ``receive()`` waits on the socket and decodes whole, unfragmented, masked text frames
-  itself (:mod:`.ws_frames`); every other byte goes, in order, to Hypercorn's own WebSocket
+  itself (:mod:`openenv_anyio.ws.frames`); every other byte goes, in order, to Hypercorn's own WebSocket
   stream, so pings, close handshakes, fragments, bad frames and the message size limit are
   handled exactly as before;
 - ``send()`` frames text messages itself and writes them straight to the socket when it
@@ -21,9 +21,10 @@ HTTP/1.1 connections of Hypercorn's trio worker take this path; anything else (H
 TLS) is served the usual ASGI way.
 
 An application opts in with a ``direct_websocket(scope)`` method returning an ASGI-style
-``handler(scope, receive, send)`` for the scopes it wants served directly, else ``None``.
-:func:`install` makes Hypercorn's HTTP/1.1 protocol build such streams (idempotent; needs
-:func:`~openenv_anyio.server.connection_guards.install`, which records each connection).
+``handler(scope, receive, send)`` for the scopes it wants served directly, else ``None``;
+other applications' streams behave as Hypercorn's own. :data:`PATCHES` makes Hypercorn's
+HTTP/1.1 protocol build such streams (it needs ``connection_guards``, which records each
+connection).
 """
 
 from __future__ import annotations
@@ -35,20 +36,20 @@ from typing import Any
 
 import trio
 from hypercorn.events import Closed, RawData
-from hypercorn.protocol import h11 as _h11
+from hypercorn.protocol.h11 import H11WSConnection
 from hypercorn.protocol.events import Data, Request
 from hypercorn.protocol.ws_stream import ASGIWebsocketState
 from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
 from wsproto.connection import ConnectionState
 
-from ..core import CloseCode
+from ...core import CloseCode
+from ...ws import FIN_TEXT, apply_mask, encode_text_frame, parse_header
 from . import connection_guards
-from .liveness import _ProbingWSStream
-from .ws_frames import FIN_TEXT, parse_header, text_frame, unmask
+from .events import DirectHandler
+from .inventory import Patch
+from .liveness import ProbingWSStream
 
-__all__ = ["DirectHandler", "install"]
-
-DirectHandler = Callable[[dict[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+__all__ = ["FAST_FRAME_LIMIT", "DirectWSStream", "PATCHES"]
 
 #: Largest inbound text frame the fast path decodes itself (larger ones go to wsproto).
 FAST_FRAME_LIMIT = 1 << 20
@@ -72,7 +73,7 @@ class _RecordSpawn:
         return put
 
 
-class _DirectWSStream(_ProbingWSStream):
+class DirectWSStream(ProbingWSStream):
     """A Hypercorn WebSocket stream that can run its application in the connection task."""
 
     async def handle(self, event: Any) -> None:
@@ -129,7 +130,7 @@ class _DirectIO:
 
     __slots__ = ("_stream", "_tcp", "_inbox", "_pending", "_buf", "_passthrough", "_mid_message", "_limit")
 
-    def __init__(self, stream: _DirectWSStream, tcp: TCPServer, inbox: collections.deque[Any]) -> None:
+    def __init__(self, stream: DirectWSStream, tcp: TCPServer, inbox: collections.deque[Any]) -> None:
         self._stream = stream
         self._tcp = tcp
         self._inbox = inbox
@@ -187,7 +188,7 @@ class _DirectIO:
             if header.first == FIN_TEXT and header.masked and header.length <= self._limit and not self._mid_message:
                 if len(buf) < end:
                     return
-                payload = unmask(memoryview(buf)[header.size : end], memoryview(buf)[header.size - 4 : header.size])
+                payload = apply_mask(memoryview(buf)[header.size : end], memoryview(buf)[header.size - 4 : header.size])
                 try:
                     text = payload.decode("utf-8")
                 except UnicodeDecodeError:
@@ -213,7 +214,7 @@ class _DirectIO:
     def _handshake_leftover(self) -> bytes:
         protocol = getattr(self._tcp.protocol, "protocol", None)
         connection = getattr(protocol, "connection", None)
-        if isinstance(connection, _h11.H11WSConnection) and connection.buffer:
+        if isinstance(connection, H11WSConnection) and connection.buffer:
             data, connection.buffer = bytes(connection.buffer), bytearray()
             return data
         return b""
@@ -229,7 +230,7 @@ class _DirectIO:
             and stream.state is ASGIWebsocketState.CONNECTED
             and stream.connection.state is ConnectionState.OPEN
         ):
-            data = text_frame(message["text"])
+            data = encode_text_frame(message["text"], masked=False)
             tcp = self._tcp
             written = connection_guards.write_now(tcp, data)
             if written == len(data):
@@ -239,7 +240,11 @@ class _DirectIO:
         await stream.app_send(message)
 
 
-def install() -> None:
-    """Make Hypercorn's HTTP/1.1 protocol build streams that can serve direct routes."""
-    _h11.WSStream = _DirectWSStream  # type: ignore[misc]
+PATCHES = (
+    Patch(
+        "hypercorn.protocol.h11:WSStream",
+        lambda original: DirectWSStream,
+        "HTTP/1.1 WebSocket streams that run direct routes (/ws) in the connection's task",
+    ),
+)
 
