@@ -31,7 +31,7 @@ from anyio.streams.tls import TLSStream
 from wsproto.frame_protocol import FrameProtocol, Opcode, ParseFailed
 
 from ..core import CloseCode
-from ..ws import encode_text_frame, split_text_frame
+from ..ws import FrameSplitter, encode_text_frame
 
 from .asyncio_stream import connect_asyncio_tcp, running_on_asyncio
 from .errors import (
@@ -114,6 +114,7 @@ class WebSocketTransport:
         self.pings_answered = 0
         self._stream = stream
         self._proto = FrameProtocol(client=True, extensions=[])
+        self._splitter = FrameSplitter(masked=False, limit=max_message_size)
         self._limit = max_message_size
         # one sender at a time: a flag (no lock to take on the hot path) and an event that
         # is set for the tasks waiting while another sends (replaced after each wake-up)
@@ -257,19 +258,21 @@ class WebSocketTransport:
     def _receive(self, data: bytes) -> None:
         """Parse ``data`` and react to its frames (synchronously; replies go to ``_outgoing``).
 
-        Whole final text frames at the start of ``data`` take the fast path while wsproto
-        holds nothing (no partial frame, no fragmented message); the rest goes to wsproto.
+        Whole final text frames take the fast path; the splitter hands every other byte, in
+        order, to wsproto (see :class:`~openenv_anyio.ws.FrameSplitter`).
         """
-        while self._wsproto_idle():
-            split = split_text_frame(data, self._limit)
-            if split is None:
-                break
-            text, end = split
-            self._deliver(text)
-            if end == len(data):
+        for item in self._splitter.feed(data):
+            if type(item) is str:
+                if not self._refused:  # after a refusal only the peer's close matters
+                    self._deliver(item)
+            else:
+                self._proto.receive_bytes(item)  # type: ignore[arg-type]
+                self._react()
+            if self._ended.is_set():
                 return
-            data = data[end:]
-        self._proto.receive_bytes(data)
+
+    def _react(self) -> None:
+        """React to the frames wsproto has completed."""
         try:
             for frame in self._proto.received_frames():
                 opcode = frame.opcode
@@ -317,20 +320,6 @@ class WebSocketTransport:
             return
         self._inbox.append(message)
 
-    def _wsproto_idle(self) -> bool:
-        """Whether wsproto is between messages with nothing buffered (the fast path may parse)."""
-        if self._refused or self._ended.is_set():
-            return False
-        frames = getattr(self._proto, "_frame_decoder", None)
-        messages = getattr(self._proto, "_message_decoder", None)
-        return (
-            frames is not None
-            and messages is not None
-            and frames.header is None
-            and not len(frames.buffer)
-            and messages.opcode is None
-        )
-
     def _on_close(self, code: int, reason: str) -> None:
         if not self._closing:
             self._fail(ConnectionClosedByServer(self.address.url, code, reason))
@@ -355,9 +344,8 @@ class WebSocketTransport:
             self._outgoing += self._proto.close(code, reason or None)
 
     def _declared_frame_size(self) -> int:
-        """The length the current frame's header announced (0 when wsproto does not say)."""
-        header = getattr(getattr(self._proto, "_frame_decoder", None), "header", None)
-        return int(getattr(header, "payload_len", 0) or 0)
+        """The length the header of the frame wsproto is reading announced."""
+        return self._splitter.general_frame_length
 
     def _fail(self, error: EnvClientError) -> None:
         if self.failure is None:

@@ -3,15 +3,12 @@
 Every request is one masked text frame from the client and (nearly always) one unmasked,
 final text frame back. wsproto handles every frame in general (fragments, extensions,
 incremental UTF-8, control frames) at a few microseconds a frame; these functions do the
-common case of both directions directly and say when they cannot (``None``), so the caller
-hands everything else to wsproto. Sans-IO and stateless: a caller uses them only while
-wsproto holds no partial frame or message, so the two never disagree about where a frame
-starts.
+common case of both directions directly; everything else goes to wsproto. Sans-IO and
+stateless.
 
-- a client sends :func:`encode_text_frame` ``(masked=True)`` and reads answers with
-  :func:`split_text_frame`;
-- a server reads requests with :func:`parse_header` and :func:`apply_mask` and answers with
-  :func:`encode_text_frame` ``(masked=False)``.
+A client sends :func:`encode_text_frame` ``(masked=True)``, a server ``(masked=False)``;
+both read with :class:`~openenv_anyio.ws.FrameSplitter`, which stands on
+:func:`parse_header` and :func:`apply_mask`.
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ import os
 import struct
 from typing import Final, NamedTuple
 
-__all__ = ["FIN_TEXT", "FrameHeader", "apply_mask", "encode_text_frame", "parse_header", "split_text_frame"]
+__all__ = ["FIN_TEXT", "FrameHeader", "apply_mask", "encode_text_frame", "parse_header"]
 
 FIN_TEXT: Final = 0x81  # first byte of a final text frame: FIN, no RSV bits, opcode 1
 _MASKED: Final = 0x80
@@ -83,39 +80,3 @@ def parse_header(buf: bytes | bytearray) -> FrameHeader | None:
         if len(buf) < size:
             return None
     return FrameHeader(buf[0], masked, length, size)
-
-
-def split_text_frame(data: bytes, limit: int) -> tuple[str, int] | None:
-    """``(text, frame_length)`` when ``data`` starts with one whole, final, unmasked text frame
-    of at most ``limit`` bytes whose payload is valid UTF-8 and whose length is encoded
-    minimally (what a server sends); otherwise None (let the general parser decide: it may be
-    a fragment, a control frame, an incomplete frame, or something to refuse).
-    """
-    if len(data) < 2 or data[0] != FIN_TEXT:
-        return None
-    size = data[1]
-    if size & _MASKED:
-        return None
-    start = 2
-    if size == 126:
-        if len(data) < 4:
-            return None
-        size = _LEN16.unpack_from(data, 2)[0]
-        if size < 126:
-            return None
-        start = 4
-    elif size == 127:
-        if len(data) < 10:
-            return None
-        size = _LEN64.unpack_from(data, 2)[0]
-        if size < 65536:
-            return None
-        start = 10
-    end = start + size
-    if size > limit or len(data) < end:
-        return None
-    try:
-        text = str(memoryview(data)[start:end], "utf-8")
-    except UnicodeDecodeError:
-        return None
-    return text, end

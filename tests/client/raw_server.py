@@ -84,7 +84,8 @@ class RawPeer:
                 self._parts = []
         elif isinstance(event, Ping):
             self.pings_received += 1
-            await self.stream.send(self.ws.send(event.response()))
+            if self.ws.state is ConnectionState.OPEN:  # a peer that sent its close owes no pong
+                await self.stream.send(self.ws.send(event.response()))
         elif isinstance(event, Pong):
             self.pongs += 1
             self.pings_answered.append(bytes(event.payload))

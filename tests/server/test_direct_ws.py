@@ -12,7 +12,7 @@ import pytest
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Pong, Request, TextMessage
 
-from openenv_anyio.server.hypercorn_adapter import direct_ws
+from openenv_anyio.ws import FAST_FRAME_LIMIT
 
 from .conftest import ask, wait_for, ws_connect
 
@@ -139,7 +139,7 @@ def test_message_over_the_fast_limit_goes_through_wsproto(client) -> None:
     raw = client()
     raw.sock.sendall(RESET)
     raw.answer()
-    big = "x" * (direct_ws.FAST_FRAME_LIMIT + 1000)
+    big = "x" * (FAST_FRAME_LIMIT + 1000)
     raw.sock.sendall(step_frame(big) + step_frame("small"))
     assert raw.answer()["data"]["observation"]["echo"] == big
     assert raw.answer()["data"]["observation"]["echo"] == "small"

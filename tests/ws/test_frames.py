@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import struct
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from wsproto.frame_protocol import FrameProtocol, Opcode
+from wsproto.frame_protocol import FrameProtocol, Opcode, ParseFailed
 
-from openenv_anyio.ws import apply_mask, encode_text_frame, parse_header, split_text_frame
+from openenv_anyio.ws import FAST_FRAME_LIMIT, FrameSplitter, apply_mask, encode_text_frame, parse_header
 
 LIMIT = 1 << 20
 texts = st.one_of(
@@ -81,25 +82,103 @@ def test_server_frames_parse_in_wsproto_as_the_same_text(text: str) -> None:
     assert encode_text_frame(text, masked=False) == _server_frame(text)  # byte for byte
 
 
-@settings(max_examples=200, deadline=None)
-@given(texts, st.binary(max_size=20))
-def test_whole_server_frames_split_as_wsproto_reads_them(text: str, tail: bytes) -> None:
-    frame = _server_frame(text)
-    assert split_text_frame(frame + tail, LIMIT) == (text, len(frame))
-    assert split_text_frame(frame[:-1], LIMIT) is None  # incomplete: not parsed
+# -- the splitter, both directions ------------------------------------------------------
+
+# A frame as (opcode, payload, fin): text and binary messages (whole or fragmented, small or
+# over the fast limit), pings, pongs.
+frame_specs = st.lists(
+    st.one_of(
+        st.tuples(st.just("text"), texts, st.just(True)),
+        st.tuples(st.just("text"), st.integers(0, 3).map(lambda n: "é" * (FAST_FRAME_LIMIT // 2 + n)), st.just(True)),
+        st.tuples(st.just("fragments"), st.lists(st.text(max_size=40), min_size=2, max_size=4), st.just(False)),
+        st.tuples(st.just("binary"), st.binary(max_size=50), st.just(True)),
+        st.tuples(st.just("ping"), st.binary(max_size=20), st.just(True)),
+    ),
+    max_size=6,
+)
 
 
-def test_split_declines_what_wsproto_must_decide() -> None:
-    proto = FrameProtocol(client=False, extensions=[])
-    fragmenting = FrameProtocol(client=False, extensions=[])
-    assert split_text_frame(bytes(fragmenting.send_data("part", False)), LIMIT) is None  # a fragment
-    assert split_text_frame(bytes(proto.send_data(b"bin", True)), LIMIT) is None  # binary
-    assert split_text_frame(bytes(proto.ping(b"p")), LIMIT) is None  # control frames
-    assert split_text_frame(bytes(proto.close(1000, "bye")), LIMIT) is None
-    assert split_text_frame(encode_text_frame("masked", masked=True), LIMIT) is None  # a server never masks
-    assert split_text_frame(bytes((0x81, 2)) + b"\xff\xfe", LIMIT) is None  # invalid UTF-8
-    assert split_text_frame(bytes((0xC1, 1)) + b"x", LIMIT) is None  # RSV1 set
-    assert split_text_frame(bytes((0x81, 126)) + struct.pack("!H", 5) + b"hello", LIMIT) is None  # non-minimal
-    assert split_text_frame(bytes((0x81, 127)) + struct.pack("!Q", 5) + b"hello", LIMIT) is None
-    assert split_text_frame(_server_frame("x" * 200), 100) is None  # over the limit
-    assert split_text_frame(b"\x81", LIMIT) is None
+def _wire(specs: list[tuple[str, object, bool]], *, from_client: bool) -> bytes:
+    proto = FrameProtocol(client=from_client, extensions=[])
+    out = bytearray()
+    for kind, payload, _ in specs:
+        if kind == "text" or kind == "binary":
+            out += proto.send_data(payload, True)  # type: ignore[arg-type]
+        elif kind == "fragments":
+            parts = list(payload)  # type: ignore[call-overload]
+            for index, part in enumerate(parts):
+                out += proto.send_data(part, index == len(parts) - 1)
+        else:
+            out += proto.ping(payload)  # type: ignore[arg-type]
+    return bytes(out)
+
+
+def _messages(proto: FrameProtocol, sink: list[object], parts: list[object]) -> None:
+    """Whole messages (and control frames) out of ``proto``; ``parts`` holds a message's
+    pieces between calls."""
+    for frame in proto.received_frames():
+        if frame.opcode in (Opcode.TEXT, Opcode.BINARY, Opcode.CONTINUATION):
+            parts.append(frame.payload)
+            if frame.message_finished:
+                sink.append("".join(parts) if isinstance(parts[0], str) else b"".join(parts))  # type: ignore[arg-type]
+                parts.clear()
+        else:
+            sink.append((frame.opcode, bytes(frame.payload)))  # type: ignore[arg-type]
+
+
+@settings(max_examples=150, deadline=None)
+@given(frame_specs, st.lists(st.integers(1, 70_000), max_size=8), st.booleans())
+def test_splitter_plus_wsproto_reads_what_wsproto_alone_reads(
+    specs: list[tuple[str, object, bool]], cuts: list[int], from_client: bool
+) -> None:
+    wire = _wire(specs, from_client=from_client)
+    alone = FrameProtocol(client=not from_client, extensions=[])
+    alone.receive_bytes(wire)
+    expected: list[object] = []
+    _messages(alone, expected, [])
+
+    splitter = FrameSplitter(masked=from_client, limit=100 << 20)
+    behind = FrameProtocol(client=not from_client, extensions=[])
+    got: list[object] = []
+    pieces: list[object] = []
+    positions = sorted({min(cut, len(wire)) for cut in cuts} | {len(wire)})
+    start = 0
+    for end in positions:
+        for item in splitter.feed(wire[start:end]):
+            if isinstance(item, str):
+                got.append(item)
+            else:
+                behind.receive_bytes(item)
+                _messages(behind, got, pieces)
+        start = end
+    assert got == expected
+    assert not splitter.buffer and not splitter.passthrough
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        bytes((0x81, 2)) + b"\xff\xfe",  # invalid UTF-8
+        bytes((0xC1, 1)) + b"x",  # RSV1 set
+        bytes((0x81, 126)) + struct.pack("!H", 5) + b"hello",  # non-minimal lengths
+        bytes((0x81, 127)) + struct.pack("!Q", 5) + b"hello",
+        encode_text_frame("masked", masked=True),  # a server never masks
+    ],
+    ids=["not-utf8", "rsv1", "non-minimal-16", "non-minimal-64", "masked"],
+)
+def test_splitter_leaves_to_wsproto_what_wsproto_must_refuse(frame: bytes) -> None:
+    splitter = FrameSplitter(masked=False, limit=LIMIT)
+    assert splitter.feed(frame) == [frame]
+    proto = FrameProtocol(client=True, extensions=[])
+    proto.receive_bytes(frame)
+    with pytest.raises(ParseFailed):
+        list(proto.received_frames())
+
+
+def test_splitter_streams_frames_over_the_limit_and_counts_them() -> None:
+    splitter = FrameSplitter(masked=False, limit=100)
+    frame = _server_frame("x" * 200)
+    first = splitter.feed(frame[:50])
+    assert first == [frame[:50]] and splitter.passthrough == len(frame) - 50
+    assert splitter.general_frame_length == 200
+    assert splitter.feed(frame[50:] + _server_frame("after")) == [frame[50:], "after"]

@@ -7,7 +7,7 @@ object and a locked, shielded socket write. For the paths an application marks a
 *direct*, this module runs the application in the connection task itself:
 
 - ``receive()`` waits on the socket and decodes whole, unfragmented, masked text frames
-  itself (:mod:`openenv_anyio.ws.frames`); every other byte goes, in order, to Hypercorn's own WebSocket
+  itself (:class:`openenv_anyio.ws.FrameSplitter`); every other byte goes, in order, to Hypercorn's own WebSocket
   stream, so pings, close handshakes, fragments, bad frames and the message size limit are
   handled exactly as before;
 - ``send()`` frames text messages itself and writes them straight to the socket when it
@@ -43,16 +43,13 @@ from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
 from wsproto.connection import ConnectionState
 
 from ...core import CloseCode
-from ...ws import FIN_TEXT, apply_mask, encode_text_frame, parse_header
+from ...ws import FrameSplitter, encode_text_frame
 from . import connection_guards
 from .events import DirectHandler
 from .inventory import Patch
 from .liveness import ProbingWSStream
 
-__all__ = ["FAST_FRAME_LIMIT", "DirectWSStream", "PATCHES"]
-
-#: Largest inbound text frame the fast path decodes itself (larger ones go to wsproto).
-FAST_FRAME_LIMIT = 1 << 20
+__all__ = ["DirectWSStream", "PATCHES"]
 
 
 class _RecordSpawn:
@@ -120,7 +117,7 @@ class DirectWSStream(ProbingWSStream):
 class _DirectIO:
     """``receive()`` and ``send()`` of a direct stream, on the connection's socket.
 
-    Inbound: whole unfragmented text frames within :data:`FAST_FRAME_LIMIT` are decoded
+    Inbound: whole unfragmented text frames within :data:`~openenv_anyio.ws.FAST_FRAME_LIMIT` are decoded
     here; every other byte goes, in order, to Hypercorn's stream (wsproto), so pings, close
     frames, fragments, compressed and oversized messages are handled exactly as before.
     Outbound: text messages are framed here and written straight to the socket when it
@@ -128,17 +125,14 @@ class _DirectIO:
     send path. Uncompressed frames are always valid, permessage-deflate or not (RFC 7692).
     """
 
-    __slots__ = ("_stream", "_tcp", "_inbox", "_pending", "_buf", "_passthrough", "_mid_message", "_limit")
+    __slots__ = ("_stream", "_tcp", "_inbox", "_pending", "_splitter")
 
     def __init__(self, stream: DirectWSStream, tcp: TCPServer, inbox: collections.deque[Any]) -> None:
         self._stream = stream
         self._tcp = tcp
         self._inbox = inbox
         self._pending = True  # bytes that came with the handshake request are still with h11
-        self._buf = bytearray()
-        self._passthrough = 0  # bytes of a frame already partly handed to wsproto
-        self._mid_message = False  # wsproto holds the start of a fragmented message
-        self._limit = min(FAST_FRAME_LIMIT, stream.config.websocket_max_message_size)
+        self._splitter = FrameSplitter(masked=True, limit=stream.config.websocket_max_message_size)
 
     async def receive(self) -> Any:
         inbox = self._inbox
@@ -155,8 +149,7 @@ class _DirectIO:
                         await self._tcp.protocol.handle(Closed())
                     continue
             if data:
-                self._buf += data
-                await self._split()
+                await self._split(data)
         return inbox.popleft()
 
     async def _read(self) -> bytes:
@@ -171,38 +164,14 @@ class _DirectIO:
             except (OSError, trio.ClosedResourceError, trio.BusyResourceError):
                 return b""
 
-    async def _split(self) -> None:
-        """Decode the fast frames of the buffer; hand every other byte to wsproto, in order."""
-        buf, inbox = self._buf, self._inbox
-        while buf:
-            if self._passthrough:
-                chunk = bytes(buf[: self._passthrough])
-                del buf[: len(chunk)]
-                self._passthrough -= len(chunk)
-                await self._to_wsproto(chunk)
-                continue
-            header = parse_header(buf)
-            if header is None:
-                return
-            end = header.size + header.length
-            if header.first == FIN_TEXT and header.masked and header.length <= self._limit and not self._mid_message:
-                if len(buf) < end:
-                    return
-                payload = apply_mask(memoryview(buf)[header.size : end], memoryview(buf)[header.size - 4 : header.size])
-                try:
-                    text = payload.decode("utf-8")
-                except UnicodeDecodeError:
-                    pass  # wsproto closes with 1007
-                else:
-                    del buf[:end]
-                    inbox.append({"type": "websocket.receive", "bytes": None, "text": text})
-                    continue
-            if header.first & 0x0F in (0x0, 0x1, 0x2):  # data frames: is a fragmented message open?
-                self._mid_message = not header.first & 0x80
-            chunk = bytes(buf[:end])
-            del buf[: len(chunk)]
-            self._passthrough = end - len(chunk)
-            await self._to_wsproto(chunk)
+    async def _split(self, data: bytes) -> None:
+        """Decode the fast frames of ``data``; hand every other byte to wsproto, in order."""
+        inbox = self._inbox
+        for item in self._splitter.feed(data):
+            if type(item) is str:
+                inbox.append({"type": "websocket.receive", "bytes": None, "text": item})
+            else:
+                await self._to_wsproto(item)  # type: ignore[arg-type]
 
     async def _to_wsproto(self, data: bytes) -> None:
         stream = self._stream
