@@ -108,6 +108,48 @@ def proc_status(pid: int) -> dict[str, int]:
     return values
 
 
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def tree_status(pid: int) -> dict[str, int]:
+    """``proc_status`` summed over ``pid`` and all its descendants (multi-process servers)."""
+    total: dict[str, int] = {}
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        for key, value in proc_status(current).items():
+            total[key] = total.get(key, 0) + value
+        pending += _children(current)
+    return total
+
+
+def wait_healthy(server: ServerProcess, workers: int, timeout_s: float = 60.0) -> None:
+    """Until ``GET /health`` answers 200 ``workers`` times in a row (a multi-process server
+    binds its port before its workers serve; each answer may come from another worker)."""
+    import http.client
+
+    deadline = time.monotonic() + timeout_s
+    streak = 0
+    while streak < 4 * workers:
+        if time.monotonic() > deadline:
+            raise ServerStartError(f"{server.name} not healthy within {timeout_s:.0f} s")
+        connection = http.client.HTTPConnection(HOST, server.port, timeout=5)
+        try:
+            connection.request("GET", "/health")
+            streak = streak + 1 if connection.getresponse().status == 200 else 0
+        except OSError:
+            streak = 0
+            time.sleep(0.1)
+        finally:
+            connection.close()
+
+
 def _listening(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.5)

@@ -12,7 +12,8 @@ from typing import Any
 from bench import sessions
 from bench.measure import Context
 from bench.pool import start_server
-from bench.procs import kill_group, spawn
+from bench.procs import kill_group, spawn, tree_status, wait_healthy
+from bench.procs import start_server as start_process
 from bench.results import Measurement, Row
 from bench.stacks import StackUnavailable
 from bench.stacks.registry import client_stack
@@ -43,18 +44,24 @@ def scenario_scaling(ctx: Context) -> list[Row]:
     return rows
 
 
-def _scaling_run(ctx: Context, stack: str, n: int) -> Measurement:
-    """One burst of ``n`` sessions of ``stack``'s client against a fresh ``stack`` server."""
-    m = Measurement(stack)
+def _scaling_run(
+    ctx: Context, stack: str, n: int, *, workers: int = 1, kind: str = "sleep", steps: int = SCALING_STEPS, clients: int | None = None
+) -> Measurement:
+    """One burst of ``n`` sessions of ``stack``'s client against a fresh ``stack`` server
+    (``workers`` server processes: ours ``--workers``, OpenEnv uvicorn's ``workers``)."""
+    m = Measurement(stack if workers == 1 else f"{stack} x{workers}")
     try:
         client_stack(stack)
-        server = start_server(stack, "sleep", wait=False)
+        if workers == 1:
+            server = start_server(stack, kind, wait=False)
+        else:
+            server = start_process(f"{stack}[{kind}] x{workers}", [stack, kind, "--workers", str(workers)], wait=False)
     except StackUnavailable as exc:
         m.unavailable = str(exc)
         return m
     cap = ctx.profile.scaling_cap_s
-    workers = max(1, math.ceil(n / SESSIONS_PER_WORKER))
-    shares = [n // workers + (1 if i < n % workers else 0) for i in range(workers)]
+    loaders = clients or max(1, math.ceil(n / SESSIONS_PER_WORKER))
+    shares = [n // loaders + (1 if i < n % loaders else 0) for i in range(loaders)]
     procs = []
     peak_rss_kb = peak_threads = 0
     outcomes: list[dict[str, Any]] = []
@@ -63,16 +70,17 @@ def _scaling_run(ctx: Context, stack: str, n: int) -> Measurement:
         try:
             for i, share in enumerate(shares):  # workers import their client while the server starts
                 argv = ["-m", "bench.loadgen", stack, server.url, "--sessions", str(share), "--steps",
-                        str(SCALING_STEPS), "--dir", tmp, "--cap", repr(cap), "--out", str(folder / f"out-{i}.json")]
+                        str(steps), "--dir", tmp, "--cap", repr(cap), "--out", str(folder / f"out-{i}.json")]
                 procs.append(spawn(argv)[0])
             server.wait_ready()
+            wait_healthy(server, workers)
             _wait_for_files(folder, "ready-", procs, timeout_s=60.0)
             start_at = time.time() + 0.2
             (folder / "go.tmp").write_text(repr(start_at))
             (folder / "go.tmp").rename(folder / "go")
             hard_deadline = start_at + cap + 15.0
             while any(p.poll() is None for p in procs) and time.time() < hard_deadline:
-                status = server.status()
+                status = tree_status(server.pid)
                 peak_rss_kb = max(peak_rss_kb, status.get("VmRSS", 0))
                 peak_threads = max(peak_threads, status.get("Threads", 0))
                 time.sleep(0.2)

@@ -15,28 +15,61 @@ from bench.procs import HOST, raise_fd_limit
 STACKS = ("openenv", "ours", "echo-hypercorn", "echo-uvicorn")
 
 
-def serve_openenv(kind: str, port: int, max_concurrent_envs: int) -> None:
-    import uvicorn
+def openenv_app() -> object:
+    """openenv-core's app for the env kind in ``BENCH_OPENENV_KIND`` (uvicorn's factory,
+    imported by each of its worker processes)."""
+    import os
+
     from openenv.core.env_server.http_server import create_fastapi_app
 
     from bench.stacks.openenv_core_envs import OPENENV_KINDS
 
-    env_cls, action_cls, observation_cls = OPENENV_KINDS[kind]
-    app = create_fastapi_app(env_cls, action_cls, observation_cls, max_concurrent_envs=max_concurrent_envs)
-    uvicorn.run(app, host=HOST, port=port, log_level="warning", access_log=False)
+    env_cls, action_cls, observation_cls = OPENENV_KINDS[os.environ["BENCH_OPENENV_KIND"]]
+    limit = int(os.environ["BENCH_OPENENV_MAX_ENVS"])
+    return create_fastapi_app(env_cls, action_cls, observation_cls, max_concurrent_envs=limit)
 
 
-def serve_ours(kind: str, port: int, max_concurrent_envs: int | None) -> None:
+def serve_openenv(kind: str, port: int, max_concurrent_envs: int, workers: int = 1) -> None:
+    import os
+
+    import uvicorn
+
+    os.environ["BENCH_OPENENV_KIND"] = kind
+    os.environ["BENCH_OPENENV_MAX_ENVS"] = str(max_concurrent_envs)
+    if workers == 1:
+        uvicorn.run(openenv_app(), host=HOST, port=port, log_level="warning", access_log=False)  # type: ignore[arg-type]
+    else:  # uvicorn's own multi-process mode: one shared socket, no session affinity
+        # a worker's first health check waits for its imports (slow on a busy machine)
+        uvicorn.run(
+            "bench.serve:openenv_app", factory=True, workers=workers, host=HOST, port=port,
+            log_level="warning", access_log=False, timeout_worker_healthcheck=120,
+        )
+
+
+def serve_ours(kind: str, port: int, max_concurrent_envs: int | None, workers: int = 1) -> None:
+    import signal
+
     import trio
     from openenv_anyio.server import EnvServer, ServerConfig
+    from openenv_anyio.server.workers import WorkerSupervisor
 
     from bench.envs import ENV_KINDS
 
-    server = EnvServer(ENV_KINDS[kind], ServerConfig(host=HOST, port=port, max_concurrent_envs=max_concurrent_envs))
+    config = ServerConfig(host=HOST, port=port, max_concurrent_envs=max_concurrent_envs)
+    env = ENV_KINDS[kind]
+    server: EnvServer | WorkerSupervisor = (
+        EnvServer(env, config)
+        if workers == 1
+        else WorkerSupervisor(f"{env.__module__}:{env.__qualname__}", config, workers, max_sessions=max_concurrent_envs)
+    )
 
     async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(server.serve)
+        with trio.open_signal_receiver(signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(server.serve)
+                async for _ in signals:
+                    server.shutdown()
+                    break
 
     trio.run(main)
 
@@ -70,13 +103,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("kind", nargs="?", default="echo")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--max-concurrent-envs", type=int, default=10_000)
+    parser.add_argument("--workers", type=int, default=1, help="server processes (ours: --workers; openenv: uvicorn's workers)")
     args = parser.parse_args(argv)
     raise_fd_limit()
     try:
         if args.stack == "openenv":
-            serve_openenv(args.kind, args.port, args.max_concurrent_envs)
+            serve_openenv(args.kind, args.port, args.max_concurrent_envs, args.workers)
         elif args.stack == "ours":
-            serve_ours(args.kind, args.port, args.max_concurrent_envs)
+            serve_ours(args.kind, args.port, args.max_concurrent_envs, args.workers)
         elif args.stack == "echo-hypercorn":
             serve_echo_hypercorn(args.port)
         else:

@@ -48,8 +48,12 @@ def test_the_table_limits_all_slots_together(tmp_path: Path) -> None:
         assert other.loads() == [1, 2] and table.total() == 3
         other.give_back(1)
         assert table.take(0) and table.loads() == [2, 1]
+        table.mark_serving(0)
+        other.mark_serving(1)
+        assert table.serving_loads() == {0: 2, 1: 1}
         assert table.restart(1) == 1  # a dead worker's sessions are gone, its generation moves on
         assert other.loads() == [2, 0] and other.generation(1) == 1 and other.generation(0) == 0
+        assert other.serving_loads() == {0: 2}  # not serving until its new process says so
     finally:
         table.close()
         other.close()

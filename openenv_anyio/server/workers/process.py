@@ -43,12 +43,13 @@ async def _stop_requested() -> None:
         watchers.start_soon(on_end_of_input)
 
 
-async def run_worker(server: EnvServer, ready_fd: int) -> None:
-    """Serve until asked to stop; ``ready_fd`` gets ``ready`` once listening."""
+async def run_worker(server: EnvServer, role: WorkerRole, ready_fd: int) -> None:
+    """Serve until asked to stop; once listening, the table and ``ready_fd`` say so."""
     # Signals that come during the shutdown are taken (and ignored) rather than interrupting it.
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM):
         async with trio.open_nursery() as nursery:
             await nursery.start(server.serve)
+            role.table.mark_serving(role.slot)
             os.write(ready_fd, b"ready\n")
             os.close(ready_fd)
             await _stop_requested()
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     role = WorkerRole(spec)
     server = EnvServer(resolve_env_target(spec.target), spec.server_config(), worker=role)
-    trio.run(run_worker, server, spec.ready_fd)
+    trio.run(run_worker, server, role, spec.ready_fd)
     stuck = server.stuck_envs()
     if stuck:  # SRV-FAULT-3, as a single server reports it; the supervisor reports the status
         print(f"openenv-anyio[worker {spec.slot}]: {', '.join(stuck)} did not close in time; exiting anyway", file=sys.stderr)

@@ -9,8 +9,9 @@ added work is one ``MSG_PEEK`` read of the request head. Only two kinds of conne
   worker's slot and generation: it goes to that worker (or, when that worker died since,
   stays here and is answered ``SESSION_NOT_FOUND``, ``EXT-RES-4``);
 - a new ``/ws`` session arriving at a worker that holds :data:`BALANCE_SLACK` or more
-  sessions than the least-loaded worker: it goes to the least-loaded one, so sessions
-  spread over the workers however the kernel hands out connections.
+  sessions than the least-loaded serving worker: it goes to that one, so sessions spread
+  over the workers however the kernel hands out connections (a worker still starting, or
+  being restarted, gets none: it would hold them unanswered).
 
 A move sends the accepted socket's file descriptor over a Unix datagram socket
 (``SCM_RIGHTS``) to the target worker's inbox; the bytes peeked are still unread in the
@@ -214,9 +215,12 @@ class OwnerRouter:
             return Placement.OWNER, slot
         if head.path != b"/ws":
             return Placement.HERE, self.slot
-        loads = self.table.loads()
-        lightest = min(range(len(loads)), key=loads.__getitem__)
-        if loads[self.slot] >= loads[lightest] + BALANCE_SLACK:
+        loads = self.table.serving_loads()
+        mine = loads.get(self.slot)
+        if mine is None:  # not marked serving (yet): nothing to compare with
+            return Placement.HERE, self.slot
+        lightest = min(loads, key=loads.__getitem__)
+        if mine >= loads[lightest] + BALANCE_SLACK:
             return Placement.LEAST_LOADED, lightest
         return Placement.HERE, self.slot
 
