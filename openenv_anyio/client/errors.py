@@ -31,6 +31,7 @@ __all__ = [
     "NotConnected",
     "ProtocolViolation",
     "ProxyRejected",
+    "RequestIdReused",
     "RequestValidationError",
     "ResumeFailed",
     "ServerError",
@@ -272,6 +273,12 @@ class ServerMessageTooLarge(ServerError):
     error_code = ErrorCode.MESSAGE_TOO_LARGE
 
 
+class RequestIdReused(ServerError):
+    """REQUEST_ID_REUSED (extension): the last ``request_id`` was sent with another request."""
+
+    error_code = ErrorCode.REQUEST_ID_REUSED
+
+
 _BY_CODE: dict[str, type[ServerError]] = {
     cls.error_code.value: cls
     for cls in (
@@ -285,6 +292,7 @@ _BY_CODE: dict[str, type[ServerError]] = {
         EpisodeMismatch,
         SessionNotFound,
         ServerMessageTooLarge,
+        RequestIdReused,
     )
     if cls.error_code is not None
 }

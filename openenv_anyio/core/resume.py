@@ -77,6 +77,7 @@ class Decision(enum.Enum):
     RUN = "run"  # a new request: execute it
     REPLAY = "replay"  # the last request again, answered: send the stored answer
     WAIT = "wait"  # the last request again, still executing: wait for its answer
+    CONFLICT = "conflict"  # the last request_id with another request: refuse it (EXT-REQ-3)
 
 
 Answer = TypeVar("Answer")
@@ -88,22 +89,35 @@ class RequestLedger(Generic[Answer]):
     The connection that serves a request calls :meth:`decide`, then for ``RUN``
     :meth:`begin` before executing and :meth:`complete` with the answer before sending it
     (so an answer lost with its connection is still there for the repeat).
+
+    ``request`` is what the request asks (any value comparable with ``==``, e.g. its type
+    and data): a repeat of the last ``request_id`` asking something else is a
+    ``CONFLICT``, as with idempotency keys, never a replay of the other answer. It is
+    compared only when a ``request_id`` repeats.
     """
 
-    __slots__ = ("last_request_id", "_answer", "_in_flight")
+    __slots__ = ("last_request_id", "_request", "_answer", "_in_flight")
 
     def __init__(self) -> None:
         self.last_request_id: str | None = None
+        self._request: object = None
         self._answer: Answer | None = None
         self._in_flight = False
 
-    def decide(self, request_id: str) -> Decision:
+    def decide(self, request_id: str, request: object = None) -> Decision:
         if request_id != self.last_request_id:
             return Decision.RUN
+        try:
+            same = request == self._request
+        except RecursionError:  # nested too deeply to compare: not the same request
+            same = False
+        if not same:
+            return Decision.CONFLICT
         return Decision.WAIT if self._in_flight else Decision.REPLAY
 
-    def begin(self, request_id: str) -> None:
+    def begin(self, request_id: str, request: object = None) -> None:
         self.last_request_id = request_id
+        self._request = request
         self._answer = None
         self._in_flight = True
 

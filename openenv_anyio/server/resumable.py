@@ -31,6 +31,7 @@ from ..core import (
     Step,
     token_hint,
 )
+from ..core.errors import clip_message
 from .context import AsgiReceive, AsgiSend, ServerContext, log
 from .resumable_store import ResumableSession
 from .ui_hub import EpisodeView
@@ -154,13 +155,22 @@ class ResumableConnection(WsSession):
         """Run a request at most once per ``request_id`` (``EXT-REQ-1``), checking the episode."""
         session = self.session
         ledger = session.ledger
-        decision = ledger.decide(request_id)
+        asked = _what_is_asked(frame)
+        decision = ledger.decide(request_id, asked)
         while decision is Decision.WAIT:
             await session.answered.wait()
-            decision = ledger.decide(request_id)
+            decision = ledger.decide(request_id, asked)
         if decision is Decision.REPLAY:
             return ledger.stored_answer()
-        ledger.begin(request_id)
+        if decision is Decision.CONFLICT:  # EXT-REQ-3: never the answer to another request
+            return self.ctx.encode(
+                Error(
+                    ErrorCode.REQUEST_ID_REUSED.value,
+                    f"request_id {clip_message(request_id, 40)!r} was the session's last request, which asked something else; nothing ran",
+                    request_id=request_id,
+                )
+            )
+        ledger.begin(request_id, asked)
         expected = frame.episode_id if type(frame) is Step else None
         if expected is not None and expected != session.view.episode_id:  # EXT-EP-1
             current = session.view.episode_id
@@ -177,6 +187,13 @@ class ResumableConnection(WsSession):
         ledger.complete(request_id, text)  # stored before sending: a lost answer is replayed
         session.answer_stored()
         return text
+
+
+def _what_is_asked(frame: Step | Reset) -> tuple[object, ...]:
+    """What a request asks, compared when its ``request_id`` repeats (``EXT-REQ-3``)."""
+    if type(frame) is Step:
+        return ("step", frame.action, frame.episode_id)
+    return ("reset", frame.kwargs)
 
 
 async def _refuse_token(ctx: ServerContext, send: AsgiSend, presented: str) -> None:

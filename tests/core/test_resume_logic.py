@@ -56,6 +56,21 @@ def test_ledger_runs_new_requests_replays_the_last_and_waits_for_one_in_flight()
     assert ledger.last_request_id == "2" and ledger.decide("1") is Decision.RUN
 
 
+def test_ledger_refuses_the_last_request_id_with_another_request() -> None:
+    """EXT-REQ-3: like an idempotency key, a request_id names one request."""
+    ledger: RequestLedger[str] = RequestLedger()
+    ledger.begin("1", ("step", {"n": 1}, None))
+    assert ledger.decide("1", ("step", {"n": 2}, None)) is Decision.CONFLICT
+    assert ledger.decide("1", ("step", {"n": 1}, None)) is Decision.WAIT
+    ledger.complete("1", "answer-1")
+    assert ledger.decide("1", ("reset", {})) is Decision.CONFLICT
+    assert ledger.decide("1", ("step", {"n": 1}, None)) is Decision.REPLAY
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert ledger.decide("1", ("step", {"n": deep}, None)) is Decision.CONFLICT
+
+
 def test_extension_members_round_trip_through_the_codec() -> None:
     step = decode_client_frame('{"type":"step","data":{"x":1},"request_id":"7","episode_id":"ep"}')
     assert step == Step({"x": 1}, "7", "ep")

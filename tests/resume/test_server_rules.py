@@ -237,3 +237,20 @@ def test_a_websocket_close_with_another_code_is_a_lost_link(server: RunningServe
     with open_ws(server, token=token) as resumed:
         greeting = receive(resumed)["data"]
         assert greeting["resumed"] is True and greeting["episode_id"] == "kept"
+
+
+def test_a_request_id_reused_with_another_body_is_refused(server: RunningServer, counter: type[StepCounter]) -> None:
+    """EXT-REQ-3: the last request_id again with a different request is not replayed: it gets
+    REQUEST_ID_REUSED and nothing runs; the same request again is still replayed."""
+    with open_ws(server) as ws:
+        receive(ws)
+        ask(ws, {"type": "reset", "request_id": "1"})
+        first = ask(ws, {"type": "step", "data": {"n": 1}, "request_id": "2"})
+        reused = ask(ws, {"type": "step", "data": {"n": 2}, "request_id": "2"})
+        assert reused["type"] == "error" and reused["data"]["code"] == "REQUEST_ID_REUSED"
+        assert reused["request_id"] == "2"
+        as_reset = ask(ws, {"type": "reset", "request_id": "2"})
+        assert as_reset["data"]["code"] == "REQUEST_ID_REUSED"
+        assert ask(ws, {"type": "step", "data": {"n": 1}, "request_id": "2"}) == first
+        assert counter.instances[0].steps == 1
+        assert ask(ws, {"type": "step", "data": {"n": 3}, "request_id": "3"})["data"]["observation"]["steps"] == 2
