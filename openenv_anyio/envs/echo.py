@@ -1,7 +1,8 @@
 """``EchoEnv``: the echo environment of the OpenEnv wire reference, for interop tests.
 
 Action ``{"message": str}`` (optionally ``"pad": n`` to grow the observation by ``n``
-characters); observation ``{"echoed", "length", "pad"}``; reward = the message's length.
+characters, at most :data:`MAX_PAD`); observation ``{"echoed", "length", "pad"}``; reward =
+the message's length.
 """
 
 from __future__ import annotations
@@ -11,7 +12,12 @@ from typing import Any, ClassVar
 
 from ..environment import Environment
 
-__all__ = ["EchoEnv"]
+__all__ = ["EchoEnv", "MAX_PAD"]
+
+#: Largest padding one step may ask for (8 MiB of text). Unbounded, one small frame asking
+#: for 10^8 characters grew the server by ~476 MiB and stalled its event loop (the env runs
+#: inline); the schema refuses more before ``step`` runs.
+MAX_PAD = 8 * 1024 * 1024
 
 
 class EchoEnv(Environment):
@@ -23,7 +29,12 @@ class EchoEnv(Environment):
         "title": "EchoAction",
         "properties": {
             "message": {"type": "string", "description": "Text to echo."},
-            "pad": {"type": "integer", "minimum": 0, "description": "Characters of padding to add."},
+            "pad": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": MAX_PAD,
+                "description": "Characters of padding to add (at most 8 MiB).",
+            },
         },
         "required": ["message"],
         "additionalProperties": False,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from openenv_anyio.core import ProtocolError
-from openenv_anyio.envs.echo import EchoEnv
+from openenv_anyio.envs.echo import MAX_PAD, EchoEnv
 from openenv_anyio.envs.guess import GuessNumberEnv
 from openenv_anyio.server.action_check import action_check_for
 
@@ -39,6 +39,9 @@ def test_declared_action_schemas_are_enforced() -> None:
         action_check_for(GuessNumberEnv.action_schema)({"guess": 1.5})
     with pytest.raises(ProtocolError):
         action_check_for(EchoEnv.action_schema)({"message": "x", "pad": -1})
+    with pytest.raises(ProtocolError):  # 10^8 characters: hundreds of MiB from one small frame
+        action_check_for(EchoEnv.action_schema)({"message": "x", "pad": 100_000_000})
+    assert action_check_for(EchoEnv.action_schema)({"message": "x", "pad": MAX_PAD})["pad"] == MAX_PAD
     assert action_check_for(EchoEnv.action_schema)({"message": "x"}) == {"message": "x"}
 
 
