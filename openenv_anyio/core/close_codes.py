@@ -24,7 +24,7 @@ class CloseCode(enum.IntEnum):
     POLICY_VIOLATION = 1008  # a client closes a server that floods it (WS-ORDER-2)
     MESSAGE_TOO_BIG = 1009  # WS-ERR-6
     INTERNAL_ERROR = 1011  # WS-FACT-1, WS-PING-1
-    TRY_AGAIN_LATER = 1013  # WS-CAP-1
+    TRY_AGAIN_LATER = 1013  # WS-CAP-1, WS-DRAIN-1
     SESSION_NOT_FOUND = 4404  # EXT-RES-4
     IDLE_TIMEOUT = 4408  # WS-IDLE-1
     TAKEN_OVER = 4409  # EXT-RES-5

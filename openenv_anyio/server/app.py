@@ -18,6 +18,7 @@ from .context import AtCapacity, ServerContext, log
 from .env_profile import EnvProfile
 from .error_text import exception_text
 from .web_page import add_web_routes
+from .observability.metrics import CONTENT_TYPE, exposition
 
 __all__ = ["create_app"]
 
@@ -86,6 +87,20 @@ def create_app(ctx: ServerContext) -> QuartTrio:
     @app.get("/health")
     async def health() -> Response:  # HTTP-1
         return _json({"status": "healthy"})
+
+    @app.get("/ready")
+    async def ready() -> Response:  # HTTP-7
+        registry = ctx.registry
+        if registry.ready:
+            return _json({"status": "ready"})
+        return _json({"status": registry.phase.value}, 503)
+
+    @app.get("/metrics")
+    async def metrics() -> Response:  # HTTP-8
+        instruments = ctx.instruments.metrics
+        if instruments is None:
+            return _json({"detail": "metrics are off (ServerConfig.metrics)"}, 404)
+        return Response(exposition(instruments), status=200, content_type=CONTENT_TYPE)
 
     @app.get("/metadata")
     async def metadata() -> Response:  # HTTP-2

@@ -1,9 +1,10 @@
 """``openenv-anyio serve MODULE:ATTR``: serve an environment class or factory.
 
-Loopback by default. SIGINT/SIGTERM shut down cleanly (connections closed with 1001,
-environments closed) and the command exits 0; when an environment's ``close()`` is still
-running after ``--shutdown-grace`` seconds, it exits 1 with one line naming it. A bad target
-is a one-line error.
+Loopback by default. SIGINT/SIGTERM drain and stop (``GET /ready`` answers 503, new
+sessions are refused with 1013, requests being executed finish within ``--drain-timeout``,
+then every connection is closed with 1001 and every environment closed) and the command
+exits 0; when an environment's ``close()`` is still running after ``--shutdown-grace``
+seconds, it exits 1 with one line naming it. A bad target is a one-line error.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
+
+from .observability.log_setup import LOG_FORMATS, LOG_LEVELS
+from .observability.tracing import TRACE_EXPORTERS
 
 __all__ = ["configure", "run"]
 
@@ -41,37 +45,59 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--full-gc-threshold", type=int, default=100, metavar="N",
         help="while serving, run full garbage collections at most every N middle-generation ones (default 100; Python's is 10; 0 leaves gc settings alone)",
     )
+    parser.add_argument("--drain-timeout", type=float, default=10.0, metavar="S", help="on SIGTERM/SIGINT, let requests being executed finish for up to S seconds before closing their connections (default 10)")
+    parser.add_argument("--log-format", choices=LOG_FORMATS, default="console", help="console: readable lines (default); json: one JSON object per line")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="least severe events logged (default info: session lifecycle and errors)")
+    parser.add_argument("--no-metrics", dest="metrics", action="store_false", help="serve no /metrics and count nothing")
+    parser.add_argument("--traces", choices=TRACE_EXPORTERS, default=None, help="send OpenTelemetry spans to the console or to an OTLP endpoint (OTEL_EXPORTER_OTLP_* variables); needs the otel extra")
 
 
-async def _serve_until_signalled(server: Any) -> None:
+async def _serve_until_signalled(server: Any, log_format: str) -> None:
+    """Serve until SIGINT or SIGTERM, then drain and stop. The console format also prints
+    two plain lines (the URLs, the signal); JSON logs carry the same as events only."""
+    import logging
     import signal
 
     import trio
 
+    from .observability.events import log_event
+
+    plain = log_format == "console"
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             url = await nursery.start(server.serve)
             workers = getattr(server, "pids", None)
-            detail = "" if workers is None else f", {len(workers)} workers (pids {' '.join(str(workers[slot]) for slot in sorted(workers))})"
-            print(f"openenv-anyio: serving on {url} (WebSocket {url.replace('http', 'ws', 1)}/ws){detail}", file=sys.stderr, flush=True)
-            if server.config.serves_web:
-                print(f"openenv-anyio: dashboard at {url}/web/", file=sys.stderr, flush=True)
-            async for _ in signals:
-                print("openenv-anyio: shutting down", file=sys.stderr, flush=True)
+            if plain:
+                detail = "" if workers is None else f", {len(workers)} workers (pids {' '.join(str(workers[slot]) for slot in sorted(workers))})"
+                print(f"openenv-anyio: serving on {url} (WebSocket {url.replace('http', 'ws', 1)}/ws){detail}", file=sys.stderr, flush=True)
+                if server.config.serves_web:
+                    print(f"openenv-anyio: dashboard at {url}/web/", file=sys.stderr, flush=True)
+            elif workers is not None:
+                log_event(logging.INFO, "server_started", None, url=url, workers=sorted(workers.values()))
+            async for signum in signals:
+                name = signal.Signals(signum).name
+                if plain:
+                    print(f"openenv-anyio: {name}: draining, then shutting down", file=sys.stderr, flush=True)
+                log_event(logging.INFO, "signal_received", None, signal=name)
                 server.shutdown()
                 break
 
 
 def run(args: argparse.Namespace) -> int:
-    import logging
-
     import trio
-
-    logging.basicConfig(level=logging.WARNING, format="openenv-anyio: %(levelname)s %(name)s: %(message)s")
 
     from .config import ServerConfig
     from .env_server import EnvServer
+    from .observability.log_setup import configure_logging
+    from .observability.tracing import flush_exporter, install_exporter
 
+    configure_logging(args.log_format, args.log_level)
+    try:
+        if args.traces is not None:
+            install_exporter(args.traces)
+    except RuntimeError as exc:
+        print(f"openenv-anyio serve: {exc}", file=sys.stderr)
+        return 2
     try:
         from ..envs.loading import resolve_env_target
 
@@ -90,6 +116,9 @@ def run(args: argparse.Namespace) -> int:
             shutdown_grace_s=args.shutdown_grace,
             max_ui_subscribers=args.max_ui_subscribers or None,
             web=args.web,
+            drain_timeout_s=args.drain_timeout,
+            metrics=args.metrics,
+            traces=args.traces is not None,
         )
         from .workers.supervisor import WorkerSupervisor, worker_count
 
@@ -103,13 +132,16 @@ def run(args: argparse.Namespace) -> int:
         else WorkerSupervisor.for_factory(args.target, factory, config, workers)
     )
     try:
-        trio.run(_serve_until_signalled, server)
+        trio.run(_serve_until_signalled, server, args.log_format)
     except (OSError, BaseExceptionGroup) as exc:  # e.g. the port is taken
         os_error = _first_os_error(exc)
         if os_error is None:
             raise
         print(f"openenv-anyio serve: {os_error}", file=sys.stderr)
         return 1
+    finally:
+        if args.traces is not None:
+            flush_exporter()
     stuck = server.stuck_envs()
     if stuck:  # SRV-FAULT-3: their threads cannot be stopped; the process ends without them
         noun = "environment" if len(stuck) == 1 else "environments"

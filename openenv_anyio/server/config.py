@@ -29,8 +29,11 @@ class ServerConfig:
     - ``max_ui_subscribers``: ``/ws/ui`` connections at once; beyond it a subscriber is
       closed with 1013 (``UI-6``). Each step offers its update to every subscriber, so
       this bounds what dashboards cost a stepping session. ``None``: unlimited.
-    - ``shutdown_grace_s``: how long a shutdown waits for running requests and connections,
-      and how long any session waits for its environment's ``close()`` (``SRV-FAULT-3``).
+    - ``drain_timeout_s``: on shutdown, how long requests being executed may run on while
+      new sessions are refused (``WS-DRAIN-1``); those still running then are abandoned and
+      their connections closed with 1001.
+    - ``shutdown_grace_s``: how long a shutdown then waits for connections to end, and how
+      long any session waits for its environment's ``close()`` (``SRV-FAULT-3``).
     - ``resume_grace_s``: how long a session of a connection that negotiated the resume
       extension is kept after the connection drops (``EXT-RES-2``); it keeps its capacity
       slot meanwhile (``EXT-RES-3``). 0 ends it at once.
@@ -44,6 +47,10 @@ class ServerConfig:
       path, pings whose pongs are seen, guarded writes; ``server/hypercorn_adapter``).
       ``False`` serves a plain ASGI application on stock Hypercorn: correct, slower, no
       pings, and the peer's close is seen only when the connection ends.
+    - ``metrics``: keep the Prometheus metrics served on ``GET /metrics`` (``False``: the
+      endpoint answers 404 and nothing is counted).
+    - ``traces``: open OpenTelemetry spans for sessions and requests (needs the ``otel``
+      extra); they go to the tracer provider given to the server, else the global one.
     """
 
     host: str = "127.0.0.1"
@@ -58,11 +65,14 @@ class ServerConfig:
     validate_outbound: bool = False
     action_log_size: int = 50
     max_ui_subscribers: int | None = 100
+    drain_timeout_s: float = 10.0
     shutdown_grace_s: float = 3.0
     resume_grace_s: float = 60.0
     full_gc_threshold: int | None = 100
     web: bool | None = None
     hypercorn_patches: bool = True
+    metrics: bool = True
+    traces: bool = False
 
     def __post_init__(self) -> None:
         if self.max_concurrent_envs is not None and self.max_concurrent_envs < 1:
@@ -75,6 +85,8 @@ class ServerConfig:
             raise ValueError("shutdown_grace_s must be positive")
         if self.resume_grace_s < 0:
             raise ValueError("resume_grace_s must be 0 or more")
+        if self.drain_timeout_s < 0:
+            raise ValueError("drain_timeout_s must be 0 or more")
         if self.max_message_size_mb <= 0:
             raise ValueError("max_message_size_mb must be positive")
         if self.full_gc_threshold is not None and self.full_gc_threshold < 1:

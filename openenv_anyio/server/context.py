@@ -11,10 +11,14 @@ from typing import Any, TypeAlias
 
 import trio
 
-from ..core import Frame, ProtocolError, decode_server_frame, decode_ui_frame, encode_frame
+from ..core import Error, Frame, ProtocolError, decode_server_frame, decode_ui_frame, encode_frame
 from ..environment import EnvFactory
 from .bound_env import BoundEnv
 from .config import ServerConfig
+from .observability import Instruments
+from .observability.events import SessionIdentity
+from .observability.metrics import ServerMetrics
+from .observability.tracing import load_tracer
 from .resumable_store import ResumableSessions
 from .session_registry import SessionRegistry, SharedCapacity
 from .ui_hub import UiHub
@@ -55,6 +59,7 @@ def session_limit(factory: EnvFactory, configured: int | None) -> int | None:
 class ServerContext:
     factory: EnvFactory
     config: ServerConfig
+    instruments: Instruments = field(init=False)
     registry: SessionRegistry = field(init=False)
     hub: UiHub = field(init=False)
     resumable: ResumableSessions = field(init=False, default_factory=ResumableSessions)
@@ -62,18 +67,28 @@ class ServerContext:
     session_prefix: str = ""
     #: the capacity shared with the other workers of the server, when there are any
     shared_capacity: SharedCapacity | None = None
+    #: where spans go when ``config.traces`` is on (``None``: OpenTelemetry's global provider)
+    tracer_provider: Any = None
 
     def __post_init__(self) -> None:
         limit = session_limit(self.factory, self.config.max_concurrent_envs)
-        self.registry = SessionRegistry(limit, self.shared_capacity)
-        self.hub = UiHub(self.config.max_ui_subscribers)
+        self.instruments = Instruments(
+            ServerMetrics(limit) if self.config.metrics else None,
+            load_tracer(self.tracer_provider) if self.config.traces else None,
+        )
+        self.registry = SessionRegistry(limit, self.shared_capacity, self.instruments.sessions_changed)
+        self.hub = UiHub(self.config.max_ui_subscribers, self.instruments)
 
     def new_session_id(self) -> str:
         """A fresh session id (``EXT-SES-1``; the worker's prefix first, see ``workers``)."""
         return self.session_prefix + uuid.uuid4().hex
 
-    def encode(self, frame: Frame, *, ui: bool = False) -> str:
-        """The frame's text; checked against the spec when ``validate_outbound`` is on."""
+    def encode(self, frame: Frame, *, ui: bool = False, session: SessionIdentity | None = None) -> str:
+        """The frame's text; checked against the spec when ``validate_outbound`` is on.
+
+        An error frame is counted and logged as sent (with ``session``'s identity)."""
+        if type(frame) is Error:
+            self.instruments.error_sent(frame, session)
         text = encode_frame(frame)
         if self.config.validate_outbound:
             try:

@@ -28,6 +28,7 @@ from .config import ServerConfig
 from .context import AsgiReceive, AsgiSend, ServerContext
 from .env_runner import thread_starter
 from .gc_policy import rare_full_collections
+from .lifecycle import ServerPhase
 from .resumable import negotiated, serve_resumable
 from .ui_endpoint import serve_ui
 from .ws_session import serve_ws
@@ -79,17 +80,30 @@ def _bind(host: str, port: int) -> str:
 class EnvServer:
     """Serves one environment factory over ``/ws``, ``/ws/ui`` and HTTP."""
 
-    def __init__(self, factory: EnvFactory, config: ServerConfig | None = None, *, worker: WorkerRole | None = None) -> None:
+    def __init__(
+        self,
+        factory: EnvFactory,
+        config: ServerConfig | None = None,
+        *,
+        worker: WorkerRole | None = None,
+        tracer_provider: Any = None,
+    ) -> None:
         """``worker``: this server is one worker process of ``serve --workers N``
         (:mod:`.workers`): it listens on the shared socket, routes connections to their
-        owners and shares the capacity limit with the other workers."""
+        owners and shares the capacity limit with the other workers. ``tracer_provider``:
+        where the spans go when ``config.traces`` is on (an OpenTelemetry
+        ``TracerProvider``; default: the global one)."""
         self.config = config or ServerConfig()
         self.worker = worker
         if worker is None:
-            self.ctx = ServerContext(factory, self.config)
+            self.ctx = ServerContext(factory, self.config, tracer_provider=tracer_provider)
         else:
             self.ctx = ServerContext(
-                factory, self.config, session_prefix=worker.session_prefix, shared_capacity=worker.capacity
+                factory,
+                self.config,
+                session_prefix=worker.session_prefix,
+                shared_capacity=worker.capacity,
+                tracer_provider=tracer_provider,
             )
         self.asgi = _Router(self.ctx, create_app(self.ctx))
         self.url: str | None = None
@@ -108,12 +122,16 @@ class EnvServer:
         return config
 
     def shutdown(self) -> None:
-        """Ask a running :meth:`serve` to stop (call from the server's trio thread)."""
+        """Ask a running :meth:`serve` to drain and stop (call from the server's trio thread);
+        see :mod:`.lifecycle` for the sequence."""
         self._stop.set()
 
     async def _shutdown_trigger(self) -> None:
         await self._stop.wait()
-        await self.ctx.registry.shutdown(self.config.shutdown_grace_s)  # WS-SHUT-1
+        instruments, registry = self.ctx.instruments, self.ctx.registry
+        instruments.server_event("server_draining", url=self.url, sessions=registry.sessions, drain_timeout_s=self.config.drain_timeout_s)
+        await registry.shutdown(self.config.drain_timeout_s, self.config.shutdown_grace_s)  # WS-DRAIN-1, WS-SHUT-1
+        instruments.server_event("server_stopped", url=self.url, sessions_left=registry.sessions, envs_left=registry.live_envs)
 
     async def serve(self, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
         """Listen and serve until :meth:`shutdown` (or cancellation).
@@ -152,6 +170,8 @@ class EnvServer:
                 )
             )
             self.url = binds[0]
+            self.ctx.registry.move_to(ServerPhase.SERVING)
+            self.ctx.instruments.server_event("server_started", url=self.url)
             task_status.started(self.url)
 
     def stats(self) -> dict[str, int]:

@@ -14,6 +14,7 @@ answered from the ledger and the environment never runs a request twice.
 
 from __future__ import annotations
 
+import time
 from typing import Any, assert_never
 
 import trio
@@ -33,9 +34,10 @@ from ..core import (
 )
 from ..core.errors import clip_message
 from .context import AsgiReceive, AsgiSend, ServerContext, log
+from .observability import peer_of
 from .resumable_store import ResumableSession
 from .ui_hub import EpisodeView
-from .ws_session import ACCEPT, Request, WsSession, close_websocket, refuse_at_capacity
+from .ws_session import ACCEPT, Request, WsSession, close_websocket, refuse_at_capacity, refuse_while_closing
 
 __all__ = ["negotiated", "serve_resumable"]
 
@@ -62,8 +64,10 @@ class ResumableConnection(WsSession):
     #: a lost link (EXT-RES-2) or a takeover (EXT-RES-5) keeps the session and its slot
     _KEEPS_SLOT = frozenset({"disconnect", "ping", "takeover"})
 
-    def __init__(self, ctx: ServerContext, receive: AsgiReceive, send: AsgiSend, session: ResumableSession) -> None:
-        super().__init__(ctx, receive, send, session.slot)
+    def __init__(
+        self, ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend, session: ResumableSession
+    ) -> None:
+        super().__init__(ctx, scope, receive, send, session.slot)
         self.session = session
         self.session_id = session.session_id
         self.view = session.view
@@ -73,6 +77,11 @@ class ResumableConnection(WsSession):
 
     def request_shutdown(self) -> None:
         super().request_shutdown()
+        if self._park_scope is not None:
+            self._park_scope.cancel()
+
+    def abort(self) -> None:
+        super().abort()
         if self._park_scope is not None:
             self._park_scope.cancel()
 
@@ -109,13 +118,22 @@ class ResumableConnection(WsSession):
 
     async def attend(self) -> bool:
         """Serve until this connection ends; ``True`` when the session ends with it."""
-        registry = self.ctx.registry
+        ctx = self.ctx
+        registry, instruments = ctx.registry, ctx.instruments
         registry.attach(self)
         try:
-            reason = await self._serve()
+            reason = await self._serve_traced()
             if reason in ("disconnect", "ping"):  # EXT-RES-2: a lost link, keep the session
-                return not await self._park()
-            return reason != "takeover"
+                instruments.session_parked(self, ctx.config.resume_grace_s, self.close_code)
+                if await self._park():
+                    return False
+                instruments.session_expired(self, "shutdown" if self._stop == "shutdown" else "resume grace ended")
+                return True
+            if reason == "takeover":
+                instruments.session_handed_over(self, self.close_code)
+                return False
+            instruments.session_closed(self, self.close_code, reason)
+            return True
         finally:
             registry.detach(self)
 
@@ -161,6 +179,7 @@ class ResumableConnection(WsSession):
             await session.answered.wait()
             decision = ledger.decide(request_id, asked)
         if decision is Decision.REPLAY:
+            self.ctx.instruments.replayed()
             return ledger.stored_answer()
         if decision is Decision.CONFLICT:  # EXT-REQ-3: never the answer to another request
             return self.ctx.encode(
@@ -168,7 +187,8 @@ class ResumableConnection(WsSession):
                     ErrorCode.REQUEST_ID_REUSED.value,
                     f"request_id {clip_message(request_id, 40)!r} was the session's last request, which asked something else; nothing ran",
                     request_id=request_id,
-                )
+                ),
+                session=self,
             )
         ledger.begin(request_id, asked)
         expected = frame.episode_id if type(frame) is Step else None
@@ -180,7 +200,8 @@ class ResumableConnection(WsSession):
                     f"the step names episode {expected!r} but the session's current episode is {current!r}; nothing changed",
                     {"current_episode_id": current},
                     request_id,
-                )
+                ),
+                session=self,
             )
         else:
             text = await super()._answer(frame, request_id)
@@ -196,7 +217,7 @@ def _what_is_asked(frame: Step | Reset) -> tuple[object, ...]:
     return ("reset", frame.kwargs)
 
 
-async def _refuse_token(ctx: ServerContext, send: AsgiSend, presented: str) -> None:
+async def _refuse_token(ctx: ServerContext, scope: dict[str, Any], send: AsgiSend, presented: str) -> None:
     """``SESSION_NOT_FOUND`` then close 4404 (``EXT-RES-4``)."""
     log.info("resume refused: no session for token %s", token_hint(presented))
     error = Error(
@@ -204,6 +225,7 @@ async def _refuse_token(ctx: ServerContext, send: AsgiSend, presented: str) -> N
         "No session matches the resume token (unknown, or its grace period ended)",
     )
     await send({"type": "websocket.send", "text": ctx.encode(error)})
+    ctx.instruments.connection_refused(peer_of(scope), CloseCode.SESSION_NOT_FOUND, "session not found")
     await close_websocket(send, CloseCode.SESSION_NOT_FOUND, "session not found")
 
 
@@ -222,17 +244,18 @@ async def serve_resumable(ctx: ServerContext, scope: dict[str, Any], receive: As
     message = await receive()
     if message["type"] != "websocket.connect":
         return
+    accepted_at = time.perf_counter()
     await send({**ACCEPT, "subprotocol": SUBPROTOCOL})
     registry = ctx.registry
     if registry.closing:
-        await close_websocket(send, CloseCode.GOING_AWAY, "server shutting down")
+        await refuse_while_closing(ctx, scope, send)
         return
     presented = _presented_token(scope)
     if presented is not None:
         session = ctx.resumable.find(presented)
-        connection = None if session is None else ResumableConnection(ctx, receive, send, session)
+        connection = None if session is None else ResumableConnection(ctx, scope, receive, send, session)
         if connection is None:
-            await _refuse_token(ctx, send, presented)
+            await _refuse_token(ctx, scope, send, presented)
             return
         taken = False
         try:
@@ -243,15 +266,15 @@ async def serve_resumable(ctx: ServerContext, scope: dict[str, Any], receive: As
                     session.owner = None
                 connection.released.set()
         if not taken:
-            await _refuse_token(ctx, send, presented)
+            await _refuse_token(ctx, scope, send, presented)
             return
         resumed = True
     else:
         slot = registry.try_reserve()  # WS-CAP-1
         if slot is None:
-            await refuse_at_capacity(ctx, send)
+            await refuse_at_capacity(ctx, scope, send)
             return
-        probe = WsSession(ctx, receive, send, slot)
+        probe = WsSession(ctx, scope, receive, send, slot)
         env = await probe.create_env()
         if env is None:
             slot.release()
@@ -261,13 +284,17 @@ async def serve_resumable(ctx: ServerContext, scope: dict[str, Any], receive: As
         session = ResumableSession(session_id, env, EpisodeView(session_id, ctx.config.action_log_size), slot)
         ctx.resumable.add(session)
         ctx.hub.add_session(session.view)
-        connection = ResumableConnection(ctx, receive, send, session)
+        connection = ResumableConnection(ctx, scope, receive, send, session)
         session.owner = connection
         resumed = False
     ends = True
     try:
         await connection.watch_peer_close()
         await connection.greet(resumed)
+        if resumed:
+            ctx.instruments.session_resumed(connection, accepted_at)
+        else:
+            ctx.instruments.session_opened(connection, accepted_at, resumable=True)
         ends = await connection.attend()
     finally:
         if session.owner is connection:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Protocol
 
 import trio
+
+from .lifecycle import ServerPhase, check_transition
 
 __all__ = ["Connection", "LateClose", "SessionRegistry", "SharedCapacity", "Slot"]
 
@@ -22,7 +25,17 @@ class LateClose(Protocol):
 class Connection(Protocol):
     """A connection the registry can ask to end (a ``/ws`` session or a ``/ws/ui`` subscriber)."""
 
-    def request_shutdown(self) -> None: ...
+    def request_shutdown(self) -> None:
+        """End after the request being executed, if any, is answered (close 1001)."""
+        ...
+
+    def abort(self) -> None:
+        """End now: abandon the request being executed and close with 1001."""
+        ...
+
+
+def _ignore(active: int) -> None:
+    return None
 
 
 class Slot:
@@ -53,21 +66,43 @@ class SharedCapacity(Protocol):
 
 
 class SessionRegistry:
-    """Counts sessions against ``max_sessions`` (``WS-CAP-1``) and ends them on shutdown.
+    """Counts sessions against ``max_sessions`` (``WS-CAP-1``), holds the server's phase and
+    ends every connection on shutdown (the sequence is described in :mod:`.lifecycle`).
 
     With ``shared`` (a worker of a multi-process server) the limit holds for all workers
     together: a slot is taken from the shared count as well as counted here.
+    ``on_sessions_changed(active)`` hears every change of this process's session count.
     """
 
-    def __init__(self, max_sessions: int | None, shared: SharedCapacity | None = None) -> None:
+    def __init__(
+        self,
+        max_sessions: int | None,
+        shared: SharedCapacity | None = None,
+        on_sessions_changed: Callable[[int], None] = _ignore,
+    ) -> None:
         self.max_sessions = max_sessions
         self.shared = shared
         self.sessions = 0
         self.live_envs = 0
-        self.closing = False
+        self.phase = ServerPhase.STARTING
         self._connections: set[Connection] = set()
         self._late: list[tuple[LateClose, str]] = []
         self._changed = trio.Event()
+        self._on_sessions_changed = on_sessions_changed
+
+    @property
+    def closing(self) -> bool:
+        """Whether the server refuses new sessions (draining or stopping)."""
+        return self.phase is not ServerPhase.SERVING and self.phase is not ServerPhase.STARTING
+
+    @property
+    def ready(self) -> bool:
+        """Whether the server accepts new sessions (``GET /ready``)."""
+        return self.phase is ServerPhase.SERVING
+
+    def move_to(self, phase: ServerPhase) -> None:
+        check_transition(self.phase, phase)
+        self.phase = phase
 
     def try_reserve(self) -> Slot | None:
         """Take a session slot; ``None`` when the server is full or shutting down."""
@@ -79,12 +114,14 @@ class SessionRegistry:
         elif self.max_sessions is not None and self.sessions >= self.max_sessions:
             return None
         self.sessions += 1
+        self._on_sessions_changed(self.sessions)
         return Slot(self)
 
     def _release(self) -> None:
         self.sessions -= 1
         if self.shared is not None:
             self.shared.give_back()
+        self._on_sessions_changed(self.sessions)
         self._notify()
 
     @property
@@ -130,11 +167,35 @@ class SessionRegistry:
             "connections": len(self._connections),
         }
 
-    async def shutdown(self, grace_s: float = math.inf) -> None:
-        """Refuse new sessions, ask every connection to end, wait (at most ``grace_s``)."""
-        self.closing = True
-        for connection in list(self._connections):
-            connection.request_shutdown()
-        with trio.move_on_after(grace_s):
+    async def _settled(self, timeout_s: float) -> bool:
+        """Wait (at most ``timeout_s``) until no connection, session or environment is left."""
+        with trio.move_on_after(timeout_s):
             while self._connections or self.sessions or self.live_envs:
                 await self._changed.wait()
+            return True
+        return False
+
+    async def drain(self, timeout_s: float = math.inf) -> bool:
+        """``DRAINING``: refuse new sessions and ask every connection to end after its
+        current request; wait at most ``timeout_s``. ``True`` when everyone has ended."""
+        self.move_to(ServerPhase.DRAINING)
+        for connection in list(self._connections):
+            connection.request_shutdown()
+        return await self._settled(timeout_s)
+
+    async def stop(self, grace_s: float = math.inf) -> bool:
+        """``STOPPING``: end the connections still executing a request (close 1001) and
+        wait at most ``grace_s`` for their environments to close."""
+        self.move_to(ServerPhase.STOPPING)
+        for connection in list(self._connections):
+            connection.abort()
+        return await self._settled(grace_s)
+
+    async def shutdown(self, drain_timeout_s: float = math.inf, grace_s: float = math.inf) -> None:
+        """Drain, then stop (``WS-DRAIN-1``, ``WS-SHUT-1``): the whole sequence, in one place."""
+        if self.phase is ServerPhase.STARTING or self.phase is ServerPhase.SERVING:
+            await self.drain(drain_timeout_s)
+        if self.phase is ServerPhase.DRAINING:
+            await self.stop(grace_s)
+        if self.phase is ServerPhase.STOPPING:
+            self.move_to(ServerPhase.STOPPED)

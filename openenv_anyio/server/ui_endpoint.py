@@ -32,6 +32,9 @@ class _UiConnection:
         self.shutdown = True
         self.scope.cancel()
 
+    def abort(self) -> None:
+        self.request_shutdown()
+
 
 async def _drain(receive: AsgiReceive, send: AsgiSend, pings: PingSchedule, done: trio.CancelScope) -> None:
     """Read and drop the subscriber's frames (UI-1); end the connection when it leaves or

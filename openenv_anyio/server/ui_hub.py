@@ -23,11 +23,14 @@ import datetime
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
 from ..core import SessionClosed
+
+if TYPE_CHECKING:
+    from .observability import Instruments
 
 __all__ = ["EpisodeView", "UiHub", "UiSubscriber"]
 
@@ -238,12 +241,16 @@ class UiSubscriber:
     def watches(self, session_id: str) -> bool:
         return self.session_filter is None or self.session_filter == session_id
 
-    def offer(self, item: Pending) -> None:
+    def offer(self, item: Pending) -> bool:
         """Keep ``item`` as this session's latest pending update (never blocks); once a
-        session's end is pending, nothing replaces it."""
-        if type(self.pending.get(item.session_id)) is not SessionClosed:
-            self.pending[item.session_id] = item
-            self._wake.set()
+        session's end is pending, nothing replaces it. ``True`` when ``item`` replaced an
+        update the subscriber had not taken yet (that one is dropped)."""
+        pending = self.pending.get(item.session_id)
+        if type(pending) is SessionClosed:
+            return False
+        self.pending[item.session_id] = item
+        self._wake.set()
+        return pending is not None
 
     def forget(self, session_id: str) -> None:
         self.pending.pop(session_id, None)
@@ -261,10 +268,11 @@ class UiSubscriber:
 class UiHub:
     """Sessions' views and the subscribers watching them."""
 
-    def __init__(self, max_subscribers: int | None = None) -> None:
+    def __init__(self, max_subscribers: int | None = None, instruments: Instruments | None = None) -> None:
         self.views: dict[str, EpisodeView] = {}
         self.subscribers: set[UiSubscriber] = set()
         self.max_subscribers = max_subscribers
+        self._instruments = instruments
         #: updates that could not be encoded as they were (UI-5)
         self.unencodable_updates = 0
         #: subscribers that are dashboards (``UI-7``): status changes are offered only to them
@@ -295,8 +303,8 @@ class UiHub:
     def publish(self, view: EpisodeView) -> None:
         """A watched session changed: offer it to every subscriber watching it."""
         for subscriber in self.subscribers:
-            if subscriber.watches(view.session_id):
-                subscriber.offer(view)
+            if subscriber.watches(view.session_id) and subscriber.offer(view) and self._instruments is not None:
+                self._instruments.ui_frame_dropped()
 
     def publish_status(self, view: EpisodeView) -> None:
         """A change only dashboards see (session opened, request started, link dropped)."""
@@ -316,8 +324,14 @@ class UiHub:
         self.subscribers.add(subscriber)
         if dashboard:
             self.dashboards.add(subscriber)
+        self._subscribers_changed()
         return subscriber
 
     def unsubscribe(self, subscriber: UiSubscriber) -> None:
         self.subscribers.discard(subscriber)
         self.dashboards.discard(subscriber)
+        self._subscribers_changed()
+
+    def _subscribers_changed(self) -> None:
+        if self._instruments is not None:
+            self._instruments.ui_subscribers_changed(len(self.subscribers))

@@ -9,6 +9,7 @@ wait, so a request that is executing is never reaped (``WS-IDLE-2``) and no extr
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import replace
 from typing import Any, Final, TypeAlias, assert_never
 
@@ -34,10 +35,15 @@ from .context import AsgiReceive, AsgiSend, ServerContext, log
 from .error_text import exception_text
 from .hypercorn_adapter.events import INVALID_TEXT_REPLY, PEER_CLOSE_EVENT
 from .ping_schedule import PingSchedule
+from .lifecycle import ServerPhase
+from .observability import peer_of
 from .session_registry import Slot
 from .ui_hub import EpisodeView
 
-__all__ = ["ACCEPT", "GOODBYE_CODES", "Request", "serve_ws", "WsSession", "close_websocket", "refuse_at_capacity"]
+__all__ = [
+    "ACCEPT", "GOODBYE_CODES", "Request", "serve_ws", "WsSession", "close_websocket", "refuse_at_capacity",
+    "refuse_while_closing",
+]
 
 #: Close codes with which a client says "I am done" rather than losing its link (``EXT-RES-2``).
 GOODBYE_CODES = frozenset({CloseCode.NORMAL, CloseCode.GOING_AWAY})
@@ -51,6 +57,8 @@ ACCEPT: Final = {"type": "websocket.accept", INVALID_TEXT_REPLY: INVALID_UTF8_AN
 #: The client frames that are answered (``WS-ORDER-1``); ``close`` is not.
 Request: TypeAlias = Reset | Step | StateRequest
 
+_perf_counter: Final = time.perf_counter
+
 
 async def close_websocket(send: AsgiSend, code: CloseCode, reason: str = "") -> None:
     await send({"type": "websocket.close", "code": int(code), "reason": reason})
@@ -61,22 +69,34 @@ async def serve_ws(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
     message = await receive()
     if message["type"] != "websocket.connect":
         return
+    accepted_at = _perf_counter()
     await send(ACCEPT)  # no subprotocol selected (WS-CONN-1)
     registry = ctx.registry
     if registry.closing:
-        await close_websocket(send, CloseCode.GOING_AWAY, "server shutting down")
+        await refuse_while_closing(ctx, scope, send)
         return
     slot = registry.try_reserve()  # WS-CAP-1
     if slot is None:
-        await refuse_at_capacity(ctx, send)
+        await refuse_at_capacity(ctx, scope, send)
         return
     try:
-        await WsSession(ctx, receive, send, slot).run()
+        await WsSession(ctx, scope, receive, send, slot).run(accepted_at)
     finally:
         slot.release()
 
 
-async def refuse_at_capacity(ctx: ServerContext, send: AsgiSend) -> None:
+async def refuse_while_closing(ctx: ServerContext, scope: dict[str, Any], send: AsgiSend) -> None:
+    """A new connection while the server drains: close 1013, try another server
+    (``WS-DRAIN-1``); once it is stopping, 1001 (``WS-SHUT-1``)."""
+    if ctx.registry.phase is ServerPhase.DRAINING:
+        code, reason = CloseCode.TRY_AGAIN_LATER, "server draining"
+    else:
+        code, reason = CloseCode.GOING_AWAY, "server shutting down"
+    ctx.instruments.connection_refused(peer_of(scope), code, reason)
+    await close_websocket(send, code, reason)
+
+
+async def refuse_at_capacity(ctx: ServerContext, scope: dict[str, Any], send: AsgiSend) -> None:
     """``CAPACITY_REACHED`` then close 1013 (``WS-CAP-1``)."""
     registry = ctx.registry
     active, limit = registry.active_sessions, registry.max_sessions
@@ -86,6 +106,7 @@ async def refuse_at_capacity(ctx: ServerContext, send: AsgiSend) -> None:
         {"active_sessions": active, "max_sessions": limit},
     )
     await send({"type": "websocket.send", "text": ctx.encode(refusal)})
+    ctx.instruments.connection_refused(peer_of(scope), CloseCode.TRY_AGAIN_LATER, "server at capacity")
     await close_websocket(send, CloseCode.TRY_AGAIN_LATER, "server at capacity")
 
 
@@ -109,23 +130,40 @@ class WsSession:
     #: ends of the connection after which the session lives on (and holds its slot)
     _KEEPS_SLOT: frozenset[str] = frozenset()
 
-    def __init__(self, ctx: ServerContext, receive: AsgiReceive, send: AsgiSend, slot: Slot) -> None:
+    def __init__(
+        self, ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend, slot: Slot
+    ) -> None:
         self.ctx = ctx
+        self.scope = scope
         self.receive = receive
         self.send = send
         self.slot = slot
         self.peer_close_code: int | None = None
         self.session_id = ctx.new_session_id()
+        self.peer = peer_of(scope)
         self.view = EpisodeView(self.session_id, ctx.config.action_log_size)
         self.env: BoundEnv | None = None
         #: the environment aborted (SRV-FAULT-1): after its answer, the session ends
         self.aborted: EnvironmentAborted | None = None
+        #: the close code that ended the connection: sent by the server, or by the client
+        self.close_code: int = CloseCode.ABNORMAL
         self._stop: str | None = None
         self._wait_scope: trio.CancelScope | None = None
+        self._abort_scope: trio.CancelScope | None = None
+
+    @property
+    def episode_id(self) -> str | None:
+        return self.view.episode_id
 
     def request_shutdown(self) -> None:
         """Server shutdown: end at the next wait for a frame (``WS-SHUT-1``)."""
         self._request_stop("shutdown")
+
+    def abort(self) -> None:
+        """Server stopping: abandon the request being executed and close with 1001."""
+        self._request_stop("shutdown")
+        if self._abort_scope is not None:
+            self._abort_scope.cancel()
 
     def _ending(self, reason: str) -> None:
         """The connection ends for ``reason``: free the slot unless the session lives on."""
@@ -155,7 +193,8 @@ class WsSession:
         except FactoryFailure as failure:
             log.warning("%s", failure)
             error = Error(ErrorCode.FACTORY_ERROR.value, str(failure), {"factory_name": failure.factory_name})
-            await self.send({"type": "websocket.send", "text": ctx.encode(error)})
+            await self.send({"type": "websocket.send", "text": ctx.encode(error, session=self)})
+            ctx.instruments.connection_refused(self.peer, CloseCode.INTERNAL_ERROR, "environment could not be created")
             await close_websocket(self.send, CloseCode.INTERNAL_ERROR, "environment could not be created")
             return None
 
@@ -167,7 +206,8 @@ class WsSession:
         except Exception:  # Hypercorn without the adapter refuses the event
             pass
 
-    async def run(self) -> None:
+    async def run(self, accepted_at: float) -> None:
+        """Serve the session; ``accepted_at``: the ``perf_counter()`` of the upgrade."""
         ctx = self.ctx
         await self.watch_peer_close()
         self.env = await self.create_env()
@@ -176,17 +216,49 @@ class WsSession:
         ctx.registry.env_opened()
         ctx.registry.attach(self)
         ctx.hub.add_session(self.view)
+        instruments = ctx.instruments
+        reason = "error"
         try:
-            await self._serve()
+            instruments.session_opened(self, accepted_at, resumable=False)
+            reason = await self._serve_traced()
         finally:
+            instruments.session_closed(self, self.close_code, reason)
             ctx.hub.remove_session(self.session_id, "shutdown" if ctx.registry.closing else "closed")
             ctx.registry.detach(self)
             await ctx.close_env(self.env, f"session {self.session_id}")  # WS-CLOSE-2
 
+    def span_attributes(self) -> dict[str, Any]:
+        """The session span's attributes."""
+        attributes: dict[str, Any] = {"openenv.session_id": self.session_id}
+        if self.peer is not None:
+            attributes["client.address"] = self.peer
+        return attributes
+
+    async def _serve_traced(self) -> str:
+        """:meth:`_serve`, inside the session's span when tracing."""
+        tracer = self.ctx.instruments.tracer
+        if tracer is None:
+            return await self._serve()
+        with tracer.session(self.scope.get("headers") or (), self.span_attributes()) as span:
+            reason = await self._serve()
+            span.set_attribute("openenv.close_code", self.close_code)
+            return reason
+
     async def _serve(self) -> str:
         """Serve frames until the connection ends; return why: ``close``, ``goodbye`` (the
         client closed the WebSocket with 1000 or 1001), ``disconnect`` (any other loss of the
-        connection), ``idle``, ``ping`` or a stop reason (``shutdown``, ...)."""
+        connection), ``idle``, ``ping`` or a stop reason (``shutdown``, ...). :meth:`abort`
+        ends it at once, closing with 1001."""
+        with trio.CancelScope() as self._abort_scope:
+            return await self._serve_frames()
+        self._abort_scope = None
+        self._ending("shutdown")
+        self.close_code = CloseCode.GOING_AWAY
+        with trio.CancelScope(shield=True), trio.move_on_after(1.0):
+            await close_websocket(self.send, CloseCode.GOING_AWAY, "server shutting down")
+        return "shutdown"
+
+    async def _serve_frames(self) -> str:
         config = self.ctx.config
         receive, send, handle = self.receive, self.send, self._handle
         idle_limit = config.session_timeout_s or math.inf
@@ -202,17 +274,20 @@ class WsSession:
             if self._stop is not None:
                 code, reason = self._STOPS[self._stop]
                 self._ending(self._stop)
+                self.close_code = code
                 await close_websocket(send, code, reason)
                 return self._stop
             if scope.cancelled_caught:
                 now = trio.current_time()
                 if now >= idle_deadline:  # WS-IDLE-1
                     self._ending("idle")
+                    self.close_code = CloseCode.IDLE_TIMEOUT
                     await close_websocket(send, CloseCode.IDLE_TIMEOUT, f"session idle for {config.session_timeout_s:g} s (session_timeout)")
                     return "idle"
                 if not await pings.on_deadline(send, now):  # WS-PING-1: the peer is gone
                     log.info("session %s: no pong within %g s, closing", self.session_id, pings.timeout)
                     self._ending("ping")
+                    self.close_code = CloseCode.INTERNAL_ERROR
                     with trio.move_on_after(1.0):
                         await close_websocket(send, CloseCode.INTERNAL_ERROR, "ping timeout")
                     return "ping"
@@ -223,6 +298,7 @@ class WsSession:
                 if not await handle(text if text is not None else message.get("bytes") or b""):
                     return "close"
             elif kind == "websocket.disconnect":
+                self.close_code = self.peer_close_code or CloseCode.ABNORMAL
                 ended = self._disconnect_reason()
                 self._ending(ended)
                 return ended
@@ -231,10 +307,11 @@ class WsSession:
             pings.heard(now)
 
     async def _reply(self, frame: Any) -> None:
-        await self.send({"type": "websocket.send", "text": self.ctx.encode(frame)})
+        await self.send({"type": "websocket.send", "text": self.ctx.encode(frame, session=self)})
 
     async def _handle(self, payload: str | bytes) -> bool:
         """Answer one inbound frame; ``False`` when the session ends."""
+        started = _perf_counter()
         try:
             frame = decode_client_frame(payload)
         except ProtocolError as error:
@@ -243,17 +320,45 @@ class WsSession:
         match frame:
             case Close():  # WS-CLOSE-1
                 self._ending("close")  # WS-CAP-2
+                self.close_code = CloseCode.NORMAL
                 await close_websocket(self.send, CloseCode.NORMAL)
                 return False
             case Step() | Reset() | StateRequest():
-                await self.send({"type": "websocket.send", "text": await self._answer(frame)})
+                kind = frame.type
+                tracer = self.ctx.instruments.tracer
+                if tracer is None:
+                    text = await self._answer(frame)
+                else:
+                    with tracer.request(kind, self.request_attributes(frame)):
+                        text = await self._answer(frame)
+                await self.send({"type": "websocket.send", "text": text})
+                self.ctx.instruments.request_done(kind, _perf_counter() - started)
             case _:
                 assert_never(frame)
         if self.aborted is not None:  # SRV-FAULT-1
             self._ending("aborted")
+            self.close_code = CloseCode.INTERNAL_ERROR
             await close_websocket(self.send, CloseCode.INTERNAL_ERROR, "environment aborted")
             return False
         return True
+
+    def request_attributes(self, frame: Request) -> dict[str, Any]:
+        """A request span's attributes."""
+        attributes: dict[str, Any] = {"openenv.session_id": self.session_id}
+        if self.view.episode_id is not None:
+            attributes["openenv.episode_id"] = self.view.episode_id
+        request_id = getattr(frame, "request_id", None)
+        if request_id is not None:
+            attributes["openenv.request_id"] = request_id
+        return attributes
+
+    async def _env_call(self, name: str, call: Any, *args: Any) -> Any:
+        """``await call(*args)``, inside an ``env.NAME`` span when tracing."""
+        tracer = self.ctx.instruments.tracer
+        if tracer is None:
+            return await call(*args)
+        with tracer.env_call(name):
+            return await call(*args)
 
     def _failure(self, exc: Exception, request_id: str | None = None) -> str:
         """The ``EXECUTION_ERROR`` answer for an environment that raised ``exc`` (``WS-ERR-7``);
@@ -261,7 +366,8 @@ class WsSession:
         if isinstance(exc, EnvironmentAborted):
             self.aborted = exc
             log.error("session %s: the environment raised %s; ending the session", self.session_id, exc)
-        return self.ctx.encode(Error(ErrorCode.EXECUTION_ERROR.value, exception_text(exc), request_id=request_id))
+        error = Error(ErrorCode.EXECUTION_ERROR.value, exception_text(exc), request_id=request_id)
+        return self.ctx.encode(error, session=self)
 
     async def _answer(self, frame: Request, request_id: str | None = None) -> str:
         """The text of the answer to a reset, step or state request (runs the environment).
@@ -296,21 +402,28 @@ class WsSession:
     async def _answer_step(self, frame: Step, request_id: str | None) -> str:
         env = self.env
         assert env is not None
-        encode = self.ctx.encode
+        ctx = self.ctx
+        encode = ctx.encode
         try:
             action = env.check_action(frame.action)  # WS-STEP-2
         except ProtocolError as error:
-            return encode(_refusal(error, request_id))
+            return encode(_refusal(error, request_id), session=self)
         try:
-            lifted = await env.step(action)
+            started = _perf_counter()
+            if ctx.instruments.tracer is None:
+                lifted = await env.step(action)
+            else:
+                lifted = await self._env_call("step", env.step, action)
+            elapsed = _perf_counter() - started
             text = encode(Observation(lifted.observation, lifted.reward, lifted.done, request_id))
         except ProtocolError as error:  # the env refused the action itself (WS-STEP-2)
             if error.code is ErrorCode.VALIDATION_ERROR:
                 error = relocate(error, "/data")
-            return encode(_refusal(error, request_id))
+            return encode(_refusal(error, request_id), session=self)
         except Exception as exc:  # WS-ERR-7
             return self._failure(exc, request_id)
-        view, hub = self.view, self.ctx.hub
+        ctx.instruments.step_done(elapsed)
+        view, hub = self.view, ctx.hub
         watched = bool(hub.subscribers)
         view.record_step(frame.action, lifted.observation, lifted.reward, lifted.done, log=watched)
         if watched:
@@ -322,7 +435,7 @@ class WsSession:
         assert env is not None
         encode = self.ctx.encode
         try:
-            lifted, state = await env.reset(frame.kwargs)
+            lifted, state = await self._env_call("reset", env.reset, frame.kwargs)
             if state is None:
                 state = {"episode_id": frame.kwargs.get("episode_id"), "step_count": 0}
             episode_id = state.get("episode_id")
@@ -342,6 +455,8 @@ class WsSession:
         self.view.record_reset(
             episode_id, step_count if isinstance(step_count, int) else 0, lifted.observation, lifted.reward, lifted.done
         )
+        self.ctx.instruments.reset_done()
+        self.ctx.instruments.episode_reset(self, request_id)
         self.ctx.hub.publish(self.view)
         return text
 
@@ -350,6 +465,6 @@ class WsSession:
         assert env is not None
         encode = self.ctx.encode
         try:
-            return encode(State(await env.state()))
+            return encode(State(await self._env_call("state", env.state)))
         except Exception as exc:
             return self._failure(exc)

@@ -1,0 +1,147 @@
+"""What the server tells its operators: the one interface its endpoints call.
+
+:class:`Instruments` fans each happening out to the Prometheus metrics (:mod:`.metrics`),
+the structured log events (:mod:`.events`) and, when enabled, the OpenTelemetry spans
+(:mod:`.tracing`). Per-request calls (:meth:`Instruments.step_done`,
+:meth:`Instruments.request_done`) touch metrics only and are bound once, so they cost a
+method call and the metric update; lifecycle calls also log.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Final
+
+from ...core import Error
+from .events import SessionIdentity, error_level, log_event
+from .metrics import ServerMetrics
+from .tracing import SessionTracer
+
+__all__ = ["Instruments", "peer_of"]
+
+perf_counter: Final = time.perf_counter
+
+
+def peer_of(scope: dict[str, Any]) -> str | None:
+    """``host:port`` of the ASGI scope's client (``None`` when the server does not know)."""
+    client = scope.get("client")
+    if not client:
+        return None
+    host, port = client[0], client[1]
+    return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+
+
+class Instruments:
+    """Metrics (``None``: off), log events, and spans (``tracer`` ``None``: off) of one server."""
+
+    def __init__(self, metrics: ServerMetrics | None, tracer: SessionTracer | None) -> None:
+        self.metrics = metrics
+        self.tracer = tracer
+        if metrics is None:
+            self.step_done = self._ignore_duration
+            self.reset_done = self._ignore
+            self._observe_request: dict[str, Any] = {}
+        else:
+            self.step_done = metrics.observe_step_and_count
+            self.reset_done = metrics.reset_done
+            self._observe_request = metrics.observe_request
+
+    @staticmethod
+    def _ignore() -> None:
+        return None
+
+    @staticmethod
+    def _ignore_duration(seconds: float) -> None:
+        return None
+
+    # -- per request (hot path) ------------------------------------------------------------
+
+    def request_done(self, kind: str, seconds: float) -> None:
+        """A ``reset``, ``step`` or ``state`` request was answered ``seconds`` after it was read."""
+        observe = self._observe_request.get(kind)
+        if observe is not None:
+            observe(seconds)
+
+    def replayed(self) -> None:
+        """A request was answered from the session's ledger (repeated ``request_id``)."""
+        if self.metrics is not None:
+            self.metrics.replays.inc()
+
+    def error_sent(self, frame: Error, session: SessionIdentity | None) -> None:
+        """An error frame is about to be sent."""
+        if self.metrics is not None:
+            self.metrics.error_sent(frame.code)
+        log_event(
+            error_level(frame.code), "error_sent", session,
+            code=frame.code, message=frame.message, request_id=frame.request_id,
+        )
+        if self.tracer is not None:
+            self.tracer.mark_current_error(frame.code, frame.message)
+
+    # -- session lifecycle -----------------------------------------------------------------
+
+    def sessions_changed(self, active: int) -> None:
+        """The number of sessions holding a capacity slot changed."""
+        if self.metrics is not None:
+            self.metrics.sessions_active.set(active)
+
+    def session_opened(self, session: SessionIdentity, accepted_at: float, *, resumable: bool) -> None:
+        """A session is ready to serve; ``accepted_at`` is the ``perf_counter()`` of its upgrade."""
+        if self.metrics is not None:
+            self.metrics.handshake_duration.observe(perf_counter() - accepted_at)
+        log_event(logging.INFO, "session_opened", session, resumable=resumable)
+
+    def session_resumed(self, session: SessionIdentity, accepted_at: float) -> None:
+        """A new connection took a session over with its resume token."""
+        if self.metrics is not None:
+            self.metrics.resumes.inc()
+            self.metrics.handshake_duration.observe(perf_counter() - accepted_at)
+        log_event(logging.INFO, "session_resumed", session)
+
+    def session_parked(self, session: SessionIdentity, grace_s: float, close_code: int) -> None:
+        """A resumable session's connection dropped; the session waits ``grace_s`` for its client."""
+        if self.metrics is not None:
+            self.metrics.session_closed(close_code)
+        log_event(logging.INFO, "session_parked", session, close_code=close_code, grace_s=grace_s)
+
+    def session_handed_over(self, session: SessionIdentity, close_code: int) -> None:
+        """A resumable session's connection was closed: a newer one took the session over."""
+        if self.metrics is not None:
+            self.metrics.session_closed(close_code)
+        log_event(logging.INFO, "session_handed_over", session, close_code=close_code)
+
+    def session_expired(self, session: SessionIdentity, reason: str) -> None:
+        """A parked resumable session ended without its client coming back (or the server stopped)."""
+        log_event(logging.INFO, "session_closed", session, reason=reason)
+
+    def episode_reset(self, session: SessionIdentity, request_id: str | None) -> None:
+        log_event(logging.DEBUG, "episode_reset", session, request_id=request_id)
+
+    def session_closed(self, session: SessionIdentity, close_code: int, reason: str) -> None:
+        """A ``/ws`` connection that served a session ended with ``close_code``."""
+        if self.metrics is not None:
+            self.metrics.session_closed(close_code)
+        log_event(logging.INFO, "session_closed", session, close_code=close_code, reason=reason)
+
+    def connection_refused(self, peer: str | None, close_code: int, reason: str) -> None:
+        """A ``/ws`` connection was closed before it had a session (capacity, draining, ...)."""
+        if self.metrics is not None:
+            self.metrics.session_closed(close_code)
+        log_event(logging.INFO, "connection_refused", None, peer=peer, close_code=close_code, reason=reason)
+
+    # -- /ws/ui ----------------------------------------------------------------------------
+
+    def ui_subscribers_changed(self, count: int) -> None:
+        if self.metrics is not None:
+            self.metrics.ui_subscribers.set(count)
+
+    def ui_frame_dropped(self) -> None:
+        if self.metrics is not None:
+            self.metrics.ui_frames_dropped.inc()
+
+    # -- the server ------------------------------------------------------------------------
+
+    def server_event(self, event: str, **fields: Any) -> None:
+        """``server_started``, ``server_draining``, ``server_stopped``."""
+        log_event(logging.INFO, event, None, **fields)

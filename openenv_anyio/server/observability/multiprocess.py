@@ -1,0 +1,53 @@
+"""Metrics across worker processes: prometheus-client's multiprocess mode.
+
+prometheus-client picks where values live when it is first imported: in memory, or, when
+``PROMETHEUS_MULTIPROC_DIR`` names a directory, in one memory-mapped file per process there.
+Multi-process serving therefore goes like this:
+
+1. the parent calls :func:`enable` with an empty directory *before any worker starts* (and
+   before anything in a worker imports ``prometheus_client``); workers inherit the variable;
+2. every worker serves as usual: its metrics go to its own files, and ``GET /metrics`` on
+   any worker reads every worker's files (:func:`~.metrics.exposition`);
+3. when a worker exits, the parent calls :func:`worker_exited` with its pid, so its live
+   gauges (sessions, subscribers) stop counting; its counters keep their totals.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Final
+
+__all__ = ["ENV_VAR", "enable", "multiprocess_directory", "worker_exited"]
+
+ENV_VAR: Final = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def multiprocess_directory() -> str | None:
+    """The directory workers write their metrics to, or ``None`` (one process)."""
+    return os.environ.get(ENV_VAR) or None
+
+
+def enable(directory: str | os.PathLike[str]) -> None:
+    """Make this process and the workers it starts count metrics in ``directory``.
+
+    The directory is created when missing and must be empty (values left by an earlier run
+    would be added to this one's). Raises ``RuntimeError`` when ``prometheus_client`` was
+    already imported in memory mode: its values would never reach the directory.
+    """
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    if any(path.iterdir()):
+        raise ValueError(f"metrics directory {path} is not empty (values of an earlier run)")
+    values = sys.modules.get("prometheus_client.values")
+    if values is not None and not getattr(values.ValueClass, "_multiprocess", False):
+        raise RuntimeError("prometheus_client was imported before multiprocess metrics were enabled")
+    os.environ[ENV_VAR] = str(path)
+
+
+def worker_exited(pid: int) -> None:
+    """A worker process ended: drop its live gauges (call in the parent)."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(pid)
