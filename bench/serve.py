@@ -1,18 +1,22 @@
 """Server processes of the benchmark: ``python -m bench.serve STACK [KIND] --port N``.
 
 STACK is ``openenv`` (openenv-core's FastAPI app on uvicorn), ``ours`` (openenv-anyio's
-EnvServer), ``echo-hypercorn`` or ``echo-uvicorn`` (the bare ASGI echo). KIND names an env of
+EnvServer), ``ours-nometrics`` (the same with ``ServerConfig.metrics`` off),
+``ours-mpmetrics`` (metrics in prometheus-client's multiprocess mode, as under several
+workers), ``echo-hypercorn`` or ``echo-uvicorn`` (the bare ASGI echo). KIND names an env of
 ``bench.envs.ENV_KINDS``. Always binds 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 
 from bench.procs import HOST, raise_fd_limit
 
-STACKS = ("openenv", "ours", "echo-hypercorn", "echo-uvicorn")
+STACKS = ("openenv", "ours", "ours-nometrics", "ours-mpmetrics", "echo-hypercorn", "echo-uvicorn")
 
 
 def openenv_app() -> object:
@@ -46,7 +50,7 @@ def serve_openenv(kind: str, port: int, max_concurrent_envs: int, workers: int =
         )
 
 
-def serve_ours(kind: str, port: int, max_concurrent_envs: int | None, workers: int = 1) -> None:
+def serve_ours(kind: str, port: int, max_concurrent_envs: int | None, workers: int = 1, *, metrics: bool = True) -> None:
     import signal
 
     import trio
@@ -55,7 +59,7 @@ def serve_ours(kind: str, port: int, max_concurrent_envs: int | None, workers: i
 
     from bench.envs import ENV_KINDS
 
-    config = ServerConfig(host=HOST, port=port, max_concurrent_envs=max_concurrent_envs)
+    config = ServerConfig(host=HOST, port=port, max_concurrent_envs=max_concurrent_envs, metrics=metrics)
     env = ENV_KINDS[kind]
     server: EnvServer | WorkerSupervisor = (
         EnvServer(env, config)
@@ -111,6 +115,12 @@ def main(argv: list[str] | None = None) -> int:
             serve_openenv(args.kind, args.port, args.max_concurrent_envs, args.workers)
         elif args.stack == "ours":
             serve_ours(args.kind, args.port, args.max_concurrent_envs, args.workers)
+        elif args.stack == "ours-nometrics":
+            serve_ours(args.kind, args.port, args.max_concurrent_envs, args.workers, metrics=False)
+        elif args.stack == "ours-mpmetrics":
+            with tempfile.TemporaryDirectory(prefix="openenv-metrics-") as directory:
+                os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory  # before prometheus_client is imported
+                serve_ours(args.kind, args.port, args.max_concurrent_envs)
         elif args.stack == "echo-hypercorn":
             serve_echo_hypercorn(args.port)
         else:

@@ -8,7 +8,7 @@ figure is the median over ``--repeats`` runs.
 
 A VARIANT is ``SERVER[:KIND][@CLIENT][=PYTHONPATH]``:
 
-- SERVER: ``ours``, ``openenv``, ``echo-hypercorn`` or ``echo-uvicorn``;
+- SERVER: a stack of ``bench.serve`` (``ours``, ``ours-nometrics``, ``ours-mpmetrics``, ``openenv``, ``echo-hypercorn``, ``echo-uvicorn``);
 - KIND: an env kind of ``bench.envs`` (default ``echo``);
 - CLIENT: ``raw`` (default: pre-encoded frames, answers not decoded), ``openenv`` or ``ours``;
 - PYTHONPATH: put this directory first on the server's ``PYTHONPATH`` (compare another

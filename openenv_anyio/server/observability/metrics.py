@@ -46,8 +46,9 @@ class ServerMetrics:
             ProcessCollector(registry=self.registry)
         elif not getattr(_values.ValueClass, "_multiprocess", False):
             raise RuntimeError(
-                "PROMETHEUS_MULTIPROC_DIR was set after prometheus_client was imported: "
-                "call openenv_anyio.server.observability.multiprocess.enable() first"
+                "PROMETHEUS_MULTIPROC_DIR is set but prometheus_client was imported without it "
+                "(a worker forked from a process that had imported it?): start workers as new "
+                "interpreters after openenv_anyio.server.observability.multiprocess.enable()"
             )
         registry = self.registry
         self.sessions_active = Gauge(

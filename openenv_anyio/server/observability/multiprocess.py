@@ -4,8 +4,11 @@ prometheus-client picks where values live when it is first imported: in memory, 
 ``PROMETHEUS_MULTIPROC_DIR`` names a directory, in one memory-mapped file per process there.
 Multi-process serving therefore goes like this:
 
-1. the parent calls :func:`enable` with an empty directory *before any worker starts* (and
-   before anything in a worker imports ``prometheus_client``); workers inherit the variable;
+1. the parent calls :func:`enable` with an empty directory before it starts the workers, as
+   new interpreters (``subprocess``, or ``multiprocessing``'s ``spawn``): they inherit the
+   variable and import ``prometheus_client`` with it set. A worker forked from a process
+   that had already imported it would keep its values in memory: its server refuses to
+   start (``RuntimeError``) rather than serve partial figures;
 2. every worker serves as usual: its metrics go to its own files, and ``GET /metrics`` on
    any worker reads every worker's files (:func:`~.metrics.exposition`);
 3. when a worker exits, the parent calls :func:`worker_exited` with its pid, so its live
@@ -15,7 +18,6 @@ Multi-process serving therefore goes like this:
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Final
 
@@ -30,19 +32,15 @@ def multiprocess_directory() -> str | None:
 
 
 def enable(directory: str | os.PathLike[str]) -> None:
-    """Make this process and the workers it starts count metrics in ``directory``.
+    """Make the worker processes started from now on count metrics in ``directory``.
 
-    The directory is created when missing and must be empty (values left by an earlier run
-    would be added to this one's). Raises ``RuntimeError`` when ``prometheus_client`` was
-    already imported in memory mode: its values would never reach the directory.
+    The directory is created when missing and must be empty (``ValueError``: values left by
+    an earlier run would be added to this one's).
     """
     path = Path(directory)
     path.mkdir(parents=True, exist_ok=True)
     if any(path.iterdir()):
         raise ValueError(f"metrics directory {path} is not empty (values of an earlier run)")
-    values = sys.modules.get("prometheus_client.values")
-    if values is not None and not getattr(values.ValueClass, "_multiprocess", False):
-        raise RuntimeError("prometheus_client was imported before multiprocess metrics were enabled")
     os.environ[ENV_VAR] = str(path)
 
 
