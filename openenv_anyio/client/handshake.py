@@ -17,6 +17,7 @@ import h11
 from wsproto.utilities import generate_accept_token, generate_nonce
 
 from .errors import ConnectError, HandshakeRejected
+from .trace_context import trace_context_headers
 from .urls import WebSocketAddress
 
 __all__ = ["open_handshake"]
@@ -37,7 +38,8 @@ async def open_handshake(
 ) -> tuple[str | None, bytes]:
     """Run the handshake on ``stream``; return (selected subprotocol, bytes after the answer).
 
-    ``extra_headers`` are added to the upgrade request (the resume token, ``EXT-RES-1``).
+    ``extra_headers`` are added to the upgrade request (the resume token, ``EXT-RES-1``),
+    and so is the caller's trace context when OpenTelemetry is installed.
     """
     url = address.url
     http = h11.Connection(our_role=h11.CLIENT)
@@ -52,6 +54,7 @@ async def open_handshake(
     if subprotocols:
         headers.append((b"Sec-WebSocket-Protocol", ", ".join(subprotocols).encode("ascii")))
     headers.extend(extra_headers)
+    headers.extend(trace_context_headers())
     try:
         await stream.send(http.send(h11.Request(method=b"GET", target=address.target.encode("ascii"), headers=headers)))
     except (anyio.BrokenResourceError, OSError) as exc:

@@ -22,15 +22,24 @@ class ServeProcess:
     def __init__(self, target: str, *args: str) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "openenv_anyio", "serve", target, "--port", "0", *args],
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
         self.lines: list[str] = []
+        self.stdout: list[str] = []
         self._url: str | None = None
         self._announced = threading.Event()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        self._out_reader = threading.Thread(target=self._read_stdout, daemon=True)
+        self._out_reader.start()
+
+    def _read_stdout(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.stdout.append(line)
 
     def _read(self) -> None:
         assert self.process.stderr is not None
@@ -56,6 +65,7 @@ class ServeProcess:
     def wait(self, timeout: float = 60) -> int:
         code = self.process.wait(timeout=timeout)
         self._reader.join(timeout=10)
+        self._out_reader.join(timeout=10)
         return code
 
     def json_events(self) -> list[dict[str, Any]]:
