@@ -1,9 +1,11 @@
 """``openenv-anyio serve`` as a real process for tests: started on a free port, its URL (and
-worker pids) read from what it prints, stopped with SIGTERM."""
+worker pids) read from what it prints (or, with ``--log-format json``, from its
+``server_started`` event), stopped with SIGTERM."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -14,6 +16,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT_S = 60.0
@@ -33,11 +36,27 @@ class ServeProcess:
     url: str = ""
     pids: list[int] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
+    #: standard output, when captured (``serve_process(..., capture_stdout=True)``)
+    stdout: list[str] = field(default_factory=list)
     _changed: threading.Condition = field(default_factory=threading.Condition)
 
     @property
     def port(self) -> int:
         return int(self.url.rsplit(":", 1)[1])
+
+    @property
+    def ws_url(self) -> str:
+        return "ws" + self.url.removeprefix("http") + "/ws"
+
+    def json_events(self) -> list[dict[str, Any]]:
+        """Every standard error line parsed as one JSON object (``--log-format json``; a line
+        that is not JSON fails the test)."""
+        return [json.loads(line) for line in self.lines if line.strip()]
+
+    def _read_stdout(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.stdout.append(line)
 
     def _read(self) -> None:
         assert self.process.stderr is not None
@@ -81,23 +100,33 @@ class ServeProcess:
 
 
 @contextlib.contextmanager
-def serve_process(target: str, *args: str, host: str = "127.0.0.1") -> Iterator[ServeProcess]:
+def serve_process(
+    target: str, *args: str, host: str = "127.0.0.1", capture_stdout: bool = False
+) -> Iterator[ServeProcess]:
     """Run ``openenv-anyio serve TARGET --port 0 ARGS...`` until the block ends."""
     process = subprocess.Popen(
         [sys.executable, "-m", "openenv_anyio", "serve", target, "--host", host, "--port", "0", *args],
+        stdout=subprocess.PIPE if capture_stdout else None,
         stderr=subprocess.PIPE,
         text=True,
         env=serve_environment(),
     )
     served = ServeProcess(process)
-    reader = threading.Thread(target=served._read, name="serve-stderr", daemon=True)
-    reader.start()
+    readers = [threading.Thread(target=served._read, name="serve-stderr", daemon=True)]
+    if capture_stdout:
+        readers.append(threading.Thread(target=served._read_stdout, name="serve-stdout", daemon=True))
+    for reader in readers:
+        reader.start()
     try:
-        match = served.wait_for_line(r"serving on (http://\S+)(?: \(.*?\))?(?:, \d+ workers \(pids ([\d ]+)\))?")
-        served.url = match.group(1)
+        match = served.wait_for_line(
+            r"serving on (http://\S+)(?: \(.*?\))?(?:, \d+ workers \(pids ([\d ]+)\))?"
+            r'|"url": "(http://[^"]+)".*"event": "server_started"'
+        )
+        served.url = match.group(1) or match.group(3)
         served.pids = [int(pid) for pid in (match.group(2) or "").split()]
         yield served
     finally:
         if process.poll() is None:
             served.stop()
-        reader.join(10)
+        for reader in readers:
+            reader.join(10)

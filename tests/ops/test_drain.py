@@ -12,7 +12,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from .serve_process import serve_process
+from serve_process import serve_process
 
 TIMEOUT = 20.0
 TARGET = "tests.ops.gated_env:GatedEnv"
@@ -60,7 +60,7 @@ def test_drain_lets_the_step_in_flight_finish_and_refuses_newcomers(tmp_path: Pa
             answer = json.loads(busy.recv(timeout=TIMEOUT))
             assert answer["type"] == "observation" and answer["data"]["observation"]["steps"] == 1
             assert closed_code(busy) == 1001
-        assert served.wait() == 0
+        assert served.process.wait(timeout=60) == 0
 
 
 def test_a_step_past_the_drain_timeout_is_abandoned_with_1001(tmp_path: Path) -> None:
@@ -70,7 +70,7 @@ def test_a_step_past_the_drain_timeout_is_abandoned_with_1001(tmp_path: Path) ->
             served.process.send_signal(signal.SIGTERM)
             assert closed_code(busy) == 1001  # no answer: the step was abandoned
             gate.touch()  # the worker thread finishes, the environment closes
-        assert served.wait() == 0
+        assert served.process.wait(timeout=60) == 0
 
 
 def test_ready_before_and_after_start() -> None:
@@ -79,4 +79,4 @@ def test_ready_before_and_after_start() -> None:
         assert response.status_code == 200 and response.json() == {"status": "ready"}
         assert httpx.get(served.url + "/health", timeout=10).json() == {"status": "healthy"}
         served.process.send_signal(signal.SIGTERM)
-        assert served.wait() == 0
+        assert served.process.wait(timeout=60) == 0

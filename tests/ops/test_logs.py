@@ -10,7 +10,7 @@ from websockets.sync.client import connect
 
 from openenv_anyio.core import RESUME_TOKEN_HEADER, SUBPROTOCOL
 
-from .serve_process import serve_process
+from serve_process import serve_process
 
 TIMEOUT = 20.0
 TARGET = "openenv_anyio.envs.echo:EchoEnv"
@@ -33,7 +33,7 @@ def test_json_events_for_a_session_and_its_errors() -> None:
         with connect(served.ws_url, additional_headers={RESUME_TOKEN_HEADER: "no.such"}, subprotocols=[SUBPROTOCOL], open_timeout=TIMEOUT) as stranger:  # type: ignore[list-item]
             assert json.loads(stranger.recv(timeout=TIMEOUT))["data"]["code"] == "SESSION_NOT_FOUND"
         served.process.send_signal(signal.SIGTERM)
-        assert served.wait() == 0
+        assert served.process.wait(timeout=60) == 0
     events = served.json_events()  # every line is JSON
     assert all({"event", "level", "logger", "timestamp"} <= event.keys() for event in events)
     names = [event["event"] for event in events]
@@ -57,7 +57,7 @@ def test_console_format_is_readable_text() -> None:
             ws.send(json.dumps({"type": "reset"}))
             ws.recv(timeout=TIMEOUT)
         served.process.send_signal(signal.SIGTERM)
-        assert served.wait() == 0
+        assert served.process.wait(timeout=60) == 0
     text = "".join(served.lines)
     assert "serving on http://" in text
     opened = next(line for line in served.lines if "session_opened" in line)

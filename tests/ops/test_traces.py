@@ -93,14 +93,14 @@ def test_serve_traces_console_prints_the_spans() -> None:
     import json
     import signal
 
-    from .serve_process import serve_process
+    from serve_process import serve_process
 
-    with serve_process("openenv_anyio.envs.echo:EchoEnv", "--traces", "console") as served:
+    with serve_process("openenv_anyio.envs.echo:EchoEnv", "--traces", "console", capture_stdout=True) as served:
         with connect(served.ws_url, open_timeout=TIMEOUT) as ws:
             ask(ws, {"type": "reset"})
             ask(ws, {"type": "step", "data": {"message": "hi"}})
         served.process.send_signal(signal.SIGTERM)
-        assert served.wait() == 0
+        assert served.process.wait(timeout=60) == 0
     text, decoder, exported = "".join(served.stdout), json.JSONDecoder(), []
     position = 0
     while text[position:].strip():  # one JSON object per span, back to back

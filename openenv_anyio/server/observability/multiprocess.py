@@ -13,6 +13,9 @@ Multi-process serving therefore goes like this:
    any worker reads every worker's files (:func:`~.metrics.exposition`);
 3. when a worker exits, the parent calls :func:`worker_exited` with its pid, so its live
    gauges (sessions, subscribers) stop counting; its counters keep their totals.
+
+``serve --workers N`` does this in :mod:`openenv_anyio.server.workers.supervisor`
+(``worker_environment`` names the directory, ``worker_exited`` tells the metrics).
 """
 
 from __future__ import annotations
@@ -44,8 +47,9 @@ def enable(directory: str | os.PathLike[str]) -> None:
     os.environ[ENV_VAR] = str(path)
 
 
-def worker_exited(pid: int) -> None:
-    """A worker process ended: drop its live gauges (call in the parent)."""
+def worker_exited(pid: int, directory: str | os.PathLike[str]) -> None:
+    """A worker process that counted in ``directory`` ended: drop its live gauges (call in
+    the parent)."""
     from prometheus_client import multiprocess
 
-    multiprocess.mark_process_dead(pid)
+    multiprocess.mark_process_dead(pid, str(directory))

@@ -16,6 +16,7 @@ worker thread starts from an empty context.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
@@ -86,6 +87,8 @@ class SessionTracer:
 
 #: ``openenv-anyio serve --traces KIND``: where the command sends spans.
 TRACE_EXPORTERS: Final = ("console", "otlp")
+#: the exporter chosen, left in the environment for the worker processes of ``--workers N``
+TRACES_ENV_VAR: Final = "OPENENV_ANYIO_TRACES"
 
 
 def install_exporter(kind: str) -> None:
@@ -115,6 +118,7 @@ def install_exporter(kind: str) -> None:
     provider = TracerProvider(resource=Resource.create({"service.name": "openenv-anyio"}))
     provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
+    os.environ[TRACES_ENV_VAR] = kind
 
 
 def flush_exporter() -> None:

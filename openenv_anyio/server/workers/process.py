@@ -8,7 +8,6 @@ single server does (sessions closed with 1001, environments closed) and exits 0.
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import sys
@@ -17,6 +16,8 @@ import trio
 
 from ...envs.loading import resolve_env_target
 from ..env_server import EnvServer
+from ..observability.log_setup import configure_logging_from_environment
+from ..observability.tracing import TRACES_ENV_VAR, flush_exporter, install_exporter
 from .role import WorkerRole, WorkerSpec
 
 __all__ = ["main", "run_worker"]
@@ -62,12 +63,17 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m openenv_anyio.server.workers.process SPEC_JSON (started by `serve --workers`)", file=sys.stderr)
         return 2
     spec = WorkerSpec.from_json(args[0])
-    logging.basicConfig(
-        level=logging.WARNING, format=f"openenv-anyio[worker {spec.slot}]: %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging_from_environment()  # as the serving command chose; records carry "worker"
+    traces = os.environ.get(TRACES_ENV_VAR) if spec.server_config().traces else None
+    if traces:
+        install_exporter(traces)
     role = WorkerRole(spec)
     server = EnvServer(resolve_env_target(spec.target), spec.server_config(), worker=role)
-    trio.run(run_worker, server, role, spec.ready_fd)
+    try:
+        trio.run(run_worker, server, role, spec.ready_fd)
+    finally:
+        if traces:
+            flush_exporter()
     stuck = server.stuck_envs()
     if stuck:  # SRV-FAULT-3, as a single server reports it; the supervisor reports the status
         print(f"openenv-anyio[worker {spec.slot}]: {', '.join(stuck)} did not close in time; exiting anyway", file=sys.stderr)

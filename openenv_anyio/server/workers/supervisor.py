@@ -42,6 +42,8 @@ import trio
 from ..config import ServerConfig
 from ..context import session_limit
 from ..env_server import LISTEN_BACKLOG
+from ..observability import multiprocess
+from ..observability.log_setup import WORKER_ENV_VAR
 from .role import WorkerSpec
 from .table import WorkerTable
 
@@ -113,13 +115,15 @@ class WorkerSupervisor:
         assert self.runtime_dir is not None
         return {
             **os.environ,
-            "PROMETHEUS_MULTIPROC_DIR": str(self.runtime_dir / "metrics"),
-            "OPENENV_ANYIO_WORKER": str(slot),
+            multiprocess.ENV_VAR: str(self.runtime_dir / "metrics"),
+            WORKER_ENV_VAR: str(slot),
         }
 
     def worker_exited(self, slot: int, pid: int) -> None:
         """A worker process ended (asked to or not); runs before any restart of the slot."""
         log.debug("worker %d (pid %d) ended", slot, pid)
+        if self.runtime_dir is not None:  # its live gauges stop counting; its counters stay
+            multiprocess.worker_exited(pid, self.runtime_dir / "metrics")
 
     # -- serving -------------------------------------------------------------------------
 
