@@ -139,5 +139,5 @@ def exposition(metrics: ServerMetrics) -> bytes:
     if directory is None:
         return generate_latest(metrics.registry)
     registry = CollectorRegistry()
-    MultiProcessCollector(registry, path=directory)
+    MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
     return generate_latest(registry)

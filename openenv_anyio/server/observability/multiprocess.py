@@ -52,4 +52,4 @@ def worker_exited(pid: int, directory: str | os.PathLike[str]) -> None:
     the parent)."""
     from prometheus_client import multiprocess
 
-    multiprocess.mark_process_dead(pid, str(directory))
+    multiprocess.mark_process_dead(pid, str(directory))  # type: ignore[no-untyped-call]

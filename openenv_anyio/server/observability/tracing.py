@@ -109,7 +109,9 @@ def install_exporter(kind: str) -> None:
             exporter = ConsoleSpanExporter()
         case "otlp":
             try:
-                from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+                from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # type: ignore[import-not-found]
+                    OTLPSpanExporter,
+                )
             except ImportError:
                 raise RuntimeError("--traces otlp needs: pip install opentelemetry-exporter-otlp-proto-http") from None
             exporter = OTLPSpanExporter()
