@@ -102,8 +102,8 @@ class EnvPool:
             self._open[url] += 1  # counted while opening, so concurrent opens spread too
             try:
                 async with contextlib.AsyncExitStack() as stack:
-                    env = await stack.enter_async_context(EnvClient(url, **self._options))
-                    try:
+                    try:  # a refusal comes with the connection (negotiated) or the first answer
+                        env = await stack.enter_async_context(EnvClient(url, **self._options))
                         await self._admitted(env)
                     except EnvClientError as exc:
                         if not _refused_for_capacity(exc):

@@ -226,7 +226,7 @@ class EnvServer:
         finally:
             with contextlib.suppress(trio.RunFinishedError):
                 trio.from_thread.run_sync(self.shutdown, trio_token=token)
-            thread.join(timeout=self.config.shutdown_grace_s * 3 + 10)
+            thread.join(timeout=self.config.drain_timeout_s + self.config.shutdown_grace_s * 3 + 10)
             if thread.is_alive():
                 raise RuntimeError("server thread did not stop")
             if failure:

@@ -270,7 +270,7 @@ class WorkerSupervisor:
             await process.stdin.aclose()  # the worker's signal to shut down
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
-        with trio.move_on_after(self.config.shutdown_grace_s * 3 + 10):
+        with trio.move_on_after(self.config.drain_timeout_s + self.config.shutdown_grace_s * 3 + 10):
             await process.wait()
             return
         log.warning("worker (pid %d) did not stop in time; killing it", process.pid)
