@@ -45,8 +45,12 @@ def test_the_container_runs_a_valid_serve_command_on_the_probed_port() -> None:
     assert args.host == "0.0.0.0" and args.workers == "auto"
     port = container["ports"][0]
     assert port["containerPort"] == args.port
-    for probe in ("readinessProbe", "livenessProbe"):
-        assert container[probe]["httpGet"] == {"path": "/health", "port": port["name"]}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/ready", "port": port["name"]}  # HTTP-7
+    assert container["livenessProbe"]["httpGet"] == {"path": "/health", "port": port["name"]}
+    pod = load("deployment.yaml")["spec"]["template"]
+    assert pod["metadata"]["annotations"]["prometheus.io/path"] == "/metrics"
+    assert int(pod["metadata"]["annotations"]["prometheus.io/port"]) == args.port
+    assert pod["spec"]["terminationGracePeriodSeconds"] > args.drain_timeout + args.shutdown_grace
 
 
 def test_the_ingress_hashes_on_the_affinity_key_of_the_service() -> None:
