@@ -45,7 +45,7 @@ class Instruments:
         else:
             self.step_done = metrics.observe_step_and_count
             self.reset_done = metrics.reset_done
-            self._observe_request = metrics.observe_request
+            self._observe_request = dict(metrics.observe_request)
 
     @staticmethod
     def _ignore() -> None:
@@ -58,10 +58,14 @@ class Instruments:
     # -- per request (hot path) ------------------------------------------------------------
 
     def request_done(self, kind: str, seconds: float) -> None:
-        """A ``reset``, ``step`` or ``state`` request was answered ``seconds`` after it was read."""
+        """A request (``reset``, ``step``, ``state``; another surface's, e.g. a tool call)
+        was answered ``seconds`` after it was read."""
         observe = self._observe_request.get(kind)
-        if observe is not None:
-            observe(seconds)
+        if observe is None:
+            if self.metrics is None:
+                return
+            observe = self._observe_request[kind] = self.metrics.request_duration.labels(kind).observe
+        observe(seconds)
 
     def replayed(self) -> None:
         """A request was answered from the session's ledger (repeated ``request_id``)."""

@@ -20,9 +20,8 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
-__all__ = ["REQUEST_SPAN_NAMES", "TRACE_EXPORTERS", "SessionTracer", "flush_exporter", "install_exporter", "load_tracer"]
+__all__ = ["TRACE_EXPORTERS", "SessionTracer", "flush_exporter", "install_exporter", "load_tracer"]
 
-REQUEST_SPAN_NAMES: Final = {"reset": ("openenv.reset", "env.reset"), "step": ("openenv.step", "env.step"), "state": ("openenv.state", "env.state")}
 
 
 def load_tracer(tracer_provider: Any = None) -> SessionTracer:
@@ -66,14 +65,15 @@ class SessionTracer:
 
     @contextlib.contextmanager
     def request(self, kind: str, attributes: dict[str, Any]) -> Iterator[Any]:
-        """A request's span (``openenv.step``, ...), current for the block."""
-        with self._tracer.start_as_current_span(REQUEST_SPAN_NAMES[kind][0], attributes=attributes) as span:
+        """A request's span, ``openenv.KIND`` (``openenv.step``, ``openenv.tool_call``, ...),
+        current for the block."""
+        with self._tracer.start_as_current_span(f"openenv.{kind}", attributes=attributes) as span:
             yield span
 
     @contextlib.contextmanager
     def env_call(self, kind: str) -> Iterator[Any]:
-        """The environment's own call inside a request (``env.step``, ...)."""
-        with self._tracer.start_as_current_span(REQUEST_SPAN_NAMES[kind][1]) as span:
+        """The environment's own call inside a request, ``env.KIND`` (``env.step``, ...)."""
+        with self._tracer.start_as_current_span(f"env.{kind}") as span:
             yield span
 
     def mark_current_error(self, code: str, message: str) -> None:
