@@ -34,9 +34,9 @@ from .bound_env import BoundEnv, EnvironmentAborted, FactoryFailure
 from .context import AsgiReceive, AsgiSend, ServerContext, log
 from .error_text import exception_text
 from .hypercorn_adapter.events import INVALID_TEXT_REPLY, PEER_CLOSE_EVENT
-from .ping_schedule import PingSchedule
 from .lifecycle import ServerPhase
 from .observability import peer_of
+from .ping_schedule import PingSchedule
 from .session_registry import Slot
 from .ui_hub import EpisodeView
 
