@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import uuid
 from typing import Any
 
@@ -122,6 +123,15 @@ class EchoEnv(Environment[EchoAction, EchoObservation, EchoState]):
 
     def close(self) -> None:
         self.close_calls += 1
+
+
+class ExitingEchoEnv(EchoEnv):
+    """``EchoEnv`` that calls ``sys.exit()`` when asked to echo ``"exit"`` (SRV-FAULT-1)."""
+
+    def step(self, action: EchoAction, timeout_s: float | None = None, **kwargs: Any) -> EchoObservation:
+        if action.message == "exit":
+            sys.exit(3)
+        return super().step(action, timeout_s, **kwargs)
 
 
 class CountAction(Action):

@@ -7,12 +7,15 @@ episode, and an invalid action answered with VALIDATION_ERROR naming the space (
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 from openenv.core.generic_client import GenericEnvClient
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
 
 from openenv_anyio.envs.loading import resolve_env_target
 
@@ -89,3 +92,21 @@ def test_an_env_without_concurrent_sessions_is_capped_at_one(serve: Any) -> None
         with pytest.raises(Exception, match=r"CAPACITY_REACHED|1013|capacity"):
             with GenericEnvClient(base_url=url, message_timeout_s=10).sync() as second:
                 second.reset()
+
+
+def test_an_openenv_core_env_calling_sys_exit_ends_only_its_session(serve: Any) -> None:
+    """SRV-FAULT-1: sys.exit() in an openenv-core env's step: EXECUTION_ERROR, close 1011;
+    the server goes on and the next session steps normally."""
+    url = serve("adapter_samples:ExitingEchoEnv")
+    with connect(url.replace("http", "ws", 1) + "/ws", open_timeout=10) as ws:
+        ws.send(json.dumps({"type": "reset"}))
+        ws.recv(timeout=10)
+        ws.send(json.dumps({"type": "step", "data": {"message": "exit"}}))
+        answer = json.loads(ws.recv(timeout=10))
+        assert answer["data"]["code"] == "EXECUTION_ERROR" and "SystemExit" in answer["data"]["message"]
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1011
+    with GenericEnvClient(base_url=url, message_timeout_s=10).sync() as env:
+        env.reset()
+        assert env.step({"message": "ok"}).observation["echoed"] == "ok"
