@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 from collections import Counter
 
@@ -54,4 +55,32 @@ def test_one_scrape_sees_every_worker() -> None:
         assert closed == {"1000": SESSIONS}
         assert after.value("openenv_sessions_active") == 0
         assert after.value("openenv_request_duration_seconds_count", type="step") == 2 * SESSIONS
+        assert served.stop(signal.SIGTERM) == 0
+
+
+def test_a_dead_workers_sessions_leave_the_gauge_its_counts_stay() -> None:
+    """A worker killed outright: its live sessions stop counting in openenv_sessions_active
+    (the supervisor tells prometheus-client), the steps it served stay in the totals."""
+    with serve_process(TARGET, "--workers", "2", "--ping-interval", "0") as served:
+        with contextlib.ExitStack() as stack:
+            by_slot: dict[int, list[object]] = {0: [], 1: []}
+            for _ in range(SESSIONS):
+                ws = stack.enter_context(connect(served.ws_url, subprotocols=[SUBPROTOCOL], open_timeout=TIMEOUT))  # type: ignore[list-item]
+                owner = session_owner(json.loads(ws.recv(timeout=TIMEOUT))["data"]["session_id"])
+                assert owner is not None
+                ws.send(json.dumps({"type": "step", "data": {"message": "a"}}))
+                ws.recv(timeout=TIMEOUT)
+                by_slot[owner[0]].append(ws)
+            assert by_slot[0] and by_slot[1]
+            mark = len(served.lines)
+            os.kill(served.pids[1], signal.SIGKILL)
+            served.wait_for_line(r"worker 1 restarted", start=mark)
+            survivors = len(by_slot[0])
+            after = scrape(served.url)
+            for _ in range(200):  # the dead worker's gauge goes once the supervisor has seen it die
+                if after.value("openenv_sessions_active") == survivors:
+                    break
+                after = scrape(served.url)
+            assert after.value("openenv_sessions_active") == survivors
+            assert after.value("openenv_steps_total") == SESSIONS
         assert served.stop(signal.SIGTERM) == 0
