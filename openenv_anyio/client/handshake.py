@@ -14,8 +14,8 @@ from typing import Final
 import anyio
 import anyio.abc
 import h11
-from wsproto.utilities import generate_accept_token, generate_nonce
 
+from ..ws import generate_accept_token, generate_nonce
 from .errors import ConnectError, HandshakeRejected
 from .trace_context import trace_context_headers
 from .urls import WebSocketAddress

@@ -1,12 +1,12 @@
-"""A small client WebSocket: wsproto's frame protocol over an anyio byte stream.
+"""The client's WebSocket I/O: a sans-IO connection (:mod:`openenv_anyio.ws`) over an anyio
+byte stream.
 
 Why not a WebSocket library: the inbound size limit must really be enforced (an oversized
 message is refused with close code 1009 as soon as it crosses the limit, not after it has
 been buffered), pings must be answered while no request is pending, and the same code
-must run on asyncio and trio. wsproto's ``FrameProtocol`` does the framing (masking,
-fragments, UTF-8, close payloads), except that a request's frame and a whole answer frame
-take a shorter path (:mod:`openenv_anyio.ws.frames`); this module adds the connection's life around it.
-The byte stream is anyio's for TLS and proxies, and a leaner one per backend for plain
+must run on asyncio and trio. :class:`~openenv_anyio.ws.WebSocketConnection` holds the
+protocol (framing, the fast path, the size limit, the closing handshake, its state); this
+module reads and writes the socket for it and decides which task does. The byte stream is anyio's for TLS and proxies, and a leaner one per backend for plain
 ``ws://`` (``asyncio_stream``, ``trio_stream``).
 
 Who reads the socket: while a request waits for its answer, the requesting task reads
@@ -23,15 +23,13 @@ from __future__ import annotations
 import ssl
 from collections import deque
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, assert_never
 
 import anyio
 import anyio.abc
 from anyio.streams.tls import TLSStream
-from wsproto.frame_protocol import FrameProtocol, Opcode, ParseFailed
-
 from ..core import CloseCode
-from ..ws import FrameSplitter, encode_text_frame
+from ..ws import Broken, ConnectionState, Message, PeerClosed, Pong, TooLarge, WebSocketConnection
 
 from .asyncio_stream import connect_asyncio_tcp, running_on_asyncio
 from .errors import (
@@ -56,13 +54,6 @@ CLOSE_GRACE_S: Final = 2.0
 # How long the connection must go without a request reading before the reader task reads
 # (answering pings a little late is harmless: peers wait seconds for a pong).
 IDLE_TAKEOVER_S: Final = 0.02
-
-
-def _payload_size(data: str | bytes) -> int:
-    """Bytes of ``data`` on the wire (UTF-8 for text; ASCII text is counted without encoding)."""
-    if isinstance(data, str) and not data.isascii():
-        return len(data.encode("utf-8", "surrogatepass"))
-    return len(data)
 
 
 async def _open_stream(
@@ -111,23 +102,15 @@ class WebSocketTransport:
         self.address = address
         self.failure: EnvClientError | None = None
         self.subprotocol: str | None = None  # the one the server selected
-        self.pings_answered = 0
         self._stream = stream
-        self._proto = FrameProtocol(client=True, extensions=[])
-        self._splitter = FrameSplitter(masked=False, limit=max_message_size)
-        self._limit = max_message_size
+        self._conn = WebSocketConnection(max_message_size=max_message_size)
         # one sender at a time: a flag (no lock to take on the hot path) and an event that
         # is set for the tasks waiting while another sends (replaced after each wake-up)
         self._sending = False
         self._send_waiters = 0
         self._send_free = anyio.Event()
         self._inbox: deque[str | bytes] = deque()
-        self._parts: list[str | bytes] = []
-        self._size = 0
-        self._outgoing = bytearray()  # control frames the reader wants sent
-        self._close_sent = False
         self._closing = False  # a close by the peer is expected, not a failure
-        self._refused = False
         self._ended = anyio.Event()
         self._pong = anyio.Event()
         self._ping_count = 0
@@ -229,7 +212,7 @@ class WebSocketTransport:
                 if data is None:
                     return
                 self._receive(data)
-                if self._outgoing:
+                if self._conn.has_bytes_to_send:
                     await self._flush()
         finally:
             self._reader_read_scope = None
@@ -256,61 +239,32 @@ class WebSocketTransport:
         self._wake_parked_reader()
 
     def _receive(self, data: bytes) -> None:
-        """Parse ``data`` and react to its frames (synchronously; replies go to ``_outgoing``).
-
-        Whole final text frames take the fast path; the splitter hands every other byte, in
-        order, to wsproto (see :class:`~openenv_anyio.ws.FrameSplitter`).
-        """
-        for item in self._splitter.feed(data):
-            if type(item) is str:
-                if not self._refused:  # after a refusal only the peer's close matters
-                    self._deliver(item)
-            else:
-                self._proto.receive_bytes(item)  # type: ignore[arg-type]
-                self._react()
-            if self._ended.is_set():
-                return
-
-    def _react(self) -> None:
-        """React to the frames wsproto has completed."""
-        try:
-            for frame in self._proto.received_frames():
-                opcode = frame.opcode
-                if opcode is Opcode.TEXT or opcode is Opcode.BINARY:
-                    if not self._refused:
-                        self._on_data(frame.payload, frame.message_finished)  # type: ignore[arg-type]
-                elif opcode is Opcode.PING:
-                    if not self._close_sent:
-                        self._outgoing += self._proto.pong(frame.payload)  # type: ignore[arg-type]
-                        self.pings_answered += 1
-                elif opcode is Opcode.PONG:
+        """React to ``data`` read from the socket (synchronously; control frames it calls for
+        wait in the connection's outbound queue, see :meth:`_flush`)."""
+        for event in self._conn.receive_data(data):
+            match event:
+                case Message():
+                    if self._conn.state is not ConnectionState.REFUSING:
+                        self._deliver(event.data)
+                case Pong():
                     self._pong.set()
-                elif opcode is Opcode.CLOSE:
-                    code, reason = frame.payload  # type: ignore[misc]
-                    self._on_close(int(code), reason)
-                    return
-        except ParseFailed as exc:  # the server sent something that is not WebSocket
-            self._fail(ProtocolViolation(self.address.url, f"invalid WebSocket frame: {exc}"))
-            self._send_close(int(exc.code), "invalid frame")
-            self._end()
+                case PeerClosed():
+                    if not self._closing:
+                        self._fail(ConnectionClosedByServer(self.address.url, event.code, event.reason))
+                    self._end()
+                case TooLarge():
+                    self._fail(MessageTooLarge(self.address.url, event.size, event.limit))
+                    self._refused(already_closing=not event.close_queued)
+                case Broken():  # the server sent something that is not WebSocket
+                    self._fail(ProtocolViolation(self.address.url, f"invalid WebSocket frame: {event.detail}"))
+                    self._end()
+                case _:
+                    assert_never(event)
 
-    def _on_data(self, data: str | bytes, finished: bool) -> None:
-        self._size += _payload_size(data)
-        if self._size > self._limit:
-            declared = self._declared_frame_size()
-            self._fail(MessageTooLarge(self.address.url, max(self._size, declared), self._limit))
-            self._parts = []
-            self._refuse(CloseCode.MESSAGE_TOO_BIG, "message too big")
-            return
-        if not finished:
-            self._parts.append(data)
-            return
-        if self._parts:
-            self._parts.append(data)
-            data = "".join(self._parts) if isinstance(data, str) else b"".join(self._parts)  # type: ignore[arg-type]
-            self._parts = []
-        self._size = 0
-        self._deliver(data)
+    @property
+    def pings_answered(self) -> int:
+        """Pings of the peer answered so far."""
+        return self._conn.pings_answered
 
     def _deliver(self, message: str | bytes) -> None:
         """A complete message: into the inbox, unless the peer floods it."""
@@ -320,32 +274,21 @@ class WebSocketTransport:
             return
         self._inbox.append(message)
 
-    def _on_close(self, code: int, reason: str) -> None:
-        if not self._closing:
-            self._fail(ConnectionClosedByServer(self.address.url, code, reason))
-        if not self._close_sent:  # echo the peer's close (RFC 6455 section 5.5.1)
-            self._send_close(code, reason)
-        self._end()
-
     def _refuse(self, code: int, reason: str) -> None:
         """Close with ``code`` and stop delivering; the reader waits briefly for the peer's close."""
-        self._refused = True
+        already_closing = self._conn.state is not ConnectionState.OPEN
+        self._conn.refuse(code, reason)
+        self._refused(already_closing=already_closing)
+
+    def _refused(self, *, already_closing: bool) -> None:
+        """The connection refused a message: drop what waits; end now if our close went out
+        before, else let the reader discard until the peer's close (at most ``CLOSE_GRACE_S``)."""
         self._inbox.clear()
-        if self._close_sent:
+        if already_closing:
             self._end()
             return
-        self._send_close(code, reason)
         self._reader_scope.deadline = anyio.current_time() + CLOSE_GRACE_S
         self._reader_wanted.set()  # the reader does the discarding once the requester lets go
-
-    def _send_close(self, code: int, reason: str) -> None:
-        if not self._close_sent:
-            self._close_sent = True
-            self._outgoing += self._proto.close(code, reason or None)
-
-    def _declared_frame_size(self) -> int:
-        """The length the header of the frame wsproto is reading announced."""
-        return self._splitter.general_frame_length
 
     def _fail(self, error: EnvClientError) -> None:
         if self.failure is None:
@@ -354,7 +297,7 @@ class WebSocketTransport:
     async def _flush(self) -> None:
         """Send the reader's control frames, unless a send is under way: the sender then
         sends them right after its frame, so the reader never stops reading to wait."""
-        if self._sending or not self._outgoing:
+        if self._sending or not self._conn.has_bytes_to_send:
             return
         try:
             await self._send_bytes(b"")
@@ -369,12 +312,12 @@ class WebSocketTransport:
             with anyio.move_on_after(interval_s):
                 await self._ended.wait()
                 return
-            if self._close_sent:
+            if self._conn.state is not ConnectionState.OPEN:
                 return
             self._pong = anyio.Event()
             self._ping_count += 1
             try:
-                await self._send_bytes(self._proto.ping(self._ping_count.to_bytes(4, "big")))
+                await self._send_bytes(self._conn.ping(self._ping_count.to_bytes(4, "big")))
             except EnvClientError:
                 return
             with anyio.move_on_after(timeout_s):
@@ -394,9 +337,9 @@ class WebSocketTransport:
 
     async def send_text(self, text: str) -> None:
         """Send one text message."""
-        if self._ended.is_set() or self._close_sent:
+        if self._ended.is_set() or self._conn.state is not ConnectionState.OPEN:
             raise self.failure or ConnectionLost(self.address.url, "the connection has ended")
-        await self._send_bytes(encode_text_frame(text, masked=True))
+        await self._send_bytes(self._conn.send_text(text))
 
     async def _send_bytes(self, data: bytes | bytearray) -> None:
         """Send ``data``, then any control frames the reader queued meanwhile (pongs, closes)."""
@@ -410,9 +353,8 @@ class WebSocketTransport:
         try:
             if data:
                 await self._stream.send(data)
-            while self._outgoing:
-                queued, self._outgoing = bytes(self._outgoing), bytearray()
-                await self._stream.send(queued)
+            while self._conn.has_bytes_to_send:
+                await self._stream.send(self._conn.bytes_to_send())
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             self._fail(ConnectionLost(self.address.url, str(exc) or type(exc).__name__))
             raise self.failure from exc  # type: ignore[misc]
@@ -441,13 +383,13 @@ class WebSocketTransport:
                     self._reader_read_scope.cancel()
                 await stopped.wait()
             while not self._inbox:
-                if self._ended.is_set() or self._refused:
+                if self._ended.is_set() or self._conn.state is ConnectionState.REFUSING:
                     raise self.failure or ConnectionLost(self.address.url, "the connection has ended")
                 data = await self._read()
                 if data is None:
                     continue
                 self._receive(data)
-                if self._outgoing:
+                if self._conn.has_bytes_to_send:
                     await self._flush()
             return self._inbox.popleft()
         finally:
@@ -482,9 +424,9 @@ class WebSocketTransport:
         Shielded: it completes even when the calling task is being cancelled.
         """
         with anyio.CancelScope(shield=True):
-            if not self._ended.is_set() and not self._close_sent:
+            if not self._ended.is_set() and self._conn.state is ConnectionState.OPEN:
                 self._closing = True
-                self._send_close(code, reason)
+                self._conn.close(code, reason)
                 self._reader_wanted.set()
                 with anyio.move_on_after(timeout_s):
                     try:
@@ -504,9 +446,9 @@ class WebSocketTransport:
         ``timeout_s``.
         """
         with anyio.CancelScope(shield=True):
-            if not self._ended.is_set() and not self._close_sent:
+            if not self._ended.is_set() and self._conn.state is ConnectionState.OPEN:
                 self._closing = True
-                self._send_close(code, reason)
+                self._conn.close(code, reason)
                 with anyio.move_on_after(timeout_s):
                     try:
                         await self._send_bytes(b"")
@@ -516,7 +458,7 @@ class WebSocketTransport:
 
     async def abort(self) -> None:
         """Close the TCP connection now; after a refusal, let the reader finish its close first."""
-        if self._refused and not self._ended.is_set():
+        if self._conn.state is ConnectionState.REFUSING and not self._ended.is_set():
             return  # the reader ends within CLOSE_GRACE_S and closes the stream
         self._end()
         await anyio.aclose_forcefully(self._stream)

@@ -2,10 +2,37 @@
 
 :mod:`.frames` is the one RFC 6455 fast codec of both directions; :mod:`.splitter` decides,
 by its own bookkeeping of frame boundaries, which inbound bytes it decodes and which go to
-the general parser (wsproto), on the client and on the server alike.
+the general parser (wsproto), on the client and on the server alike; :mod:`.connection` is
+the client's connection as a state machine (the server's is Hypercorn's, through the
+adapter). wsproto is imported here and in the server's Hypercorn adapter only.
 """
 
+from wsproto.utilities import generate_accept_token, generate_nonce
+
 from .frames import FIN_TEXT, FrameHeader, apply_mask, encode_text_frame, parse_header
+from .connection import (
+    TRANSITIONS,
+    Broken,
+    ConnectionEvent,
+    ConnectionState,
+    Message,
+    PeerClosed,
+    Pong,
+    TooLarge,
+    WebSocketConnection,
+)
 from .splitter import FAST_FRAME_LIMIT, FrameSplitter
 
-__all__ = ["FAST_FRAME_LIMIT", "FIN_TEXT", "FrameHeader", "FrameSplitter", "apply_mask", "encode_text_frame", "parse_header"]
+__all__ = [
+    "TRANSITIONS",
+    "Broken",
+    "ConnectionEvent",
+    "ConnectionState",
+    "Message",
+    "PeerClosed",
+    "Pong",
+    "TooLarge",
+    "WebSocketConnection",
+    "FAST_FRAME_LIMIT",
+    "generate_accept_token",
+    "generate_nonce", "FIN_TEXT", "FrameHeader", "FrameSplitter", "apply_mask", "encode_text_frame", "parse_header"]

@@ -1,0 +1,224 @@
+"""A client's WebSocket connection as a sans-IO state machine (RFC 6455 after the handshake).
+
+Theory of operation. The transport owns the socket and the tasks; this object owns
+everything between bytes and messages: the inbound buffer (through :class:`FrameSplitter`,
+which decodes the common text frame itself and streams every other byte to wsproto's
+``FrameProtocol``), the message size limit, answering pings, the closing handshake and the
+bytes that must go out because of what came in. The transport calls
+:meth:`WebSocketConnection.receive_data` with what it read and acts on the events it gets
+back; it sends :meth:`send_text` / :meth:`ping` frames and, after every receive, whatever
+:meth:`bytes_to_send` holds (pongs, close frames).
+
+State (:class:`ConnectionState`), and the only transitions (:data:`TRANSITIONS`):
+
+- ``OPEN``: messages flow both ways; pings are answered.
+- ``CLOSING``: we sent a close frame; messages still arrive until the peer's close.
+- ``REFUSING``: we refused an inbound message (too big, or the transport's refusal) and sent
+  a close frame; inbound messages are discarded until the peer's close.
+- ``CLOSED``: the peer's close arrived (echoed if we had not closed), or its bytes broke the
+  protocol (our close frame queued); nothing more is read or sent.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Final, TypeAlias
+
+from wsproto.frame_protocol import FrameProtocol, Opcode, ParseFailed
+
+from ..core.close_codes import CloseCode
+from .frames import encode_text_frame
+from .splitter import FrameSplitter
+
+__all__ = [
+    "Broken",
+    "ConnectionEvent",
+    "ConnectionState",
+    "Message",
+    "PeerClosed",
+    "Pong",
+    "TRANSITIONS",
+    "TooLarge",
+    "WebSocketConnection",
+]
+
+class ConnectionState(enum.Enum):
+    OPEN = "open"
+    CLOSING = "closing"
+    REFUSING = "refusing"
+    CLOSED = "closed"
+
+
+TRANSITIONS: Final[dict[ConnectionState, frozenset[ConnectionState]]] = {
+    ConnectionState.OPEN: frozenset({ConnectionState.CLOSING, ConnectionState.REFUSING, ConnectionState.CLOSED}),
+    ConnectionState.CLOSING: frozenset({ConnectionState.REFUSING, ConnectionState.CLOSED}),
+    ConnectionState.REFUSING: frozenset({ConnectionState.CLOSED}),
+    ConnectionState.CLOSED: frozenset(),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A whole text (``str``) or binary (``bytes``) message."""
+
+    data: str | bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Pong:
+    """The peer answered a ping."""
+
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class PeerClosed:
+    """The peer's close frame (echoed already when we had not closed); state is CLOSED."""
+
+    code: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class TooLarge:
+    """An inbound message crossed the limit: refused (state REFUSING). ``size`` is what
+    arrived or what the frame header announced, whichever is larger; ``close_queued``: our
+    close frame (1009) is queued now (false when we had closed before)."""
+
+    size: int
+    limit: int
+    close_queued: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Broken:
+    """The peer's bytes are not RFC 6455 (our close frame is queued); state is CLOSED."""
+
+    detail: str
+
+
+ConnectionEvent: TypeAlias = Message | Pong | PeerClosed | TooLarge | Broken
+
+
+def _payload_size(data: str | bytes) -> int:
+    """Bytes of ``data`` on the wire (UTF-8 for text; ASCII text is counted without encoding)."""
+    if isinstance(data, str) and not data.isascii():
+        return len(data.encode("utf-8", "surrogatepass"))
+    return len(data)
+
+
+class WebSocketConnection:
+    """The client side of one WebSocket connection, without I/O (see the module doc)."""
+
+    __slots__ = ("state", "pings_answered", "_limit", "_proto", "_splitter", "_outgoing", "_parts", "_size")
+
+    def __init__(self, *, max_message_size: int) -> None:
+        self.state = ConnectionState.OPEN
+        self.pings_answered = 0
+        self._limit = max_message_size
+        self._proto = FrameProtocol(client=True, extensions=[])
+        self._splitter = FrameSplitter(masked=False, limit=max_message_size)
+        self._outgoing = bytearray()
+        self._parts: list[str | bytes] = []
+        self._size = 0
+
+    def _to(self, state: ConnectionState) -> None:
+        if state is not self.state:
+            assert state in TRANSITIONS[self.state], f"{self.state} -> {state}"
+            self.state = state
+
+    # -- outbound ------------------------------------------------------------------------
+
+    def send_text(self, text: str) -> bytes:
+        """The frame that sends ``text`` (the transport sends only while OPEN)."""
+        return encode_text_frame(text, masked=True)
+
+    def ping(self, payload: bytes) -> bytes:
+        return bytes(self._proto.ping(payload))
+
+    def close(self, code: int, reason: str = "") -> None:
+        """Start the closing handshake: a close frame is queued (OPEN -> CLOSING)."""
+        if self.state is ConnectionState.OPEN:
+            self._outgoing += self._proto.close(code, reason or None)
+            self._to(ConnectionState.CLOSING)
+
+    def refuse(self, code: int, reason: str) -> None:
+        """Stop taking messages and close with ``code`` (a close frame is queued unless one
+        was sent already): OPEN or CLOSING -> REFUSING."""
+        if self.state is ConnectionState.OPEN:
+            self._outgoing += self._proto.close(code, reason or None)
+        if self.state is not ConnectionState.CLOSED:
+            self._parts, self._size = [], 0
+            self._to(ConnectionState.REFUSING)
+
+    def bytes_to_send(self) -> bytes:
+        """Control frames queued by what arrived (pongs, close frames); empties the queue."""
+        data, self._outgoing = bytes(self._outgoing), bytearray()
+        return data
+
+    @property
+    def has_bytes_to_send(self) -> bool:
+        return bool(self._outgoing)
+
+    # -- inbound -------------------------------------------------------------------------
+
+    def receive_data(self, data: bytes) -> list[ConnectionEvent]:
+        """Take bytes read from the socket; return what they mean, in order."""
+        events: list[ConnectionEvent] = []
+        if self.state is ConnectionState.CLOSED:
+            return events
+        for item in self._splitter.feed(data):
+            if type(item) is str:
+                if self.state is not ConnectionState.REFUSING:
+                    events.append(Message(item))
+            else:
+                self._proto.receive_bytes(item)  # type: ignore[arg-type]
+                self._read_general(events)
+            if self.state is ConnectionState.CLOSED:
+                break
+        return events
+
+    def _read_general(self, events: list[ConnectionEvent]) -> None:
+        try:
+            for frame in self._proto.received_frames():
+                opcode = frame.opcode
+                if opcode is Opcode.TEXT or opcode is Opcode.BINARY or opcode is Opcode.CONTINUATION:
+                    if self.state is not ConnectionState.REFUSING:
+                        self._on_data(frame.payload, frame.message_finished, events)  # type: ignore[arg-type]
+                elif opcode is Opcode.PING:
+                    if self.state is ConnectionState.OPEN:
+                        self._outgoing += self._proto.pong(frame.payload)  # type: ignore[arg-type]
+                        self.pings_answered += 1
+                elif opcode is Opcode.PONG:
+                    events.append(Pong(bytes(frame.payload)))  # type: ignore[arg-type]
+                elif opcode is Opcode.CLOSE:
+                    code, reason = frame.payload  # type: ignore[misc,str-unpack]
+                    if self.state is ConnectionState.OPEN:  # echo it (RFC 6455 5.5.1)
+                        self._outgoing += self._proto.close(code, reason or None)
+                    self._to(ConnectionState.CLOSED)
+                    events.append(PeerClosed(int(code), str(reason)))
+                    return
+        except ParseFailed as exc:
+            if self.state is ConnectionState.OPEN:
+                self._outgoing += self._proto.close(int(exc.code), "invalid frame")
+            self._to(ConnectionState.CLOSED)
+            events.append(Broken(str(exc)))
+
+    def _on_data(self, data: str | bytes, finished: bool, events: list[ConnectionEvent]) -> None:
+        self._size += _payload_size(data)
+        if self._size > self._limit:
+            size = max(self._size, self._splitter.general_frame_length)
+            close_queued = self.state is ConnectionState.OPEN
+            self.refuse(CloseCode.MESSAGE_TOO_BIG, "message too big")
+            events.append(TooLarge(size, self._limit, close_queued))
+            return
+        if not finished:
+            self._parts.append(data)
+            return
+        if self._parts:
+            self._parts.append(data)
+            data = "".join(self._parts) if isinstance(data, str) else b"".join(self._parts)  # type: ignore[arg-type]
+            self._parts = []
+        self._size = 0
+        events.append(Message(data))
