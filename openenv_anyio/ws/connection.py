@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Final, TypeAlias
+from typing import Final, TypeAlias, cast
 
 from wsproto.frame_protocol import FrameProtocol, Opcode, ParseFailed
 
@@ -158,6 +158,10 @@ class WebSocketConnection:
         return data
 
     @property
+    def closed(self) -> bool:
+        return self.state is ConnectionState.CLOSED
+
+    @property
     def has_bytes_to_send(self) -> bool:
         return bool(self._outgoing)
 
@@ -175,7 +179,7 @@ class WebSocketConnection:
             else:
                 self._proto.receive_bytes(item)  # type: ignore[arg-type]
                 self._read_general(events)
-            if self.state is ConnectionState.CLOSED:
+            if self.closed:
                 break
         return events
 
@@ -193,7 +197,7 @@ class WebSocketConnection:
                 elif opcode is Opcode.PONG:
                     events.append(Pong(bytes(frame.payload)))  # type: ignore[arg-type]
                 elif opcode is Opcode.CLOSE:
-                    code, reason = frame.payload  # type: ignore[misc,str-unpack]
+                    code, reason = cast(tuple[int, str], frame.payload)
                     if self.state is ConnectionState.OPEN:  # echo it (RFC 6455 5.5.1)
                         self._outgoing += self._proto.close(code, reason or None)
                     self._to(ConnectionState.CLOSED)
