@@ -8,14 +8,18 @@ added work is one ``MSG_PEEK`` read of the request head. Only two kinds of conne
 - a resume (``OpenEnv-Resume-Token``, ``EXT-RES-1``) whose session id names another
   worker's slot and generation: it goes to that worker (or, when that worker died since,
   stays here and is answered ``SESSION_NOT_FOUND``, ``EXT-RES-4``);
-- a new ``/ws`` session arriving at a worker that holds :data:`BALANCE_SLACK` or more
-  sessions than the least-loaded serving worker: it goes to that one, so sessions spread
+- a new ``/ws`` session arriving, outside a burst, at a worker that holds
+  :data:`BALANCE_SLACK` or more sessions than the least-loaded serving worker: it goes to
+  that one, so sessions spread
   over the workers however the kernel hands out connections (a worker still starting, or
   being restarted, gets none: it would hold them unanswered).
 
-A move sends the accepted socket's file descriptor over a Unix datagram socket
-(``SCM_RIGHTS``) to the target worker's inbox; the bytes peeked are still unread in the
-socket, so the target serves the connection as if it had accepted it. The target's inbox
+A move sends the accepted socket's file descriptor over a Unix ``SOCK_SEQPACKET`` socket
+(``SCM_RIGHTS``, one message per connection) to the target worker's inbox; the bytes peeked are still unread in the
+socket, so the target serves the connection as if it had accepted it. A connection moves
+at most once: the target serves what it receives without routing it again (during a burst
+the session counts lag behind the connections in flight, and measured, re-routing bounced
+connections between workers more often than there were connections). The target's inbox
 is a second listener beside the TCP one (:class:`InboxListener`).
 
 The request-head parsing (:func:`read_head`) and the session-id format
@@ -54,12 +58,19 @@ log = logging.getLogger("openenv_anyio.server.workers")
 
 #: A worker hands a new session on when it holds this many more than the least-loaded one.
 BALANCE_SLACK: Final = 4
+#: ... but only while at most this many connections are arriving at it at once: in a burst
+#: every worker takes connections from the kernel anyway, the counts lag behind the
+#: connections in flight, and moving them made handshakes miss their clients' connect
+#: timeouts (measured: scenario 9 at 2,048 sessions, see bench/README.md).
+BALANCE_WHILE_ARRIVING: Final = 2
 #: Longest request head read to decide where a connection goes.
 HEAD_LIMIT: Final = 16 * 1024
 #: How long to wait for a whole request head before serving the connection here.
 PEEK_TIMEOUT_S: Final = 10.0
 #: Pause between peeks while a request head is still arriving.
 PEEK_RETRY_S: Final = 0.002
+#: Most handed-over connections taken from the inbox after one wait.
+INBOX_BURST: Final = 256
 #: How long a hand-off may wait for room in the target's inbox.
 HANDOFF_TIMEOUT_S: Final = 5.0
 
@@ -128,29 +139,46 @@ class Placement(enum.Enum):
 
 
 class InboxListener(trio.abc.Listener[trio.SocketStream]):
-    """Connections other workers hand to this one (their file descriptors, ``SCM_RIGHTS``)."""
+    """Connections other workers hand to this one (their file descriptors, ``SCM_RIGHTS``).
+
+    Like the accept bursts of ``hypercorn_adapter``, it takes every
+    connection already waiting after one wait and hands them out without further
+    checkpoints: taking one per pass of a busy scheduler let handed-over connections wait
+    past their clients' connect timeouts during bursts (measured in ``bench.fleet``).
+    """
 
     def __init__(self, inbox: socket.socket) -> None:
         inbox.setblocking(False)
         self._inbox = inbox
+        self._ready: collections.deque[trio.SocketStream] = collections.deque()
+        #: streams handed out and not yet taken by the router (they are never moved again)
+        self.arrived: set[trio.SocketStream] = set()
 
-    async def accept(self) -> trio.SocketStream:
-        while True:
-            await trio.lowlevel.wait_readable(self._inbox)
+    def _drain(self) -> None:
+        for _ in range(INBOX_BURST):
             try:
                 _, fds, _, _ = socket.recv_fds(self._inbox, 16, 4)
             except BlockingIOError:
-                continue
-            if not fds:
-                continue
+                return
             for extra in fds[1:]:  # one descriptor per message; anything else is closed
                 os.close(extra)
-            sock = socket.socket(fileno=fds[0])
-            sock.setblocking(False)
-            return trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+            if fds:
+                sock = socket.socket(fileno=fds[0])
+                sock.setblocking(False)
+                self._ready.append(trio.SocketStream(trio.socket.from_stdlib_socket(sock)))
+
+    async def accept(self) -> trio.SocketStream:
+        while not self._ready:
+            await trio.lowlevel.wait_readable(self._inbox)
+            self._drain()
+        stream = self._ready.popleft()
+        self.arrived.add(stream)
+        return stream
 
     async def aclose(self) -> None:
-        await trio.lowlevel.checkpoint()  # the inbox belongs to the worker, which closes it
+        while self._ready:  # the inbox itself belongs to the worker, which closes it
+            await trio.aclose_forcefully(self._ready.popleft())
+        await trio.lowlevel.checkpoint()
 
 
 class OwnerRouter:
@@ -170,17 +198,22 @@ class OwnerRouter:
         for peer in self.peers:
             peer.setblocking(False)
         self._locks = [trio.Lock() for _ in self.peers]
+        self._arriving = 0  # connections between accept and placement
         self.moved: collections.Counter[Placement] = collections.Counter()
 
     def wrap(self, handler: Handler, listeners: list[Any]) -> tuple[Handler, list[Any]]:
         """Hypercorn's connection handler and listeners, routed (see ``accept_bursts``)."""
 
+        inbox = InboxListener(self.inbox)
+
         async def routed(stream: Any) -> None:
-            if isinstance(stream, trio.SocketStream) and await self._moved(stream):
+            if stream in inbox.arrived:  # moved here once: served here (no ping-pong)
+                inbox.arrived.discard(stream)
+            elif isinstance(stream, trio.SocketStream) and await self._moved(stream):
                 return
             await handler(stream)
 
-        return routed, [*listeners, InboxListener(self.inbox)]
+        return routed, [*listeners, inbox]
 
     async def _peek_head(self, stream: trio.SocketStream) -> Head | None:
         with trio.move_on_after(PEEK_TIMEOUT_S):
@@ -200,8 +233,9 @@ class OwnerRouter:
                 await trio.sleep(PEEK_RETRY_S)
         return None
 
-    def place(self, head: Head | None) -> tuple[Placement, int]:
-        """Where a connection with this request head is served, and by which slot."""
+    def place(self, head: Head | None, *, burst: bool = False) -> tuple[Placement, int]:
+        """Where a connection with this request head is served, and by which slot
+        (``burst``: many connections arrive at once; new sessions then stay)."""
         if head is None or not head.websocket:
             return Placement.HERE, self.slot
         if head.resume_token is not None:
@@ -213,7 +247,7 @@ class OwnerRouter:
             if slot == self.slot or not 0 <= slot < self.table.slots or self.table.generation(slot) != generation:
                 return Placement.HERE, self.slot  # ours, or its worker is gone: EXT-RES-4 here
             return Placement.OWNER, slot
-        if head.path != b"/ws":
+        if head.path != b"/ws" or burst:
             return Placement.HERE, self.slot
         loads = self.table.serving_loads()
         mine = loads.get(self.slot)
@@ -226,7 +260,12 @@ class OwnerRouter:
 
     async def _moved(self, stream: trio.SocketStream) -> bool:
         """Hand ``stream`` to another worker when it belongs there; ``True`` when it went."""
-        placement, slot = self.place(await self._peek_head(stream))
+        self._arriving += 1
+        try:
+            head = await self._peek_head(stream)
+            placement, slot = self.place(head, burst=self._arriving > BALANCE_WHILE_ARRIVING)
+        finally:
+            self._arriving -= 1
         match placement:
             case Placement.HERE:
                 return False

@@ -147,7 +147,9 @@ class WorkerSupervisor:
         self.runtime_dir = runtime
         (runtime / "metrics").mkdir()
         listener = self._listen()
-        inboxes = [socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM) for _ in range(self.workers)]
+        # SEQPACKET: one message per hand-off like datagrams, but not capped at the kernel's
+        # ten queued datagrams (net.unix.max_dgram_qlen), which starved bursts of hand-offs
+        inboxes = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(self.workers)]
         table = WorkerTable.create(runtime / "table", self.workers, self.max_sessions)
         try:
             host, port = listener.getsockname()[:2]
