@@ -72,7 +72,7 @@ def _scaling_run(
                 argv = ["-m", "bench.loadgen", stack, server.url, "--sessions", str(share), "--steps",
                         str(steps), "--dir", tmp, "--cap", repr(cap), "--out", str(folder / f"out-{i}.json")]
                 procs.append(spawn(argv)[0])
-            server.wait_ready()
+            server.wait_ready(timeout_s=30.0 if workers == 1 else 180.0)  # uvicorn's workers listen once imported
             wait_healthy(server, workers)
             _wait_for_files(folder, "ready-", procs, timeout_s=60.0)
             start_at = time.time() + 0.2
