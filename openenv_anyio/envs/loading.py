@@ -110,6 +110,12 @@ def _factory(attribute: Any, where: str) -> EnvFactory:
         from .gymnasium import GymnasiumEnv
 
         return _built(lambda: GymnasiumEnv.bind(attribute), where)
+    if inspect.isclass(attribute):
+        missing = [name for name in ("reset", "step") if not callable(getattr(attribute, name, None))]
+        if missing:
+            raise EnvTargetError(
+                f"{where} has no {' or '.join(missing)} method: an environment needs reset(**kwargs) and step(action)"
+            )
     return attribute
 
 

@@ -22,8 +22,12 @@ __all__ = ["configure", "run"]
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="MODULE:ATTR", help="the environment: a class or factory (openenv_anyio.envs.guess:GuessNumberEnv), an openenv-core Environment subclass (mypkg.server:MyEnv) or a Gymnasium id (gymnasium:CartPole-v1)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback)")
-    parser.add_argument("--port", type=int, default=8000, help="port (0 picks a free one; default 8000)")
-    parser.add_argument("--max-concurrent-envs", type=int, default=None, metavar="N", help="session limit (default: none)")
+    parser.add_argument("--port", type=_port, default=8000, help="port (0 picks a free one; default 8000)")
+    parser.add_argument(
+        "--max-concurrent-envs", type=int, default=None, metavar="N",
+        help="session limit (default: the environment's own, else none; an openenv-core environment "
+        "without SUPPORTS_CONCURRENT_SESSIONS = True allows 1). The limit in force is printed at start",
+    )
     parser.add_argument("--session-timeout", type=float, default=None, metavar="S", help="close sessions idle this many seconds")
     parser.add_argument("--max-message-size-mb", type=float, default=100.0, metavar="M", help="inbound frame limit in MiB (default 100)")
     parser.add_argument("--ping-interval", type=float, default=20.0, metavar="S", help="ping quiet connections after S seconds (default 20)")
@@ -52,7 +56,47 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--traces", choices=TRACE_EXPORTERS, default=None, help="send OpenTelemetry spans to the console or to an OTLP endpoint (OTEL_EXPORTER_OTLP_* variables); needs the otel extra")
 
 
-async def _serve_until_signalled(server: Any, log_format: str) -> None:
+def _port(text: str) -> int:
+    """A TCP port number for argparse (0 picks a free one)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is out of range (0 to 65535; 0 picks a free one)")
+    return port
+
+
+def _limit_line(factory: Any, configured: int | None) -> str:
+    """The session limit in force and where it comes from (``WS-CAP-1``)."""
+    from .context import session_limit
+
+    limit = session_limit(factory, configured)
+    if limit is None:
+        return "no session limit (--max-concurrent-envs N sets one)"
+    sessions = "session" if limit == 1 else "sessions"
+    if configured is not None and configured <= limit:
+        return f"at most {limit} concurrent {sessions} (--max-concurrent-envs)"
+    from ..envs.openenv_core import OpenEnvCoreEnv
+
+    name = getattr(factory, "__qualname__", None) or type(factory).__name__
+    why = (
+        "an openenv-core environment without SUPPORTS_CONCURRENT_SESSIONS = True"
+        if isinstance(factory, type) and issubclass(factory, OpenEnvCoreEnv)
+        else f"{name}.MAX_CONCURRENT_SESSIONS"
+    )
+    return f"at most {limit} concurrent {sessions}: {name} allows no more ({why}); more agents are refused with CAPACITY_REACHED"
+
+
+async def _probe_env(factory: Any, inline: bool | None) -> None:
+    """Build one environment and close it, so a factory that cannot build fails at start."""
+    from .bound_env import BoundEnv
+
+    env = await BoundEnv.create(factory, inline=inline)
+    await env.aclose()
+
+
+async def _serve_until_signalled(server: Any, log_format: str, limit_line: str) -> None:
     """Serve until SIGINT or SIGTERM, then drain and stop. The console format also prints
     two plain lines (the URLs, the signal); JSON logs carry the same as events only."""
     import logging
@@ -68,6 +112,7 @@ async def _serve_until_signalled(server: Any, log_format: str) -> None:
             url = await nursery.start(server.serve)
             workers = getattr(server, "pids", None)
             if plain:
+                print(f"openenv-anyio: {limit_line}", file=sys.stderr, flush=True)
                 detail = "" if workers is None else f", {len(workers)} workers (pids {' '.join(str(workers[slot]) for slot in sorted(workers))})"
                 print(f"openenv-anyio: serving on {url} (WebSocket {url.replace('http', 'ws', 1)}/ws){detail}", file=sys.stderr, flush=True)
                 if server.config.serves_web:
@@ -126,18 +171,25 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"openenv-anyio serve: {exc}", file=sys.stderr)
         return 2
+    from .bound_env import FactoryFailure
+
+    try:
+        trio.run(_probe_env, factory, config.inline)
+    except FactoryFailure as failure:
+        print(f"openenv-anyio serve: {args.target}: {failure}", file=sys.stderr)
+        return 2
     server: Any = (
         EnvServer(factory, config)
         if workers == 1
         else WorkerSupervisor.for_factory(args.target, factory, config, workers)
     )
     try:
-        trio.run(_serve_until_signalled, server, args.log_format)
+        trio.run(_serve_until_signalled, server, args.log_format, _limit_line(factory, config.max_concurrent_envs))
     except (OSError, BaseExceptionGroup) as exc:  # e.g. the port is taken
         os_error = _first_os_error(exc)
         if os_error is None:
             raise
-        print(f"openenv-anyio serve: {os_error}", file=sys.stderr)
+        print(f"openenv-anyio serve: cannot listen on {config.host}:{config.port}: {os_error.strerror or os_error}", file=sys.stderr)
         return 1
     finally:
         if args.traces is not None:
