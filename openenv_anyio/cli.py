@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -28,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="openenv-anyio",
         description="Serve, drive, check and document OpenEnv environments (protocol v1).",
     )
+    parser.add_argument("--version", action="version", version=f"openenv-anyio {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, summary) in COMMANDS.items():
         module = importlib.import_module(module_name)
@@ -37,6 +39,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("openenv-anyio")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
     args = build_parser().parse_args(argv)
@@ -44,6 +55,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args._module.run(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader of our output left (``| head``): end quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's final flush must not fail again
+        return 141  # as a shell reports a process ended by SIGPIPE
 
 
 if __name__ == "__main__":

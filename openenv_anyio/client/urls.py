@@ -15,6 +15,7 @@ __all__ = ["WebSocketAddress", "websocket_address"]
 
 _SCHEMES = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}
 _DEFAULT_PORTS = {"ws": 80, "wss": 443}
+AGENT_CHANNEL = "/ws"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,10 @@ class WebSocketAddress:
 def websocket_address(base_url: str, channel: str = "/ws") -> WebSocketAddress:
     """The WebSocket address of ``channel`` on the server at ``base_url``.
 
+    A ``ws://`` or ``wss://`` URL whose path ends in ``/ws`` is the agent channel's own URL
+    (what ``openenv-anyio serve`` prints): its base is the path before ``/ws``. An
+    ``http(s)://`` URL is always a base URL (``/ws`` may be a path prefix there).
+
     Raises ``ValueError`` naming the problem when ``base_url`` cannot be used.
     """
     if not isinstance(base_url, str) or not base_url.strip():
@@ -74,6 +79,8 @@ def websocket_address(base_url: str, channel: str = "/ws") -> WebSocketAddress:
     if port == 0:
         raise ValueError(f"invalid base_url {base_url!r}: port 0")
     prefix = parts.path.rstrip("/")
+    if parts.scheme.lower() in ("ws", "wss") and prefix.endswith(AGENT_CHANNEL):
+        prefix = prefix.removesuffix(AGENT_CHANNEL)  # the agent channel's own URL
     return WebSocketAddress(
         scheme=scheme,
         host=parts.hostname,

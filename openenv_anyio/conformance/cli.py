@@ -29,7 +29,7 @@ def _positive_int(text: str) -> int:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("url", metavar="URL", help="the server's base URL, http(s):// or ws(s):// (e.g. http://127.0.0.1:8000)")
+    parser.add_argument("url", metavar="URL", nargs="?", help="the server's base URL, http(s):// or ws(s):// (e.g. http://127.0.0.1:8000); not needed with --list")
     parser.add_argument("--action", metavar="JSON", help="a valid action as a JSON object (default: built from GET /schema)")
     parser.add_argument("--only", metavar="ID", nargs="+", help="run only these case IDs or groups (e.g. WS-ERR-01 HTTP)")
     parser.add_argument("--json", metavar="FILE", dest="json_file", help="write the JSON report to FILE")
@@ -81,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         for case in CASES:
             print(f"{case.id:<12} {'required' if case.required else 'optional':<8}  {case.title}  [{', '.join(case.requirements)}]")
         return 0
+    if args.url is None:
+        return _fail("the URL of the server to check is required (or --list to list the cases)")
     try:
         action = _parse_action(args.action)
         Target.from_url(args.url)

@@ -22,6 +22,10 @@ from openenv_anyio.client import EnvClient, websocket_address
         ("HTTP://H.Example:80", "ws://h.example/ws"),
         ("http://[::1]:8000", "ws://[::1]:8000/ws"),
         ("  http://h:1  ", "ws://h:1/ws"),
+        # the agent channel's own URL, as `openenv-anyio serve` prints it, is accepted as is
+        ("ws://127.0.0.1:8000/ws", "ws://127.0.0.1:8000/ws"),
+        ("wss://h.example/prefix/ws/", "wss://h.example/prefix/ws"),
+        ("http://h/ws", "ws://h/ws/ws"),  # an http:// base URL is a base: /ws may be its prefix
     ],
 )
 def test_url_normalisation(base_url: str, expected: str) -> None:
@@ -75,3 +79,7 @@ def test_defaults_follow_the_openenv_client() -> None:
     env = EnvClient("http://h:1")
     assert env.connect_timeout_s == 10.0 and env.message_timeout_s == 60.0
     assert env.max_message_size == 100 * 1024 * 1024
+
+
+def test_a_websocket_url_of_the_agent_channel_keeps_its_other_channels() -> None:
+    assert websocket_address("ws://127.0.0.1:8000/ws", "/ws/ui").url == "ws://127.0.0.1:8000/ws/ui"
