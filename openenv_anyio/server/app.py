@@ -23,6 +23,20 @@ from .observability.metrics import CONTENT_TYPE, exposition
 __all__ = ["create_app"]
 
 
+#: what ``GET /`` lists (a newcomer's browser lands there first)
+ROOT_ENDPOINTS = {
+    "/web": "dashboard and playground (a browser page)",
+    "/health": "GET: liveness",
+    "/metadata": "GET: the environment's name, description and version",
+    "/schema": "GET: action, observation and state JSON Schemas",
+    "/ws": "WebSocket: one session per connection (reset, step, state, close)",
+    "/ws/ui": "WebSocket: state_update frames of every session (read-only)",
+    "/reset": "POST: reset a fresh environment (stateless)",
+    "/step": "POST: step a fresh environment (stateless)",
+    "/state": "GET: the state of a fresh environment (stateless)",
+}
+
+
 def _json(value: Any, status: int = 200) -> Response:
     return Response(dumps(value), status=status, content_type="application/json")
 
@@ -83,6 +97,11 @@ def create_app(ctx: ServerContext) -> QuartTrio:
         response = _json({"detail": str(error), "active_sessions": error.active, "max_sessions": error.limit}, 503)
         response.headers["Retry-After"] = "1"
         return response
+
+    @app.get("/")
+    async def root() -> Response:  # not a protocol endpoint: where a browser lands first
+        name = (await profile.describe())[0].get("name")
+        return _json({"name": name, "endpoints": ROOT_ENDPOINTS})
 
     @app.get("/health")
     async def health() -> Response:  # HTTP-1

@@ -149,3 +149,13 @@ def test_http_requests_share_the_session_limit() -> None:
         wait_for(lambda: server.stats()["active_sessions"] == 0)
         with httpx.Client(base_url=server.url, timeout=10) as client:
             assert client.post("/step", json={"action": {}}).status_code == 200
+
+
+def test_the_root_points_to_what_the_server_offers(http) -> None:
+    """``/`` is where a newcomer's browser lands: it names the endpoints instead of a 404."""
+    answer = http.get("/")
+    assert answer.status_code == 200
+    endpoints = answer.json()["endpoints"]
+    for path in ("/web", "/health", "/metadata", "/schema", "/ws", "/ws/ui"):
+        assert path in endpoints
+    assert http.get("/web", follow_redirects=True).status_code == 200
