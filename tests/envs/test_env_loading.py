@@ -86,7 +86,7 @@ def test_other_classes_and_factories_are_returned_as_they_are() -> None:
 
 
 def test_dotted_attributes(module_dir: Path) -> None:
-    name = _write(module_dir, "class Outer:\n    class Inner:\n        pass\n")
+    name = _write(module_dir, "class Outer:\n    class Inner:\n        def reset(self): ...\n        def step(self, action): ...\n")
     factory = resolve_env_target(f"{name}:Outer.Inner", app_dir=str(module_dir))
     assert factory.__qualname__ == "Outer.Inner"
     assert (
