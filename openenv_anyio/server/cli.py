@@ -88,12 +88,19 @@ def _limit_line(factory: Any, configured: int | None) -> str:
     return f"at most {limit} concurrent {sessions}: {name} allows no more ({why}); more agents are refused with CAPACITY_REACHED"
 
 
-async def _probe_env(factory: Any, inline: bool | None) -> None:
-    """Build one environment and close it, so a factory that cannot build fails at start."""
+async def _probe_env(factory: Any, inline: bool | None, close_within_s: float) -> None:
+    """Build one environment and close it, so a factory that cannot build fails at start.
+
+    A ``close()`` that does not return within ``close_within_s`` is left running (its thread
+    does not keep the process alive), as a session's would be at shutdown.
+    """
+    import trio
+
     from .bound_env import BoundEnv
 
     env = await BoundEnv.create(factory, inline=inline)
-    await env.aclose()
+    with trio.move_on_after(close_within_s):
+        await env.aclose()
 
 
 async def _serve_until_signalled(server: Any, log_format: str, limit_line: str) -> None:
@@ -174,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     from .bound_env import FactoryFailure
 
     try:
-        trio.run(_probe_env, factory, config.inline)
+        trio.run(_probe_env, factory, config.inline, config.shutdown_grace_s)
     except FactoryFailure as failure:
         print(f"openenv-anyio serve: {args.target}: {failure}", file=sys.stderr)
         return 2
