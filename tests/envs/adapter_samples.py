@@ -125,8 +125,9 @@ class EchoEnv(Environment[EchoAction, EchoObservation, EchoState]):
         self.close_calls += 1
 
 
-class ExitingEchoEnv(EchoEnv):
-    """``EchoEnv`` that calls ``sys.exit()`` when asked to echo ``"exit"`` (SRV-FAULT-1)."""
+class QuitOnRequest(EchoEnv):
+    """``EchoEnv`` that calls ``sys.exit()`` when asked to echo ``"exit"`` (SRV-FAULT-1); named
+    unlike ``EchoEnv`` so that name suggestions for a misspelt ``EchoEnv`` stay one."""
 
     def step(self, action: EchoAction, timeout_s: float | None = None, **kwargs: Any) -> EchoObservation:
         if action.message == "exit":

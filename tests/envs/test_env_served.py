@@ -97,7 +97,7 @@ def test_an_env_without_concurrent_sessions_is_capped_at_one(serve: Any) -> None
 def test_an_openenv_core_env_calling_sys_exit_ends_only_its_session(serve: Any) -> None:
     """SRV-FAULT-1: sys.exit() in an openenv-core env's step: EXECUTION_ERROR, close 1011;
     the server goes on and the next session steps normally."""
-    url = serve("adapter_samples:ExitingEchoEnv")
+    url = serve("adapter_samples:QuitOnRequest")
     with connect(url.replace("http", "ws", 1) + "/ws", open_timeout=10) as ws:
         ws.send(json.dumps({"type": "reset"}))
         ws.recv(timeout=10)
