@@ -4,6 +4,12 @@
 // own on /ws (the playground), all on the page's own origin; it reads /metadata and /schema
 // for the environment's name and action schema. No dependencies, no build step. Values that
 // come from the server are only ever put into the page as text (never as HTML).
+//
+// A server with bearer tokens (SECURITY.md, SEC-TOKEN-1) answers 401 until the page has one:
+// the page then asks for it and keeps it in this tab's sessionStorage only. It goes out in
+// the Authorization header of fetches and, since a browser cannot set headers on a
+// WebSocket, as the subprotocol offer "openenv-anyio.bearer." + base64url(token); never in
+// a URL, so it reaches no server or proxy log.
 
 const $ = (id) => document.getElementById(id);
 const SVG = "http://www.w3.org/2000/svg";
@@ -15,6 +21,24 @@ let selectedId = null;
 let renderQueued = false;
 /** JSON-tree paths the user opened or closed, so live updates keep them as they were */
 const treeToggles = new Map();
+
+const TOKEN_KEY = "openenv-anyio.token";
+let token = sessionStorage.getItem(TOKEN_KEY);
+
+function base64url(text) {
+  let binary = "";
+  for (const byte of new TextEncoder().encode(text)) binary += String.fromCharCode(byte);
+  return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
+/** The subprotocols a WebSocket of this page offers: the token's carrier when it has one. */
+function protocols() {
+  return token ? ["openenv-anyio.v1", `openenv-anyio.bearer.${base64url(token)}`] : [];
+}
+
+function get(path) {
+  return fetch(path, { headers: token ? { Authorization: `Bearer ${token}` } : {}, cache: "no-store" });
+}
 
 function wsUrl(path) {
   const url = new URL(path, location.href);
@@ -64,9 +88,11 @@ function setFeed(state, text) {
 }
 
 function connectFeed() {
-  const socket = new WebSocket(wsUrl("/ws/ui?dashboard=1"));
+  const socket = new WebSocket(wsUrl("/ws/ui?dashboard=1"), protocols());
+  let opened = false;
   setFeed("connecting");
   socket.addEventListener("open", () => {
+    opened = true;
     feedRetryMs = 500;
     setFeed("live");
   });
@@ -79,13 +105,55 @@ function connectFeed() {
     } // other frame types are for other subscribers: ignored
     queueRender();
   });
-  socket.addEventListener("close", (event) => {
+  socket.addEventListener("close", async (event) => {
     sessions.clear();
     queueRender();
     setFeed("closed", event.code === 1006 ? "disconnected" : `closed (${event.code})`);
+    if (!opened && (await needsToken())) return; // the token form reconnects
     setTimeout(connectFeed, feedRetryMs);
     feedRetryMs = Math.min(feedRetryMs * 2, 10000);
   });
+}
+
+/** Whether the server refuses this page without a (valid) token; if so, ask for one. */
+async function needsToken() {
+  let status;
+  try {
+    status = (await get("/metadata")).status;
+  } catch {
+    return false; // unreachable: keep retrying
+  }
+  if (status !== 401) return false;
+  setFeed("refused", token ? "token refused" : "token needed");
+  $("token-form").hidden = false;
+  $("token-input").focus();
+  return true;
+}
+
+function wireTokenForm() {
+  $("token-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    token = $("token-input").value.trim() || null;
+    if (token) sessionStorage.setItem(TOKEN_KEY, token);
+    else sessionStorage.removeItem(TOKEN_KEY);
+    $("token-input").value = "";
+    $("token-form").hidden = true;
+    showEnvName();
+    connectFeed();
+  });
+}
+
+/** What the token grants on /ws/ui (SEC-UI-1): an operator sees every session in full; an
+ *  agent sees other sessions without their observations. */
+async function showGrant() {
+  const label = $("grant");
+  if (!token) {
+    label.textContent = "";
+    return;
+  }
+  const status = (await get("/metrics").catch(() => null))?.status;
+  label.textContent =
+    status === 403 ? "agent token: other sessions are listed without their observations" : status === 200 ? "operator token: every session in full" : "token accepted";
 }
 
 function queueRender() {
@@ -187,7 +255,9 @@ function renderDetail() {
     $("frame-path").textContent = image.path.join(".");
   }
   const tree = $("observation");
-  tree.replaceChildren(observation == null ? el("span", { class: "hint" }, "none yet") : jsonTree(observation, ["observation"], 0));
+  const hidden = observation == null && (state.step_count > 0 || state.is_reset);
+  const empty = el("span", { class: "hint" }, hidden ? "not shown to this page's token (SEC-UI-1)" : "none yet");
+  tree.replaceChildren(observation == null ? empty : jsonTree(observation, ["observation"], 0));
 }
 
 function scaled(values, width, height) {
@@ -468,14 +538,14 @@ async function startPlayground() {
   setPlaygroundOpen(false, "starting…");
   $("pg-start").disabled = true;
   try {
-    const response = await fetch("/schema");
+    const response = await get("/schema");
     if (!response.ok) throw new Error(`GET /schema answered ${response.status}`);
     buildForm((await response.json()).action ?? {});
   } catch (error) {
     log(`could not read the action schema: ${error.message}`, "error");
     buildForm({});
   }
-  const socket = new WebSocket(wsUrl("/ws"));
+  const socket = new WebSocket(wsUrl("/ws"), protocols());
   playground.socket = socket;
   socket.addEventListener("open", () => setPlaygroundOpen(true, "session open: reset to start an episode"));
   socket.addEventListener("message", (event) => {
@@ -525,8 +595,9 @@ function wirePlayground() {
 
 async function showEnvName() {
   try {
-    const response = await fetch("/metadata");
+    const response = await get("/metadata");
     if (response.ok) {
+      showGrant();
       const metadata = await response.json();
       $("env-name").textContent = metadata.name ?? "";
       document.title = `${metadata.name ?? "environment"} · openenv-anyio`;
@@ -536,6 +607,7 @@ async function showEnvName() {
   }
 }
 
+wireTokenForm();
 wireSessionTable();
 wirePlayground();
 showEnvName();
