@@ -148,6 +148,11 @@ class GymnasiumEnv:
         """
         probe = cls(env, non_blocking=non_blocking, **make_kwargs)
         try:
+            if probe._frames:
+                # The first render imports the renderer's modules (pygame's surfarray for the
+                # classic-control envs); sessions' threads doing that at once see a half-made
+                # module, so it happens here, once.
+                probe.reset(seed=0)
             attributes: dict[str, Any] = {
                 "NON_BLOCKING": probe.NON_BLOCKING,
                 "action_schema": probe.action_schema,
