@@ -126,6 +126,8 @@ async def _main(args: argparse.Namespace) -> int:
         print(f"serving {args.env} at {url}" if not args.url else f"using {url}", file=sys.stderr)
 
         tallies = [AgentTally(agent=i) for i in range(args.agents)]
+        policies = [choose_policy(env_name, schema.get("action"), args.seed + t.agent) for t in tallies]
+        heading = f"env: {env_name.strip()}  policy: {type(policies[0]).__name__ if policies else '-'}"
         progress = ProgressLine(tallies, args.episodes, sys.stderr)
         show = (lambda: progress.update()) if not args.no_progress else (lambda: None)
         started = time.perf_counter()
@@ -133,8 +135,7 @@ async def _main(args: argparse.Namespace) -> int:
             if not args.no_progress and sys.stderr.isatty():
                 agents.start_soon(_redraw, progress)
             async with trio.open_nursery() as players:
-                for tally in tallies:
-                    policy = choose_policy(env_name, schema.get("action"), args.seed + tally.agent)
+                for tally, policy in zip(tallies, policies):
                     players.start_soon(
                         lambda t=tally, p=policy: run_agent(
                             url, t, p, episodes=args.episodes, max_steps=args.max_steps,
@@ -146,12 +147,12 @@ async def _main(args: argparse.Namespace) -> int:
         if not args.no_progress:
             progress.update(final=True)
         if args.watch and not args.url:
-            print(summary_table(tallies, wall), flush=True)
+            print(summary_table(tallies, wall, heading), flush=True)
             await _wait_for_interrupt(f"the server and its dashboard stay up at {url}/web/ until Ctrl-C")
             nursery.cancel_scope.cancel()
             return 1 if any(t.errors for t in tallies) else 0
         nursery.cancel_scope.cancel()
-    print(summary_table(tallies, wall))
+    print(summary_table(tallies, wall, heading))
     errors = sum(len(t.errors) for t in tallies)
     return 1 if errors else 0
 

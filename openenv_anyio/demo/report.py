@@ -55,8 +55,9 @@ def _fmt(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:,.1f}"
 
 
-def summary_table(tallies: Sequence[AgentTally], wall_seconds: float) -> str:
-    """The closing table: one row per agent and a total row."""
+def summary_table(tallies: Sequence[AgentTally], wall_seconds: float, heading: str | None = None) -> str:
+    """The closing table: ``heading`` (what ran), one row per agent and a total row, then
+    the first error of each agent that had any (why it failed)."""
     header = ("agent", "episodes", "mean return", "best return", "steps", "steps/s", "errors")
     rows = []
     for t in tallies:
@@ -79,4 +80,9 @@ def summary_table(tallies: Sequence[AgentTally], wall_seconds: float) -> str:
         return "  ".join(cell.rjust(width) for cell, width in zip(cells, widths))
     rule = "  ".join("-" * w for w in widths)
     body = [line(header), rule, *(line(r) for r in rows[:-1]), rule, line(rows[-1])]
+    if heading:
+        body.insert(0, heading)
+    for t in tallies:
+        if t.errors:
+            body.append(f"agent {t.agent}: {len(t.errors)} error(s), the first: {t.errors[0]}")
     return "\n".join(body)

@@ -95,3 +95,13 @@ def test_ctrl_c_stops_server_and_agents_cleanly() -> None:
         process.kill()
     assert process.returncode == 130
     assert "interrupted" in stderr and "Traceback" not in stderr
+
+
+def test_the_summary_names_the_env_and_policy_and_why_agents_failed() -> None:
+    """Against a one-session server, the agents beyond the limit are refused: the summary says
+    so (their first error), and which environment and policy ran."""
+    with EnvServer(GuessNumberEnv, ServerConfig(host="127.0.0.1", port=0, max_concurrent_envs=1)).run_in_thread() as running:
+        done = demo("--url", running.url, "--agents", "3", "--episodes", "2", "--no-progress")
+    assert done.returncode == 1
+    assert "GuessNumberEnv" in done.stdout and "policy" in done.stdout, done.stdout
+    assert "CapacityReached" in done.stdout, done.stdout
