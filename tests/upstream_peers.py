@@ -49,10 +49,11 @@ PEER_REQUIREMENTS = ROOT / "tools" / "test-deps" / "peers"
 PEER_VENVS = ROOT / ".peers"
 PEER_SIDE = Path(__file__).resolve().parent / "peer_side"
 
-#: how long a peer process may take to start serving (cold imports of FastAPI/gradio are slow)
-START_TIMEOUT_S = 60.0
-#: how long a peer script may run
-SCRIPT_TIMEOUT_S = 120.0
+#: how long a peer process may take to start serving (cold imports of FastAPI/gradio are slow;
+#: an environment built on FastMCP took over 100 s on a loaded 2-core machine)
+START_TIMEOUT_S = 240.0
+#: how long a peer script may run (upstream's MCP client imports FastMCP too)
+SCRIPT_TIMEOUT_S = 240.0
 #: how long a stopped server may take to exit after SIGTERM before it is killed
 STOP_TIMEOUT_S = 15.0
 

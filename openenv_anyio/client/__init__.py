@@ -13,7 +13,7 @@
 """
 
 from . import errors
-from .env_client import EnvClient, State, StepResult
+from .env_client import EnvClient, State, StepResult, Tool
 from .env_pool import EnvPool
 from .reconnect import ReconnectPolicy
 from .errors import *  # noqa: F403  (the error hierarchy, listed in errors.__all__)
@@ -28,6 +28,7 @@ __all__ = [
     "State",
     "StepResult",
     "SyncEnvClient",
+    "Tool",
     "WebSocketAddress",
     "proxy_url_for",
     "websocket_address",

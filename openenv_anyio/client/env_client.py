@@ -36,6 +36,8 @@ from ..core import (
     Close,
     CloseCode,
     Error,
+    Mcp,
+    McpMethod,
     Observation,
     ProtocolError,
     Reset,
@@ -58,6 +60,7 @@ from .errors import (
     NotConnected,
     ProtocolViolation,
     ResumeFailed,
+    RpcError,
     ServerError,
     SessionNotFound,
 )
@@ -70,9 +73,9 @@ from .urls import WebSocketAddress, websocket_address
 if TYPE_CHECKING:
     from .sync import SyncEnvClient
 
-__all__ = ["EnvClient", "ReconnectPolicy", "State", "StepResult"]
+__all__ = ["EnvClient", "ReconnectPolicy", "State", "StepResult", "Tool"]
 
-_Answer = TypeVar("_Answer", Observation, StateFrame)
+_Answer = TypeVar("_Answer", Observation, StateFrame, Mcp)
 _CLOSE_TEXT: Final = encode_frame(Close())
 
 CLOSE_WAIT_S: Final = 1.0  # for the server's close after our ``close`` frame (WS-CLOSE-1)
@@ -99,6 +102,21 @@ class State:
     episode_id: str | None
     step_count: int
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One tool of the environment (``tools/list``, MCP-RPC-2); ``extra`` holds other members."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, listing: Mapping[str, Any]) -> Tool:
+        extra = {key: value for key, value in listing.items() if key not in ("name", "description", "inputSchema")}
+        return cls(str(listing["name"]), str(listing.get("description") or ""), dict(listing.get("inputSchema") or {}), extra)
 
 
 def _positive(name: str, value: float | None, *, optional: bool = False) -> float | None:
@@ -390,6 +408,33 @@ class EnvClient:
         step_count = data.pop("step_count", 0)
         return State(episode_id=episode_id, step_count=step_count, extra=data)
 
+    async def list_tools(self) -> list[Tool]:
+        """The environment's tools (``tools/list`` in an ``mcp`` frame, MCP-WS-1)."""
+        result = await self._rpc(McpMethod.TOOLS_LIST, {})
+        return [Tool.of(listing) for listing in result["tools"]]
+
+    async def call_tool(self, name: str, /, **arguments: Any) -> Any:
+        """Call a tool on this session's environment and return its value (``data``).
+
+        A JSON-RPC error raises the :class:`RpcError` subclass of its code:
+        :class:`RpcInvalidParams` (unknown tool, bad arguments), :class:`ToolFailed` (the
+        tool raised), :class:`RpcMethodNotFound` (the environment has no tools).
+        """
+        result = await self._rpc(McpMethod.TOOLS_CALL, {"name": name, "arguments": arguments})
+        return result.get("data") if isinstance(result, Mapping) else result
+
+    async def _rpc(self, method: str, params: Mapping[str, Any]) -> Any:
+        request_id = next(self._request_numbers)
+        request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": dict(params)}
+        frame = await self._request(Mcp(request).to_wire(), "mcp", Mcp)
+        response = frame.data
+        if response.get("id") != request_id:
+            raise await self._drop(ProtocolViolation(self.url, f"the JSON-RPC answer to request {request_id} names {response.get('id')!r}"))
+        error = response.get("error")
+        if error is not None:
+            raise RpcError.from_error(error)
+        return response.get("result")
+
     def _usable(self) -> WebSocketTransport:
         if self._dropped is not None and not self._closed:
             raise ConnectionDropped(self.url, self._dropped) from self._dropped
@@ -412,7 +457,7 @@ class EnvClient:
         async with self._lock:
             transport = self._usable()
             request_id: str | None = None
-            if self.session is not None and name != "state":
+            if self.session is not None and name in ("reset", "step"):
                 request_id = wire["request_id"] = str(next(self._request_numbers))  # EXT-REQ-1
                 if name == "step" and self.pin_episode and self._episode_id is not None:
                     wire["episode_id"] = self._episode_id  # EXT-EP-1
@@ -449,11 +494,11 @@ class EnvClient:
         match frame:
             case Error():
                 raise ServerError.from_frame(frame.code, frame.message, frame.extra)
-            case Observation() | StateFrame() if isinstance(frame, expect):
+            case Observation() | StateFrame() | Mcp() if isinstance(frame, expect):
                 if name == "reset" and isinstance(frame, Observation) and self.session is not None:
                     self._episode_id = frame.episode_id  # EXT-EP-2
                 return frame
-            case Observation() | StateFrame() | Session():
+            case Observation() | StateFrame() | Session() | Mcp():
                 raise await self._drop(ProtocolViolation(self.url, f"a {frame.type} frame answered {name}"))
             case _:
                 assert_never(frame)
@@ -502,7 +547,7 @@ class EnvClient:
         match frame:
             case Error():
                 raise ServerError.from_frame(frame.code, frame.message, frame.extra)
-            case Observation() | StateFrame() | Session():
+            case Observation() | StateFrame() | Session() | Mcp():
                 raise await self._drop(ProtocolViolation(self.url, f"an unrequested {frame.type} frame before {name}"))
             case _:
                 assert_never(frame)

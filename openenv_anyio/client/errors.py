@@ -1,8 +1,10 @@
 """The client's one error hierarchy: every failure a caller sees is an ``EnvClientError``.
 
 Connection failures, timeouts (also ``TimeoutError``), oversized frames, closes by the
-server, and error frames (``ServerError``, one subclass per code of the registry
-``spec/v1/error-codes.json``) each have a class whose attributes say what happened.
+server, error frames (``ServerError``, one subclass per code of the registry
+``spec/v1/error-codes.json``) and JSON-RPC errors of tool calls (``RpcError``, one subclass
+per code of ``spec/v1/jsonrpc-error-codes.json``) each have a class whose attributes say
+what happened.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..core import ErrorCode
+from ..core import ErrorCode, RpcCode
 
 __all__ = [
     "CapacityReached",
@@ -33,6 +35,14 @@ __all__ = [
     "ProxyRejected",
     "RequestIdReused",
     "RequestValidationError",
+    "RpcError",
+    "RpcEpisodeMismatch",
+    "RpcInvalidParams",
+    "RpcInvalidRequest",
+    "RpcMethodNotFound",
+    "RpcParseError",
+    "RpcServerError",
+    "ToolFailed",
     "ResumeFailed",
     "ServerError",
     "ServerMessageTooLarge",
@@ -295,4 +305,83 @@ _BY_CODE: dict[str, type[ServerError]] = {
         RequestIdReused,
     )
     if cls.error_code is not None
+}
+
+
+# -- JSON-RPC errors (tools over MCP) ---------------------------------------------------
+
+
+class RpcError(EnvClientError):
+    """A JSON-RPC error answered a tool request (MCP-ERR-1): ``code``, ``message``, ``data``."""
+
+    rpc_code: RpcCode | None = None
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"JSON-RPC error {code}: {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+
+    @staticmethod
+    def from_error(error: Mapping[str, Any]) -> RpcError:
+        """The most specific ``RpcError`` subclass for a response's ``error`` object."""
+        code = error.get("code")
+        cls = _BY_RPC_CODE.get(code, RpcError) if isinstance(code, int) else RpcError
+        return cls(code if isinstance(code, int) else 0, str(error.get("message", "")), error.get("data"))
+
+
+class RpcParseError(RpcError):
+    """-32700: the server could not parse the request as JSON."""
+
+    rpc_code = RpcCode.PARSE_ERROR
+
+
+class RpcInvalidRequest(RpcError):
+    """-32600: not a JSON-RPC request."""
+
+    rpc_code = RpcCode.INVALID_REQUEST
+
+
+class RpcMethodNotFound(RpcError):
+    """-32601: the method is not offered (or the environment has no tools)."""
+
+    rpc_code = RpcCode.METHOD_NOT_FOUND
+
+
+class RpcInvalidParams(RpcError):
+    """-32602: an unknown tool or session, or arguments that do not match the tool's inputSchema."""
+
+    rpc_code = RpcCode.INVALID_PARAMS
+
+
+class ToolFailed(RpcError):
+    """-32603: the tool raised; ``data["tool"]`` names it."""
+
+    rpc_code = RpcCode.INTERNAL_ERROR
+
+
+class RpcServerError(RpcError):
+    """-32000: the server could not create a session (capacity, factory)."""
+
+    rpc_code = RpcCode.SERVER_ERROR
+
+
+class RpcEpisodeMismatch(RpcError):
+    """-32001: the request named an episode that is not the session's; nothing changed."""
+
+    rpc_code = RpcCode.EPISODE_MISMATCH
+
+
+_BY_RPC_CODE: dict[int, type[RpcError]] = {
+    int(cls.rpc_code): cls
+    for cls in (
+        RpcParseError,
+        RpcInvalidRequest,
+        RpcMethodNotFound,
+        RpcInvalidParams,
+        ToolFailed,
+        RpcServerError,
+        RpcEpisodeMismatch,
+    )
+    if cls.rpc_code is not None
 }

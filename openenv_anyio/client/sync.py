@@ -17,7 +17,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from .errors import NotConnected
 
 if TYPE_CHECKING:
-    from .env_client import EnvClient, State, StepResult
+    from .env_client import EnvClient, State, StepResult, Tool
 
 __all__ = ["SyncEnvClient"]
 
@@ -92,3 +92,11 @@ class SyncEnvClient:
     def state(self) -> State:
         """Blocking :meth:`EnvClient.state`."""
         return self._call(self.client.state)
+
+    def list_tools(self) -> list[Tool]:
+        """Blocking :meth:`EnvClient.list_tools`."""
+        return self._call(self.client.list_tools)
+
+    def call_tool(self, name: str, /, **arguments: Any) -> Any:
+        """Blocking :meth:`EnvClient.call_tool`."""
+        return self._call(functools.partial(self.client.call_tool, name, **arguments))

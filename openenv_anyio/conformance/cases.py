@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from ..core import RESUME_TOKEN_HEADER, SUBPROTOCOL, CloseCode, Validator
+from ..core import RESUME_TOKEN_HEADER, SUBPROTOCOL, CloseCode, Validator, spec_validator
 from .context import (
     CaseContext,
     check_data_shape,
@@ -416,9 +416,21 @@ async def _schema(ctx: CaseContext) -> None:
                 raise CaseFailed(f"GET /schema: `{member}` does not compile: {exc}") from None
 
 
+async def _unless_production(ctx: CaseContext, path: str, status: int) -> None:
+    """NotApplicable when ``path`` answered 404 because the server runs in production mode
+    (HTTP-10: its OpenAPI document lists no simulation routes)."""
+    if status != 404:
+        return
+    document = await ctx.http.request("GET", "/openapi.json")
+    paths = document.body.get("paths") if document.status == 200 and isinstance(document.body, Mapping) else None
+    if isinstance(paths, Mapping) and "/mcp" in paths and not {"/reset", "/step", "/state"} & paths.keys():
+        raise NotApplicable(f"{path}: the server runs in production mode (HTTP-10: no stateless simulation routes)")
+
+
 @case("HTTP-04", "POST /reset and POST /step answer observation data", ("HTTP-4", "WS-OBS-1"))
 async def _http_reset_step(ctx: CaseContext) -> None:
     reply = await ctx.http.request("POST", "/reset", {})
+    await _unless_production(ctx, "POST /reset", reply.status)
     if reply.status != 200:
         raise CaseFailed(f"POST /reset answered HTTP {reply.status}: {reply.text[:200]!r}")
     check_data_shape("observation", reply.body, "POST /reset")
@@ -442,6 +454,7 @@ async def _http_invalid(ctx: CaseContext) -> None:
     if ctx.setup.invalid_action is None:
         raise NotApplicable(ctx.setup.schema_problem or "cannot build an action the action schema refuses")
     reply = await ctx.http.request("POST", "/step", {"action": ctx.setup.invalid_action})
+    await _unless_production(ctx, "POST /step", reply.status)
     if reply.status != 422:
         raise CaseFailed(f"POST /step with an invalid action answered HTTP {reply.status}, expected 422")
     if not isinstance(reply.body, Mapping) or not isinstance(reply.body.get("detail"), list):
@@ -450,7 +463,89 @@ async def _http_invalid(ctx: CaseContext) -> None:
 
 @case("HTTP-06", "GET /state answers state data", ("HTTP-5", "WS-STATE-1"))
 async def _http_state(ctx: CaseContext) -> None:
+    reply = await ctx.http.request("GET", "/state")
+    await _unless_production(ctx, "GET /state", reply.status)
     check_data_shape("state", await _get_json(ctx, "/state"), "GET /state")
+
+
+@case("HTTP-07", "GET /openapi.json answers an OpenAPI 3.1 document with info.version", ("HTTP-9", "HTTP-10"), required=False)
+async def _openapi(ctx: CaseContext) -> None:
+    reply = await ctx.http.request("GET", "/openapi.json")
+    if reply.status == 404:
+        raise NotApplicable("the server has no /openapi.json")
+    body = await _get_json(ctx, "/openapi.json")
+    if not isinstance(body, Mapping) or not str(body.get("openapi", "")).startswith("3.1"):
+        raise CaseFailed(f"GET /openapi.json is not an OpenAPI 3.1 document: openapi={body.get('openapi') if isinstance(body, Mapping) else body!r}")
+    info = body.get("info")
+    if not isinstance(info, Mapping) or not isinstance(info.get("version"), str):
+        raise CaseFailed("GET /openapi.json has no info.version")
+    paths = body.get("paths") if isinstance(body.get("paths"), Mapping) else {}
+    simulation = [path for path in ("/reset", "/step", "/state") if path in paths]
+    if simulation and len(simulation) != 3:
+        raise CaseFailed(f"the OpenAPI paths mix the modes (HTTP-10): only {', '.join(simulation)} of /reset, /step, /state")
+
+
+# --- MCP (JSON-RPC 2.0) ------------------------------------------------------------------
+
+_RPC_RESPONSE = "jsonrpc/response.json"
+
+
+def _rpc_response(value: Any, what: str, request_id: Any) -> Mapping[str, Any]:
+    """``value`` if it is a spec-valid JSON-RPC response to ``request_id``."""
+    validator = spec_validator(_RPC_RESPONSE)
+    if not validator.is_valid(value):
+        fault = validator.faults(value)[0]
+        raise CaseFailed(f"{what}: not a JSON-RPC response ({fault.pointer or '/'}: {fault.message})")
+    if value.get("id") != request_id:
+        raise CaseFailed(f"{what}: the response names id {value.get('id')!r}, expected {request_id!r}")
+    return value
+
+
+@case("MCP-01", "POST /mcp answers JSON-RPC 2.0, errors included (HTTP 200)", ("MCP-RPC-1", "MCP-RPC-3", "MCP-ERR-1"))
+async def _mcp_http(ctx: CaseContext) -> None:
+    reply = await ctx.http.request("POST", "/mcp", {})
+    if reply.status in (404, 405):
+        raise NotApplicable(f"the server has no POST /mcp (HTTP {reply.status})")
+    if reply.status != 200:
+        raise CaseFailed(f"POST /mcp with {{}} answered HTTP {reply.status}, expected 200 with a JSON-RPC error")
+    error = _rpc_response(reply.body, "POST /mcp {}", None).get("error")
+    if not isinstance(error, Mapping) or error.get("code") != -32600:
+        raise CaseFailed(f"POST /mcp {{}}: expected error -32600 (invalid request), got {reply.text[:200]!r}")
+    request = {"jsonrpc": "2.0", "id": 7, "method": "conformance/no-such-method", "params": {}}
+    reply = await ctx.http.request("POST", "/mcp", request)
+    error = _rpc_response(reply.body, "an unknown method", 7).get("error")
+    if not isinstance(error, Mapping) or error.get("code") != -32601:
+        raise CaseFailed(f"an unknown method: expected error -32601, got {reply.text[:200]!r}")
+
+
+async def _mcp_on_ws(conn: WsConnection, request: Mapping[str, Any], what: str) -> Mapping[str, Any]:
+    frame = await conn.request({"type": "mcp", "data": request})
+    if frame.type == "error" and isinstance(frame.data, Mapping) and frame.data.get("code") == "UNKNOWN_TYPE":
+        raise NotApplicable("the server does not know mcp frames (UNKNOWN_TYPE)")
+    data = expect_frame(frame, "mcp", what)
+    return _rpc_response(data, what, request.get("id"))
+
+
+@case("MCP-02", "tools/list in an mcp frame on /ws is answered in an mcp frame", ("MCP-WS-1", "MCP-RPC-2"))
+async def _mcp_ws_list(ctx: CaseContext) -> None:
+    async with ctx.ws() as conn:
+        answer = await _mcp_on_ws(conn, {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}, "tools/list")
+        if "error" in answer:
+            ctx.note(f"tools/list answered error {answer['error'].get('code')}: {answer['error'].get('message')!r} (no tools)")
+        await expect_state(conn, "state after an mcp frame")
+
+
+@case("MCP-03", "a bad JSON-RPC request in an mcp frame is a JSON-RPC error; the session goes on", ("MCP-WS-2", "MCP-RPC-3", "MCP-ERR-2"))
+async def _mcp_ws_errors(ctx: CaseContext) -> None:
+    async with ctx.ws() as conn:
+        answer = await _mcp_on_ws(conn, {"jsonrpc": "2.0", "id": 2, "method": "conformance/no-such-method", "params": {}}, "an unknown method")
+        if answer.get("error", {}).get("code") != -32601:
+            raise CaseFailed(f"an unknown method: expected error -32601, got {answer!r}"[:300])
+        frame = await conn.request({"type": "mcp", "data": {"id": 3}})
+        data = expect_frame(frame, "mcp", "an mcp frame whose data is no request")
+        if not isinstance(data, Mapping) or data.get("error", {}).get("code") != -32600:
+            raise CaseFailed(f"an mcp frame whose data is no request: expected error -32600, got {frame.describe()}")
+        await expect_state(conn, "state after JSON-RPC errors")
 
 
 # --- UI channel ------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from .frames import (
     FrameCodec,
     MEMBER_ALIASES,
     MemberAlias,
+    Mcp,
     Observation,
     Reset,
     ServerFrame,
@@ -36,6 +37,17 @@ from .resume import (
     ResumeToken,
     new_resume_token,
     token_hint,
+)
+from .jsonrpc import (
+    RESERVED_TOOL_NAMES,
+    McpMethod,
+    RpcCode,
+    RpcFailure,
+    RpcRequest,
+    decode_rpc_request,
+    read_rpc_request,
+    rpc_error,
+    rpc_result,
 )
 from .spec import ENTRY_POINTS, SPEC_VERSION, Spec, SpecError, load_spec
 from .validation import SchemaFault, Validator, spec_validator
@@ -63,6 +75,16 @@ __all__ = [
     "FrameCodec",
     "MEMBER_ALIASES",
     "MemberAlias",
+    "Mcp",
+    "McpMethod",
+    "RESERVED_TOOL_NAMES",
+    "RpcCode",
+    "RpcFailure",
+    "RpcRequest",
+    "decode_rpc_request",
+    "read_rpc_request",
+    "rpc_error",
+    "rpc_result",
     "Observation",
     "ProtocolError",
     "Reset",

@@ -25,9 +25,9 @@ class CloseCode(enum.IntEnum):
     MESSAGE_TOO_BIG = 1009  # WS-ERR-6
     INTERNAL_ERROR = 1011  # WS-FACT-1, WS-PING-1
     TRY_AGAIN_LATER = 1013  # WS-CAP-1, WS-DRAIN-1
-    SESSION_NOT_FOUND = 4404  # EXT-RES-4
+    SESSION_NOT_FOUND = 4404  # EXT-RES-4, MCP-SES-3
     IDLE_TIMEOUT = 4408  # WS-IDLE-1
-    TAKEN_OVER = 4409  # EXT-RES-5
+    TAKEN_OVER = 4409  # EXT-RES-5, MCP-SES-3
 
 
 #: Codes after which a client of the resume extension may resume (the registry's

@@ -25,6 +25,7 @@ __all__ = [
     "FrameCodec",
     "MEMBER_ALIASES",
     "MemberAlias",
+    "Mcp",
     "Observation",
     "Reset",
     "ServerFrame",
@@ -200,6 +201,22 @@ class Session:
 
 
 @dataclass(frozen=True, slots=True)
+class Mcp:
+    """``mcp``: a JSON-RPC 2.0 request (client) or response (server) in ``data`` (MCP-WS-1).
+
+    The frame layer checks only the envelope; the request inside is read by
+    :func:`~openenv_anyio.core.jsonrpc.decode_rpc_request`, which answers a bad one with a
+    JSON-RPC error rather than an error frame (MCP-WS-2).
+    """
+
+    data: Mapping[str, Any]
+    type: ClassVar[str] = "mcp"
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"type": "mcp", "data": self.data}
+
+
+@dataclass(frozen=True, slots=True)
 class StateUpdate:
     """``state_update`` on the UI channel: the episode's state for dashboards."""
 
@@ -223,8 +240,8 @@ class SessionClosed:
 
 
 UiFrame: TypeAlias = StateUpdate | SessionClosed
-ClientFrame: TypeAlias = Reset | Step | StateRequest | Close
-ServerFrame: TypeAlias = Observation | State | Error | Session
+ClientFrame: TypeAlias = Reset | Step | StateRequest | Close | Mcp
+ServerFrame: TypeAlias = Observation | State | Error | Session | Mcp
 Frame: TypeAlias = ClientFrame | ServerFrame | UiFrame
 
 _ORJSON_OPTIONS: Final = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
@@ -304,6 +321,8 @@ def _from_wire(obj: dict[str, Any]) -> Frame:
             return State(obj["data"]) if "data" in obj else StateRequest()
         case "close":
             return Close()
+        case "mcp":
+            return Mcp(obj["data"])
         case "state_update":
             return StateUpdate(obj["episode_state"])
         case "session_closed":
@@ -462,7 +481,7 @@ def decode_client_frame(payload: str | bytes) -> ClientFrame:
     """Decode a frame a client sent on ``/ws`` (raises :class:`ProtocolError`)."""
     frame = _codec("client-frame").decode(payload)
     match frame:
-        case Reset() | Step() | StateRequest() | Close():
+        case Reset() | Step() | StateRequest() | Close() | Mcp():
             return frame
         case Observation() | State() | Error() | Session() | StateUpdate() | SessionClosed():
             raise _not_on("client-frame", frame)
@@ -474,7 +493,7 @@ def decode_server_frame(payload: str | bytes) -> ServerFrame:
     """Decode a frame a server sent on ``/ws`` (raises :class:`ProtocolError`)."""
     frame = _codec("server-frame").decode(payload)
     match frame:
-        case Observation() | State() | Error() | Session():
+        case Observation() | State() | Error() | Session() | Mcp():
             return frame
         case Reset() | Step() | StateRequest() | Close() | StateUpdate() | SessionClosed():
             raise _not_on("server-frame", frame)
@@ -488,7 +507,7 @@ def decode_ui_frame(payload: str | bytes) -> UiFrame:
     match frame:
         case StateUpdate() | SessionClosed():
             return frame
-        case Reset() | Step() | StateRequest() | Close() | Observation() | State() | Error() | Session():
+        case Reset() | Step() | StateRequest() | Close() | Observation() | State() | Error() | Session() | Mcp():
             raise _not_on("ui-frame", frame)
         case _:
             assert_never(frame)

@@ -18,6 +18,14 @@ adapter's method is then ``async def``), otherwise it is called synchronously (a
 it in a worker thread: ``NON_BLOCKING`` is False). ``SUPPORTS_CONCURRENT_SESSIONS = False``
 (openenv-core's default) becomes ``MAX_CONCURRENT_SESSIONS = 1``: a server serves at most
 one session of it at a time. openenv-core is imported only when an environment is wrapped.
+
+An ``MCPEnvironment`` (tools from a FastMCP server) also gets ``list_tools()`` and
+``call_tool(name, arguments)``, which a server serves over MCP: they go through the
+environment's own ``step`` with upstream's ``ListToolsAction``/``CallToolAction`` (so its
+mode-aware tools, timeouts and error categories apply), on the session's thread like every
+other call. Its ``step`` always runs synchronously there (its ``step_async`` drives FastMCP on
+asyncio, which is not the server's event loop), and its ``list_tools``/``call_tool`` step
+actions stay valid actions.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..core.jsonrpc import RpcCode, RpcFailure
 from .errors import ActionRejected, EnvTargetError, json_pointer
 from .jsonable import to_jsonable
 
@@ -136,6 +145,13 @@ class OpenEnvCoreEnv:
             "reset": cls._reset_async if overridden_reset else cls._reset_sync,
             "step": cls._step_async if overridden_step else cls._step_sync,
         }
+        if _is_mcp_environment(env_class):
+            attributes["list_tools"] = cls._list_tools
+            attributes["call_tool"] = cls._call_tool
+            attributes["action_schema"] = _with_tool_actions(action)
+            # its step_async runs FastMCP on asyncio (not our trio loop): the sync step runs
+            # the tools on the session's thread, in an event loop of their own
+            attributes["step"] = cls._step_sync
         return type(name, (cls,), attributes)
 
     def __init__(self) -> None:
@@ -178,6 +194,35 @@ class OpenEnvCoreEnv:
         except ValidationError as exc:
             raise _rejection(exc) from None
 
+    def _list_tools(self) -> list[dict[str, Any]]:
+        """``tools/list`` of an MCPEnvironment: its tools as MCP lists them."""
+        from openenv.core.env_server.mcp_types import ListToolsAction
+
+        observation = self._env.step(ListToolsAction())
+        failure = (observation.metadata or {}).get("error")
+        if failure:
+            raise RpcFailure(RpcCode.INTERNAL_ERROR, f"listing the tools failed: {failure}")
+        return [
+            {"name": tool.name, "description": tool.description, "inputSchema": to_jsonable(tool.input_schema)}
+            for tool in observation.tools
+        ]
+
+    def _call_tool(self, name: str, arguments: Mapping[str, Any]) -> Any:
+        """``tools/call`` of an MCPEnvironment: the tool's result (FastMCP's CallToolResult as JSON).
+
+        Raises :class:`RpcFailure`: -32602 for an unknown tool or bad arguments, -32603 when
+        the tool raised or timed out.
+        """
+        from openenv.core.env_server.mcp_types import CallToolAction
+
+        observation = self._env.step(CallToolAction(tool_name=name, arguments=dict(arguments)))
+        error = observation.error
+        if error is not None:
+            kind = str(getattr(error.error_type, "value", error.error_type))
+            code = RpcCode.INVALID_PARAMS if kind in ("tool_not_found", "invalid_args") else RpcCode.INTERNAL_ERROR
+            raise RpcFailure(code, error.message, {"tool": name, "error_type": kind})
+        return to_jsonable(_plain_result(observation.result))
+
     @property
     def state(self) -> Any:
         """The environment's State model, dumped: ``episode_id``, ``step_count`` and its own fields."""
@@ -188,6 +233,44 @@ class OpenEnvCoreEnv:
         if not self._closed:
             self._closed = True
             self._env.close()
+
+
+def _is_mcp_environment(env_class: type) -> bool:
+    """Whether ``env_class`` is upstream's ``MCPEnvironment`` (a FastMCP server's tools)."""
+    try:
+        from openenv.core.env_server.mcp_environment import MCPEnvironment
+    except ImportError:  # an upstream release without MCP, or without FastMCP installed
+        return False
+    return issubclass(env_class, MCPEnvironment)
+
+
+def _with_tool_actions(action: Any) -> dict[str, Any]:
+    """The action schema of an MCPEnvironment: its own actions, plus ``list_tools`` and
+    ``call_tool`` where upstream's server routes them to the tools (its Action model is the
+    generic base or an MCP action: ``deserialize_action`` decides the same way)."""
+    from openenv.core.env_server.mcp_types import CallToolAction, ListToolsAction
+    from openenv.core.env_server.types import Action
+
+    own = dict(action.model_json_schema())
+    if action is not Action and action not in (CallToolAction, ListToolsAction):
+        return own
+    branches = [own, ListToolsAction.model_json_schema(), CallToolAction.model_json_schema()]
+    definitions: dict[str, Any] = {}
+    for branch in branches:
+        definitions.update(branch.pop("$defs", {}))
+    schema: dict[str, Any] = {"title": own.get("title", "Action"), "anyOf": branches}
+    if definitions:
+        schema["$defs"] = definitions
+    return schema
+
+
+def _plain_result(result: Any) -> Any:
+    """FastMCP's CallToolResult (a dataclass) as a mapping of its fields; other values as they are."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        return {field.name: getattr(result, field.name) for field in dataclasses.fields(result)}
+    return result
 
 
 def _environment_class(env: Callable[[], Any], core_environment: type) -> type:

@@ -1,4 +1,4 @@
-"""The Quart-Trio application: the HTTP endpoints of section 9.
+"""The Quart-Trio application: the HTTP endpoints of section 9, ``POST /mcp`` and ``/openapi.json``.
 
 ``POST /reset`` and ``POST /step`` are stateless like the reference server's: each builds a
 fresh environment, uses it once and closes it (``HTTP-4``). Bodies are checked with the same
@@ -13,12 +13,14 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from ..core import FrameCodec, ProtocolError, Reset, dumps, parse_json
+from ..core.openapi import openapi_document
 from .bound_env import FactoryFailure
 from .context import AtCapacity, ServerContext, log
 from .env_profile import EnvProfile
 from .error_text import exception_text
 from .web_page import add_web_routes
 from .observability.metrics import CONTENT_TYPE, exposition
+from .mcp_http import add_mcp_route
 
 __all__ = ["create_app"]
 
@@ -128,6 +130,27 @@ def create_app(ctx: ServerContext) -> QuartTrio:
     @app.get("/schema")
     async def schema() -> Response:  # HTTP-3
         return _json((await profile.describe())[1])
+
+    add_mcp_route(app, ctx)
+    openapi: list[dict[str, Any]] = []
+
+    @app.get("/openapi.json")
+    async def openapi_json() -> Response:  # HTTP-9
+        if not openapi:
+            metadata, schemas = await profile.describe()
+            openapi.append(
+                openapi_document(
+                    title=str(metadata.get("name")),
+                    version=str(metadata.get("version") or "1.0.0"),
+                    description=str(metadata.get("description") or ""),
+                    env_schemas=schemas,
+                    production=ctx.config.production,
+                )
+            )
+        return _json(openapi[0])
+
+    if ctx.config.production:  # HTTP-10: no stateless simulation routes
+        return app
 
     @app.get("/state")
     async def state() -> Response:  # HTTP-5

@@ -35,6 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume-grace", type=float, default=60.0, metavar="S", help="keep a resumable session S seconds after its connection drops (default 60; 0: end at once)")
     parser.add_argument("--max-ui-subscribers", type=int, default=100, metavar="N", help="/ws/ui dashboards connected at once; more are closed with 1013 (default 100; 0: no limit)")
     parser.add_argument("--shutdown-grace", type=float, default=3.0, metavar="S", help="wait at most S seconds for running requests and each environment's close() (default 3); a close() still running after it makes the exit status 1")
+    parser.add_argument("--mode", choices=("simulation", "production"), default="simulation", help="production leaves out the stateless HTTP /reset, /step and /state (agents use /ws and /mcp); default simulation")
     parser.add_argument("--inline", action="store_true", default=None, help="run every sync environment call on the event loop (no worker thread)")
     parser.add_argument(
         "--workers", default="1", metavar="N",
@@ -171,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
             drain_timeout_s=args.drain_timeout,
             metrics=args.metrics,
             traces=args.traces is not None,
+            mode=args.mode,
         )
         from .workers.supervisor import WorkerSupervisor, worker_count
 

@@ -6,7 +6,10 @@ from dataclasses import dataclass
 
 from ..core.addresses import is_loopback_host
 
-__all__ = ["ServerConfig"]
+__all__ = ["SERVER_MODES", "ServerConfig"]
+
+#: ``simulation`` serves the stateless HTTP simulation routes, ``production`` does not (HTTP-10).
+SERVER_MODES = ("simulation", "production")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +40,9 @@ class ServerConfig:
     - ``resume_grace_s``: how long a session of a connection that negotiated the resume
       extension is kept after the connection drops (``EXT-RES-2``); it keeps its capacity
       slot meanwhile (``EXT-RES-3``). 0 ends it at once.
+    - ``mode``: ``"simulation"`` (default) serves the stateless HTTP ``/reset``, ``/step``
+      and ``/state``; ``"production"`` leaves them out (``HTTP-10``), as upstream OpenEnv's
+      production mode does: agents use ``/ws`` and the MCP surface only.
     - ``full_gc_threshold``: while serving, the process's oldest-generation collection
       threshold is at least this (``gc.set_threshold``'s third value; Python's default is
       10): full collections walk every object of every session, and with thousands of
@@ -73,6 +79,7 @@ class ServerConfig:
     hypercorn_patches: bool = True
     metrics: bool = True
     traces: bool = False
+    mode: str = "simulation"
 
     def __post_init__(self) -> None:
         if self.max_concurrent_envs is not None and self.max_concurrent_envs < 1:
@@ -89,6 +96,8 @@ class ServerConfig:
             raise ValueError("drain_timeout_s must be 0 or more")
         if self.max_message_size_mb <= 0:
             raise ValueError("max_message_size_mb must be positive")
+        if self.mode not in SERVER_MODES:
+            raise ValueError(f"mode must be one of {', '.join(SERVER_MODES)}, not {self.mode!r}")
         if self.full_gc_threshold is not None and self.full_gc_threshold < 1:
             raise ValueError("full_gc_threshold must be at least 1 (or None to leave gc alone)")
 
@@ -96,6 +105,11 @@ class ServerConfig:
     def serves_web(self) -> bool:
         """Whether ``/web`` is served (``web``, or by default: listening on loopback only)."""
         return is_loopback_host(self.host) if self.web is None else self.web
+
+    @property
+    def production(self) -> bool:
+        """Whether the simulation routes are left out (``HTTP-10``)."""
+        return self.mode == "production"
 
     @property
     def max_message_bytes(self) -> int:

@@ -19,6 +19,7 @@ from .observability import Instruments
 from .observability.events import SessionIdentity
 from .observability.metrics import ServerMetrics
 from .observability.tracing import load_tracer
+from .hosted_sessions import HostedSessions
 from .resumable_store import ResumableSessions
 from .session_registry import SessionRegistry, SharedCapacity
 from .ui_hub import UiHub
@@ -63,6 +64,7 @@ class ServerContext:
     registry: SessionRegistry = field(init=False)
     hub: UiHub = field(init=False)
     resumable: ResumableSessions = field(init=False, default_factory=ResumableSessions)
+    hosted: HostedSessions = field(init=False)
     #: what this process's session ids start with (a worker's slot and generation)
     session_prefix: str = ""
     #: the capacity shared with the other workers of the server, when there are any
@@ -78,6 +80,7 @@ class ServerContext:
         )
         self.registry = SessionRegistry(limit, self.shared_capacity, self.instruments.sessions_changed)
         self.hub = UiHub(self.config.max_ui_subscribers, self.instruments)
+        self.hosted = HostedSessions(self)
 
     def new_session_id(self) -> str:
         """A fresh session id (``EXT-SES-1``; the worker's prefix first, see ``workers``)."""

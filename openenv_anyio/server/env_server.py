@@ -24,11 +24,13 @@ from hypercorn.trio import serve as hypercorn_serve
 from ..environment import EnvFactory
 from . import hypercorn_adapter
 from .app import create_app
+from .attached_ws import requested_session, serve_attached
 from .config import ServerConfig
 from .context import AsgiReceive, AsgiSend, ServerContext
 from .env_runner import thread_starter
 from .gc_policy import rare_full_collections
 from .lifecycle import ServerPhase
+from .mcp_socket import serve_mcp_socket
 from .resumable import negotiated, serve_resumable
 from .ui_endpoint import serve_ui
 from .ws_session import serve_ws
@@ -59,18 +61,26 @@ class _Router:
         if scope["type"] == "websocket":
             path = scope["path"]
             if path == "/ws":
-                if negotiated(scope):  # EXT-NEG-1: decided once per connection
-                    return await serve_resumable(self._ctx, scope, receive, send)
-                return await serve_ws(self._ctx, scope, receive, send)
+                return await _ws_handler(scope)(self._ctx, scope, receive, send)
             if path == "/ws/ui":
                 return await serve_ui(self._ctx, scope, receive, send)
+            if path == "/mcp":
+                return await serve_mcp_socket(self._ctx, scope, receive, send)
         await self._http_app(scope, receive, send)
 
     def direct_websocket(self, scope: dict[str, Any]) -> hypercorn_adapter.DirectHandler | None:
         """``/ws`` sessions run in their connection's task (see :mod:`.hypercorn_adapter.direct_ws`)."""
         if self.direct and scope["path"] == "/ws":
-            return partial(serve_resumable if negotiated(scope) else serve_ws, self._ctx)
+            return partial(_ws_handler(scope), self._ctx)
         return None
+
+
+def _ws_handler(scope: dict[str, Any]) -> Any:
+    """Who serves a ``/ws`` connection: a hosted session's (``?session_id=``), a negotiated
+    one (EXT-NEG-1, decided once per connection) or a plain one."""
+    if requested_session(scope) is not None:
+        return serve_attached
+    return serve_resumable if negotiated(scope) else serve_ws
 
 
 def _bind(host: str, port: int) -> str:
@@ -129,6 +139,7 @@ class EnvServer:
     async def _shutdown_trigger(self) -> None:
         await self._stop.wait()
         instruments, registry = self.ctx.instruments, self.ctx.registry
+        await self.ctx.hosted.end_all()  # MCP-SES-5: no new hosted sessions; those without a socket end now
         instruments.server_event("server_draining", url=self.url, sessions=registry.sessions, drain_timeout_s=self.config.drain_timeout_s)
         await registry.shutdown(self.config.drain_timeout_s, self.config.shutdown_grace_s)  # WS-DRAIN-1, WS-SHUT-1
         instruments.server_event("server_stopped", url=self.url, sessions_left=registry.sessions, envs_left=registry.live_envs)
@@ -160,19 +171,24 @@ class EnvServer:
 
     async def _serve_routed(self, task_status: trio.TaskStatus[str]) -> None:
         async with thread_starter(), trio.open_nursery() as nursery:
-            binds = await nursery.start(
-                partial(
-                    hypercorn_serve,
-                    self.asgi,
-                    self._hypercorn_config(),
-                    shutdown_trigger=self._shutdown_trigger,
-                    mode="asgi",
-                )
-            )
+            binds = await nursery.start(self._serve_http)
             self.url = binds[0]
             self.ctx.registry.move_to(ServerPhase.SERVING)
             self.ctx.instruments.server_event("server_started", url=self.url)
             task_status.started(self.url)
+
+    async def _serve_http(self, *, task_status: trio.TaskStatus[list[str]]) -> None:
+        """Hypercorn, with the idle reaper of hosted sessions beside it for as long as it serves."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.ctx.hosted.reap_idle)  # MCP-SES-5
+            await hypercorn_serve(
+                self.asgi,
+                self._hypercorn_config(),
+                shutdown_trigger=self._shutdown_trigger,
+                mode="asgi",
+                task_status=task_status,
+            )
+            nursery.cancel_scope.cancel()
 
     def stats(self) -> dict[str, int]:
         """Active sessions, live environment instances, open connections (server thread)."""

@@ -28,6 +28,7 @@ from ..core import (
     ErrorCode,
     Reset,
     Session,
+    Mcp,
     StateRequest,
     Step,
     token_hint,
@@ -161,7 +162,7 @@ class ResumableConnection(WsSession):
         match frame:
             case Step() | Reset():
                 request_id = frame.request_id
-            case StateRequest():
+            case StateRequest() | Mcp():
                 request_id = None
             case _:
                 assert_never(frame)

@@ -20,14 +20,17 @@ from ..core import (
     CloseCode,
     Error,
     ErrorCode,
+    Mcp,
     Observation,
     ProtocolError,
     Reset,
     State,
+    RpcFailure,
     StateRequest,
     Step,
     decode_client_frame,
     encode_frame,
+    decode_rpc_request,
 )
 from .action_check import relocate
 from .bound_env import BoundEnv, EnvironmentAborted, FactoryFailure
@@ -38,6 +41,7 @@ from .lifecycle import ServerPhase
 from .observability import peer_of
 from .ping_schedule import PingSchedule
 from .session_registry import Slot
+from .mcp_dispatch import answer_rpc
 from .ui_hub import EpisodeView
 
 __all__ = [
@@ -54,8 +58,8 @@ INVALID_UTF8_ANSWER: Final = encode_frame(
 #: The accept message of a ``/ws`` connection (Hypercorn's WebSocket stream reads the extra key).
 ACCEPT: Final = {"type": "websocket.accept", INVALID_TEXT_REPLY: INVALID_UTF8_ANSWER}
 
-#: The client frames that are answered (``WS-ORDER-1``); ``close`` is not.
-Request: TypeAlias = Reset | Step | StateRequest
+#: The client frames that are answered (``WS-ORDER-1``, ``MCP-WS-1``); ``close`` is not.
+Request: TypeAlias = Reset | Step | StateRequest | Mcp
 
 _perf_counter: Final = time.perf_counter
 
@@ -323,7 +327,7 @@ class WsSession:
                 self.close_code = CloseCode.NORMAL
                 await close_websocket(self.send, CloseCode.NORMAL)
                 return False
-            case Step() | Reset() | StateRequest():
+            case Step() | Reset() | StateRequest() | Mcp():
                 kind = frame.type
                 tracer = self.ctx.instruments.tracer
                 if tracer is None:
@@ -370,7 +374,7 @@ class WsSession:
         return self.ctx.encode(error, session=self)
 
     async def _answer(self, frame: Request, request_id: str | None = None) -> str:
-        """The text of the answer to a reset, step or state request (runs the environment).
+        """The text of the answer to a reset, step, state or mcp request (runs the environment).
 
         ``request_id`` (resume extension) is echoed in the answer (``EXT-REQ-2``).
         """
@@ -396,8 +400,18 @@ class WsSession:
                 return await self._answer_reset(frame, request_id)
             case StateRequest():
                 return await self._answer_state()
+            case Mcp():
+                return await self._answer_mcp(frame)
             case _:
                 assert_never(frame)
+
+    async def _answer_mcp(self, frame: Mcp) -> str:
+        """The JSON-RPC answer in an ``mcp`` frame, whatever happens (``MCP-WS-1``, ``MCP-WS-2``)."""
+        try:
+            rpc = decode_rpc_request(frame.data)
+        except RpcFailure as failure:
+            return self.ctx.encode(Mcp(failure.response()))
+        return self.ctx.encode(Mcp(await answer_rpc(self.ctx, rpc, own_env=self.env, own_view=self.view)))
 
     async def _answer_step(self, frame: Step, request_id: str | None) -> str:
         env = self.env

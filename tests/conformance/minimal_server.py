@@ -21,6 +21,8 @@ from hypercorn.trio import serve
 from openenv_anyio.core import (
     Close,
     Error,
+    ErrorCode,
+    Mcp,
     Observation,
     ProtocolError,
     Reset,
@@ -214,6 +216,8 @@ class MinimalServer:
             return None if self.flaws.ignore_state else encode_frame(State(env.state()))
         if isinstance(frame, Reset):
             return self.encode_observation(env.reset(dict(frame.kwargs)))
+        if isinstance(frame, Mcp):  # no MCP surface: the frame type is unknown here (MCP-WS-0)
+            return encode_frame(Error(ErrorCode.UNKNOWN_TYPE.value, "Unknown message type: mcp"))
         assert isinstance(frame, Step)
         try:
             self.action_validator.check(frame.action, what="action")

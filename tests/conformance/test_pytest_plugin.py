@@ -51,16 +51,17 @@ def test_help_lists_the_options(tmp_path: Path) -> None:
 def test_one_item_per_case_against_a_correct_server(tmp_path: Path, minimal_url: str) -> None:
     done = run_pytest(tmp_path, "--openenv-url", minimal_url, "--openenv-frame-limit-mb", "1", "-rA")
     assert done.returncode == 0, done.stdout + done.stderr
-    # the 5 extension cases are not applicable (skipped) on a base server
-    expected = {"passed": 30, "skipped": 5}
-    assert outcome_counts(done.stdout) == expected  # 34 cases + the project's own test
+    # the 5 extension cases, the 3 MCP cases and the OpenAPI case are not applicable (skipped)
+    # on a base server without MCP
+    expected = {"passed": 30, "skipped": 9}
+    assert outcome_counts(done.stdout) == expected  # 38 cases + the project's own test
     assert "PASSED ::openenv-conformance::WS-ORDER-01" in done.stdout
 
 
 def test_real_server_defects_fail_their_items(tmp_path: Path, openenv_core_url: str) -> None:
     done = run_pytest(tmp_path, "--openenv-url", openenv_core_url)
     assert done.returncode == 1
-    assert outcome_counts(done.stdout) == {"failed": 2, "passed": 24, **_vector_dependent(skipped=7, xfailed=1)}
+    assert outcome_counts(done.stdout) == {"failed": 2, "passed": 28, **_vector_dependent(skipped=7, xfailed=1)}
     failed = sorted(re.findall(r"FAILED \S*openenv-conformance::(\S+)", done.stdout))
     assert failed == ["WS-ERR-02", "WS-ERR-07"]
     assert "SESSION_ERROR" in done.stdout  # the evidence is in the failure report
@@ -71,7 +72,7 @@ def test_expected_failures_become_xfail(tmp_path: Path, openenv_core_url: str) -
     baseline.write_text("WS-ERR-02\nWS-ERR-07\n")
     done = run_pytest(tmp_path, "--openenv-url", openenv_core_url, "--openenv-expected-failures", str(baseline))
     assert done.returncode == 0, done.stdout
-    assert outcome_counts(done.stdout) == {"passed": 24, **_vector_dependent(skipped=7, xfailed=3)}
+    assert outcome_counts(done.stdout) == {"passed": 28, **_vector_dependent(skipped=7, xfailed=3)}
 
 
 @pytest.mark.parametrize("module", ["trio", "httpx", "trio_websocket"])

@@ -10,7 +10,7 @@ from typing import Any
 from openenv_anyio.core import ENTRY_POINTS, load_spec
 
 VECTOR_KEYS = {"entry", "valid", "requirement", "description", "source"}
-SOURCES = {"openenv-core-0.3.0", "spec"}
+SOURCES = {"openenv-core-0.3.0", "openenv-0.10.0", "spec"}
 
 
 @dataclass(frozen=True)

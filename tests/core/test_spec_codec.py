@@ -245,7 +245,7 @@ class TestDumps:
 
 
 def test_codec_lists_its_frame_types() -> None:
-    assert FrameCodec("client-frame").frame_types == ("reset", "step", "state", "close")
+    assert FrameCodec("client-frame").frame_types == ("reset", "step", "state", "close", "mcp")
     assert FrameCodec("ui-frame").frame_types == ("state_update", "session_closed")
 
 

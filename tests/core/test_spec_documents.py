@@ -35,7 +35,7 @@ def _refs(node: Any, base: str) -> Iterator[tuple[str, str]]:
 def test_spec_holds_every_frame_document() -> None:
     assert "error-codes.json" in DOCUMENTS
     assert set(ENTRY_POINTS.values()) <= set(DOCUMENTS)
-    assert len([d for d in DOCUMENTS if d.startswith("frames/")]) == 10
+    assert len([d for d in DOCUMENTS if d.startswith("frames/")]) == 12
 
 
 @pytest.mark.parametrize("relative", DOCUMENTS)
@@ -71,12 +71,14 @@ def test_entry_points_reference_frame_documents() -> None:
         "step": "frames/step.json",
         "state": "frames/state.json",
         "close": "frames/close.json",
+        "mcp": "frames/mcp.json",
     }
     assert SPEC.frame_schemas("server-frame") == {
         "observation": "frames/observation.json",
         "state": "frames/state-reply.json",
         "error": "frames/error.json",
         "session": "frames/session.json",
+        "mcp": "frames/mcp-reply.json",
     }
     assert SPEC.frame_schemas("ui-frame") == {
         "state_update": "frames/state-update.json",

@@ -28,7 +28,10 @@ REPLIES = {
     "frames/step.json": {"frames/observation.json", "frames/error.json"},
     "frames/state.json": {"frames/state-reply.json", "frames/error.json"},
     "frames/close.json": None,
+    "frames/mcp.json": {"frames/mcp-reply.json", "frames/error.json"},
 }
+#: WS /mcp carries bare JSON-RPC (no frame envelope): request -> response.
+MCP_SOCKET_REPLIES = {"jsonrpc/request.json": {"jsonrpc/response.json"}}
 
 
 @pytest.fixture(scope="module")
@@ -83,18 +86,22 @@ def test_every_message_payload_is_a_draft_07_ref_to_a_frame(document: dict[str, 
     assert messages
     for name, message in messages.items():
         assert set(message["payload"]["schema"]) == {"$ref"}, f"{name}: payload must be a $ref, not a copy"
-        assert _payload_file(document, message).startswith("frames/"), name
+        assert _payload_file(document, message).startswith(("frames/", "jsonrpc/")), name
 
 
 def test_channels_and_request_operations(document: dict[str, Any]) -> None:
     assert document["asyncapi"].startswith("3.")
     addresses = {channel["address"] for channel in document["channels"].values()}
-    assert addresses == {"/ws", "/ws/ui"}
+    assert addresses == {"/ws", "/ws/ui", "/mcp"}
     requests: dict[str, Any] = {}
+    socket_requests: dict[str, Any] = {}
     for operation in document["operations"].values():
         channel = _deref(document, operation["channel"])
         frames = {_payload_file(document, m) for m in operation["messages"]}
-        if operation["action"] == "send":
+        if operation["action"] == "send" and channel["address"] == "/mcp":
+            (request,) = frames
+            socket_requests[request] = {_payload_file(document, m) for m in operation["reply"]["messages"]}
+        elif operation["action"] == "send":
             assert channel["address"] == "/ws"
             (frame,) = frames
             reply = operation.get("reply")
@@ -102,6 +109,7 @@ def test_channels_and_request_operations(document: dict[str, Any]) -> None:
         elif channel["address"] == "/ws/ui":
             assert frames <= {"frames/state-update.json", "frames/session-closed.json"}
     assert requests == REPLIES
+    assert socket_requests == MCP_SOCKET_REPLIES
 
 
 def _run_validator(document: Path) -> subprocess.CompletedProcess[str]:

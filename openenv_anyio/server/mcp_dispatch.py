@@ -1,0 +1,139 @@
+"""Answer one JSON-RPC request of the MCP surface, whichever path it came by.
+
+Three paths share this: ``POST /mcp`` (no environment of its own: a request names a hosted
+session by ``params.session_id``, or a fresh environment answers and is closed), ``WS /mcp``
+and ``mcp`` frames on ``/ws`` (the connection's own environment). Every failure is a JSON-RPC
+error response, never an exception out of here (``MCP-ERR-2``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ..core import McpMethod, RpcCode, RpcFailure, RpcRequest, rpc_result
+from .bound_env import BoundEnv, FactoryFailure
+from .context import AtCapacity, ServerContext, log
+from .env_tools import EnvTools
+from .hosted_sessions import HostedSession
+from .ui_hub import EpisodeView
+
+__all__ = ["answer_rpc"]
+
+
+async def answer_rpc(
+    ctx: ServerContext, request: RpcRequest, *, own_env: BoundEnv | None = None, own_view: EpisodeView | None = None
+) -> dict[str, Any]:
+    """The response object to ``request``; ``own_env`` and ``own_view`` are the connection's
+    environment and episode, if it has them."""
+    try:
+        return rpc_result(request.id, await _dispatch(ctx, request, own_env, own_view))
+    except RpcFailure as failure:
+        return failure.response(request.id)
+    except Exception as exc:  # an environment or a tool raised: MCP-ERR-2
+        log.info("MCP %s failed: %s: %s", request.method, type(exc).__name__, exc)
+        return RpcFailure(RpcCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}").response(request.id)
+
+
+async def _dispatch(ctx: ServerContext, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None) -> Any:
+    method = request.method
+    if method not in McpMethod.__members__.values():
+        raise RpcFailure(RpcCode.METHOD_NOT_FOUND, f"Method not found: {method}")
+    match McpMethod(method):
+        case McpMethod.SESSION_CREATE | McpMethod.SESSION_CLOSE if own_env is not None:
+            raise RpcFailure(
+                RpcCode.METHOD_NOT_FOUND,
+                f"{method} is served on POST /mcp; a WebSocket connection is its own session",
+            )
+        case McpMethod.SESSION_CREATE:
+            return await _create_session(ctx)
+        case McpMethod.SESSION_CLOSE:
+            session = _hosted(ctx, request)
+            closed = await ctx.hosted.close(session)
+            return {"session_id": session.session_id, "closed": closed, "closing": not closed}
+        case McpMethod.TOOLS_LIST:
+            async with _env_for(ctx, request, own_env, own_view) as (env, _):
+                return {"tools": await _tools(env).listing()}
+        case McpMethod.TOOLS_CALL:
+            arguments = request.params.get("arguments", {})
+            async with _env_for(ctx, request, own_env, own_view) as (env, view):
+                _check_episode(request, view)
+                return await _tools(env).call(str(request.params["name"]), arguments)
+
+
+def _tools(env: BoundEnv) -> EnvTools:
+    tools = EnvTools(env)
+    if not tools.available():
+        raise RpcFailure(RpcCode.METHOD_NOT_FOUND, "This environment has no tools")
+    return tools
+
+
+def _hosted(ctx: ServerContext, request: RpcRequest) -> HostedSession:
+    session_id = request.session_id()
+    if session_id is None:
+        raise RpcFailure(RpcCode.INVALID_PARAMS, "Invalid params: 'session_id' is required")
+    session = ctx.hosted.find(session_id)
+    if session is None:
+        raise RpcFailure(RpcCode.INVALID_PARAMS, "Unknown session_id (never created, closed or expired)")
+    session.touch()
+    return session
+
+
+def _check_episode(request: RpcRequest, view: EpisodeView | None) -> None:
+    """A call naming an episode runs only in that episode (MCP-SES-6)."""
+    expected = request.params.get("episode_id")
+    current = view.episode_id if view is not None else None
+    if expected is not None and expected != current:
+        raise RpcFailure(
+            RpcCode.EPISODE_MISMATCH,
+            f"the call names episode {expected!r} but the session's current episode is {current!r}; nothing changed",
+            {"current_episode_id": current},
+        )
+
+
+@contextlib.asynccontextmanager
+async def _env_for(
+    ctx: ServerContext, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None
+) -> AsyncIterator[tuple[BoundEnv, EpisodeView | None]]:
+    """The connection's env, the named hosted session's, or a fresh one closed afterwards
+    (with the episode it is in; a fresh environment is in none)."""
+    if own_env is not None:
+        yield own_env, own_view
+    elif request.session_id() is not None:
+        session = _hosted(ctx, request)
+        try:
+            yield session.env, session.view
+        finally:
+            session.touch()
+    else:
+        try:
+            async with ctx.fresh_env() as env:
+                yield env, None
+        except FactoryFailure as failure:
+            raise RpcFailure(RpcCode.SERVER_ERROR, str(failure), {"factory_name": failure.factory_name}) from None
+        except AtCapacity as full:
+            raise RpcFailure(RpcCode.SERVER_ERROR, str(full), {"active_sessions": full.active, "max_sessions": full.limit}) from None
+
+
+async def _create_session(ctx: ServerContext) -> dict[str, Any]:
+    registry = ctx.registry
+    if ctx.hosted.closed:
+        raise RpcFailure(RpcCode.SERVER_ERROR, "The server is shutting down")
+    slot = registry.try_reserve()  # WS-CAP-1 applies to hosted sessions too
+    if slot is None:
+        active = registry.active_sessions
+        raise RpcFailure(
+            RpcCode.SERVER_ERROR,
+            f"Server at capacity: {active}/{registry.max_sessions} sessions active",
+            {"active_sessions": active, "max_sessions": registry.max_sessions},
+        )
+    try:
+        session = await ctx.hosted.create(slot)
+    except FactoryFailure as failure:
+        slot.release()
+        raise RpcFailure(RpcCode.SERVER_ERROR, str(failure), {"factory_name": failure.factory_name}) from None
+    except BaseException:
+        slot.release()
+        raise
+    return {"session_id": session.session_id}

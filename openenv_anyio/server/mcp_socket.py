@@ -1,0 +1,52 @@
+"""``WS /mcp``: JSON-RPC over a WebSocket, one session (and environment) per connection.
+
+Each text frame is one JSON-RPC request and is answered with one response frame, in order
+(``MCP-WS-3``). Capacity, idle timeout, pings and shutdown are those of a ``/ws`` session:
+the connection is a :class:`~.ws_session.WsSession` whose frames are JSON-RPC.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core import RpcFailure, dumps, read_rpc_request
+from .context import AsgiReceive, AsgiSend, ServerContext
+from .mcp_dispatch import answer_rpc
+from ..core import CloseCode
+from .ws_session import ACCEPT, WsSession, close_websocket, refuse_at_capacity
+
+__all__ = ["McpSocket", "serve_mcp_socket"]
+
+
+class McpSocket(WsSession):
+    """One ``WS /mcp`` connection."""
+
+    async def _handle(self, payload: str | bytes) -> bool:
+        try:
+            request = read_rpc_request(payload)
+        except RpcFailure as failure:
+            response = failure.response()
+        else:
+            response = await answer_rpc(self.ctx, request, own_env=self.env, own_view=self.view)
+        await self.send({"type": "websocket.send", "text": dumps(response)})
+        return True
+
+
+async def serve_mcp_socket(ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
+    """ASGI handler of one ``WS /mcp`` connection."""
+    message = await receive()
+    if message["type"] != "websocket.connect":
+        return
+    await send(ACCEPT)
+    registry = ctx.registry
+    if registry.closing:
+        await close_websocket(send, CloseCode.GOING_AWAY, "server shutting down")
+        return
+    slot = registry.try_reserve()  # WS-CAP-1
+    if slot is None:
+        await refuse_at_capacity(ctx, send)
+        return
+    try:
+        await McpSocket(ctx, receive, send, slot).run()
+    finally:
+        slot.release()

@@ -1,0 +1,31 @@
+"""The README's tools example is real: the environment is served and the client snippet runs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from openenv_anyio.server import EnvServer, ServerConfig
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+
+
+def test_readme_tools_example_runs(tmp_path: Path) -> None:
+    env_code = next(block for block in BLOCKS if "from openenv_anyio.tools import tool" in block)
+    client_code = next(block for block in BLOCKS if "env.call_tool(" in block)
+    namespace: dict[str, object] = {}
+    exec(compile(env_code, "README-tools", "exec"), namespace)
+    with EnvServer(namespace["Notes"], ServerConfig(port=0)).run_in_thread() as running:  # type: ignore[arg-type]
+        script = tmp_path / "tools_snippet.py"
+        body = "\n".join("    " + line for line in client_code.replace("http://127.0.0.1:8000", running.url).splitlines())
+        script.write_text(
+            "import anyio\nfrom openenv_anyio import EnvClient\n\nasync def main():\n"
+            + body
+            + "\n    assert [t.name for t in tools] == ['remember'] and count == 1\n\nanyio.run(main)\n",
+            encoding="utf-8",
+        )
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
