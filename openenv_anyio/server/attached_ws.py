@@ -35,8 +35,10 @@ def requested_session(scope: dict[str, Any]) -> str | None:
 class AttachedConnection(WsSession):
     """A ``/ws`` connection serving a hosted session's environment."""
 
-    def __init__(self, ctx: ServerContext, receive: AsgiReceive, send: AsgiSend, session: HostedSession) -> None:
-        super().__init__(ctx, receive, send, session.slot)
+    def __init__(
+        self, ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend, session: HostedSession
+    ) -> None:
+        super().__init__(ctx, scope, receive, send, session.slot)
         self.session_id = session.public_id
         self.view = session.view
         self.env = session.env
@@ -66,7 +68,7 @@ async def serve_attached(ctx: ServerContext, scope: dict[str, Any], receive: Asg
     if session.state is not SessionState.OPEN:
         await _refuse(ctx, send, ErrorCode.SESSION_ERROR, "The session already has an attached WebSocket", CloseCode.TAKEN_OVER)
         return
-    connection = AttachedConnection(ctx, receive, send, session)
+    connection = AttachedConnection(ctx, scope, receive, send, session)
     ctx.hosted.attach(session, connection)
     ctx.registry.attach(connection)
     try:

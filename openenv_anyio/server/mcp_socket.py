@@ -7,13 +7,13 @@ the connection is a :class:`~.ws_session.WsSession` whose frames are JSON-RPC.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ..core import RpcFailure, dumps, read_rpc_request
 from .context import AsgiReceive, AsgiSend, ServerContext
 from .mcp_dispatch import answer_rpc
-from ..core import CloseCode
-from .ws_session import ACCEPT, WsSession, close_websocket, refuse_at_capacity
+from .ws_session import ACCEPT, WsSession, refuse_at_capacity, refuse_while_closing
 
 __all__ = ["McpSocket", "serve_mcp_socket"]
 
@@ -37,16 +37,17 @@ async def serve_mcp_socket(ctx: ServerContext, scope: dict[str, Any], receive: A
     message = await receive()
     if message["type"] != "websocket.connect":
         return
+    accepted_at = time.perf_counter()
     await send(ACCEPT)
     registry = ctx.registry
     if registry.closing:
-        await close_websocket(send, CloseCode.GOING_AWAY, "server shutting down")
+        await refuse_while_closing(ctx, scope, send)
         return
     slot = registry.try_reserve()  # WS-CAP-1
     if slot is None:
-        await refuse_at_capacity(ctx, send)
+        await refuse_at_capacity(ctx, scope, send)
         return
     try:
-        await McpSocket(ctx, receive, send, slot).run()
+        await McpSocket(ctx, scope, receive, send, slot).run(accepted_at)
     finally:
         slot.release()
