@@ -36,7 +36,13 @@ ROOT_ENDPOINTS = {
     "/reset": "POST: reset a fresh environment (stateless)",
     "/step": "POST: step a fresh environment (stateless)",
     "/state": "GET: the state of a fresh environment (stateless)",
+    "/mcp": "POST, or WebSocket: JSON-RPC tools/list, tools/call and HTTP-created sessions (MCP)",
+    "/openapi.json": "GET: OpenAPI 3.1 document of the HTTP surface",
 }
+
+
+#: the stateless routes production mode leaves out (HTTP-10)
+_SIMULATION_ROUTES = frozenset({"/reset", "/step", "/state"})
 
 
 def _json(value: Any, status: int = 200) -> Response:
@@ -103,7 +109,8 @@ def create_app(ctx: ServerContext) -> QuartTrio:
     @app.get("/")
     async def root() -> Response:  # not a protocol endpoint: where a browser lands first
         name = (await profile.describe())[0].get("name")
-        return _json({"name": name, "endpoints": ROOT_ENDPOINTS})
+        endpoints = {path: what for path, what in ROOT_ENDPOINTS.items() if not (ctx.config.production and path in _SIMULATION_ROUTES)}
+        return _json({"name": name, "endpoints": endpoints})
 
     @app.get("/health")
     async def health() -> Response:  # HTTP-1

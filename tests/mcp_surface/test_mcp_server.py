@@ -313,6 +313,9 @@ def test_openapi_document_is_valid_and_follows_the_mode(mode: str) -> None:  # H
         assert "/mcp" in document["paths"]
         reset = httpx.post(server.url + "/reset", json={}, timeout=TIMEOUT)
         assert reset.status_code == (200 if mode == "simulation" else 404)
+        listed = httpx.get(server.url + "/", timeout=TIMEOUT).json()["endpoints"]
+        assert "/mcp" in listed and "/openapi.json" in listed
+        assert ("/reset" in listed) == (mode == "simulation")
         assert "result" in rpc(server, "tools/list")
 
 
