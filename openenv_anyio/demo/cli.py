@@ -114,6 +114,10 @@ async def _main(args: argparse.Namespace) -> int:
         else:
             from ..envs.loading import resolve_env_target
             from ..server import EnvServer, ServerConfig
+            from ..server.observability.log_setup import configure_logging
+
+            # the agents' failures are in the summary: the server reports only its own, readably
+            configure_logging("console", "error")
 
             factory = resolve_env_target(args.env, gymnasium_kwargs=_watch_kwargs(args))
             server = EnvServer(factory, ServerConfig(host="127.0.0.1", port=0))

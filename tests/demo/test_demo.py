@@ -105,3 +105,10 @@ def test_the_summary_names_the_env_and_policy_and_why_agents_failed() -> None:
     assert done.returncode == 1
     assert "GuessNumberEnv" in done.stdout and "policy" in done.stdout, done.stdout
     assert "CapacityReached" in done.stdout, done.stdout
+
+
+def test_a_failing_env_is_reported_in_the_summary_not_as_raw_log_records() -> None:
+    done = demo("--env", "tests.demo.failing_env:FailingStepEnv", "--agents", "1", "--episodes", "1", "--no-progress")
+    assert done.returncode == 1
+    assert summary_rows(done.stdout)["all"][-1] == "1"  # errors
+    assert "{'" not in done.stderr, done.stderr  # a server log record printed as a dict
