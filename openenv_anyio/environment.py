@@ -26,6 +26,7 @@ __all__ = [
     "is_model_class",
     "lift_observation",
     "normalise_state",
+    "plain_reward",
     "schema_of",
     "to_plain_dict",
 ]
@@ -88,6 +89,20 @@ class LiftedObservation(NamedTuple):
     done: bool
     metadata: Any
 
+    @property
+    def sent_metadata(self) -> Mapping[str, Any] | None:
+        """The metadata an observation frame carries (WS-OBS-2): a non-empty mapping, else None."""
+        metadata = self.metadata
+        return metadata if isinstance(metadata, Mapping) and metadata else None
+
+    def frame_data(self) -> dict[str, Any]:
+        """The ``data`` of the observation frame (and the HTTP ``/reset``, ``/step`` body)."""
+        data: dict[str, Any] = {"observation": self.observation, "reward": self.reward, "done": self.done}
+        metadata = self.sent_metadata
+        if metadata is not None:
+            data["metadata"] = metadata
+        return data
+
 
 def to_plain_dict(value: Any) -> dict[str, Any]:
     """A shallow ``dict`` copy of a mapping, dataclass instance or pydantic model.
@@ -107,7 +122,8 @@ def to_plain_dict(value: Any) -> dict[str, Any]:
     )
 
 
-def _plain_reward(reward: Any) -> float | bool | None:
+def plain_reward(reward: Any) -> float | bool | None:
+    """A reward as the frame carries it: a number, a boolean or None (numpy scalars unwrapped)."""
     if reward is None or isinstance(reward, (bool, int, float)):
         return reward
     item = getattr(reward, "item", None)  # numpy scalars
@@ -121,10 +137,14 @@ def _plain_reward(reward: Any) -> float | bool | None:
 def lift_observation(value: Any) -> LiftedObservation:
     """Split an observation-like value into observation, reward, done and metadata.
 
-    ``None`` is an empty observation. Pure: no side effect, ``value`` is not modified.
+    ``None`` is an empty observation; a :class:`LiftedObservation` (an adapter that split it
+    already, as its own server would) is taken as it is. Pure: no side effect, ``value`` is
+    not modified.
     """
+    if isinstance(value, LiftedObservation):
+        return value
     fields = {} if value is None else to_plain_dict(value)
-    reward = _plain_reward(fields.pop("reward", None))
+    reward = plain_reward(fields.pop("reward", None))
     done = bool(fields.pop("done", False))
     metadata = fields.pop("metadata", None)
     return LiftedObservation(fields, reward, done, metadata)

@@ -89,10 +89,13 @@ class StepResult:
     observation: dict[str, Any]
     reward: float | bool | None = None
     done: bool = False
+    #: the environment's metadata for this observation when the server sends it (WS-OBS-2)
+    metadata: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, frame: Observation) -> StepResult:
-        return cls(observation=dict(frame.observation), reward=frame.reward, done=frame.done)
+        metadata = dict(frame.metadata) if frame.metadata is not None else None
+        return cls(observation=dict(frame.observation), reward=frame.reward, done=frame.done, metadata=metadata)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from .frames import (
     StateUpdate,
     UiFrame,
     Step,
+    check_sendable,
     decode_client_frame,
     decode_server_frame,
     decode_ui_frame,
@@ -49,8 +50,8 @@ from .jsonrpc import (
     rpc_error,
     rpc_result,
 )
-from .spec import ENTRY_POINTS, SPEC_VERSION, Spec, SpecError, load_spec
-from .validation import SchemaFault, Validator, spec_validator
+from .spec import ENTRY_POINTS, EXTENSIBLE, SPEC_VERSION, Spec, SpecError, load_spec, sender_view
+from .validation import SchemaFault, Validator, sender_validator, spec_validator
 
 __all__ = [
     "AFFINITY_HEADER",
@@ -64,6 +65,7 @@ __all__ = [
     "new_resume_token",
     "token_hint",
     "ENTRY_POINTS",
+    "EXTENSIBLE",
     "SPEC_VERSION",
     "RESUMABLE_CLOSE_CODES",
     "ClientFrame",
@@ -100,12 +102,15 @@ __all__ = [
     "UiFrame",
     "Step",
     "Validator",
+    "check_sendable",
     "decode_client_frame",
     "decode_server_frame",
     "decode_ui_frame",
     "dumps",
     "encode_frame",
     "load_spec",
+    "sender_validator",
+    "sender_view",
     "parse_json",
     "spec_validator",
 ]

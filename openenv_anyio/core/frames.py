@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Final, TypeAlias, assert_never
 import orjson
 
 from .errors import ErrorCode, ProtocolError, clip_message
-from .spec import ENTRY_POINTS, Spec, load_spec
+from .spec import ENTRY_POINTS, Spec, load_spec, sender_view
 from .validation import Validator, spec_validator
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "SessionClosed",
     "StateUpdate",
     "Step",
+    "check_sendable",
     "decode_client_frame",
     "decode_server_frame",
     "decode_ui_frame",
@@ -118,10 +119,14 @@ class Observation:
     done: bool = False
     request_id: str | None = None
     episode_id: str | None = None
+    #: the environment's metadata for this observation; sent only when non-empty (WS-OBS-2)
+    metadata: Mapping[str, Any] | None = None
     type: ClassVar[str] = "observation"
 
     def to_wire(self) -> dict[str, Any]:
-        data = {"observation": self.observation, "reward": self.reward, "done": self.done}
+        data: dict[str, Any] = {"observation": self.observation, "reward": self.reward, "done": self.done}
+        if self.metadata:
+            data["metadata"] = self.metadata
         return _extended({"type": "observation", "data": data}, self.request_id, self.episode_id)
 
 
@@ -297,10 +302,11 @@ def _from_wire(obj: dict[str, Any]) -> Frame:
             return Step(obj["data"], obj.get("request_id"), obj.get("episode_id"))
         case "observation":
             data = obj["data"]
-            if len(obj) == 2:
+            if len(obj) == 2 and len(data) == 3:
                 return Observation(data["observation"], data["reward"], data["done"])
             return Observation(
-                data["observation"], data["reward"], data["done"], obj.get("request_id"), obj.get("episode_id")
+                data["observation"], data["reward"], data["done"], obj.get("request_id"), obj.get("episode_id"),
+                data.get("metadata"),
             )
         case "reset":
             return Reset(obj.get("data") or {}, obj.get("request_id"))
@@ -463,13 +469,16 @@ def _with_alias_hint(error: ProtocolError, frame_type: str, frame: Mapping[str, 
     return error
 
 
-_codecs: dict[str, FrameCodec] = {}
+_codecs: dict[tuple[str, bool], FrameCodec] = {}
 
 
-def _codec(entry: str) -> FrameCodec:
-    codec = _codecs.get(entry)
+def _codec(entry: str, *, sender: bool = False) -> FrameCodec:
+    """The entry point's codec as a receiver reads frames (open objects ignore unknown
+    members, COMPAT-1) or, with ``sender``, as a sender must write them (COMPAT-2)."""
+    codec = _codecs.get((entry, sender))
     if codec is None:
-        codec = _codecs[entry] = FrameCodec(entry)
+        spec = sender_view(load_spec()) if sender else load_spec()
+        codec = _codecs[entry, sender] = FrameCodec(entry, spec=spec)
     return codec
 
 
@@ -511,6 +520,12 @@ def decode_ui_frame(payload: str | bytes) -> UiFrame:
             raise _not_on("ui-frame", frame)
         case _:
             assert_never(frame)
+
+
+def check_sendable(payload: str, entry: str) -> None:
+    """Raise :class:`ProtocolError` unless ``payload`` is a frame of ``entry`` that a sender
+    may send: every open object holds only the members the spec names (COMPAT-2)."""
+    _codec(entry, sender=True).decode(payload)
 
 
 def encode_frame(frame: Frame) -> str:

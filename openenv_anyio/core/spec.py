@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any, Final
 
 __all__ = [
+    "EXTENSIBLE",
     "SPEC_VERSION",
     "BASE_URI",
     "ENTRY_POINTS",
     "Spec",
     "SpecError",
     "load_spec",
+    "sender_view",
     "spec_root",
 ]
 
@@ -33,6 +35,12 @@ ENTRY_POINTS: Final[Mapping[str, str]] = {
     "server-frame": "server-frame.json",
     "ui-frame": "ui-frame.json",
 }
+
+
+#: The annotation keyword of an open object (COMPAT-1): receivers ignore members they do not
+#: know there, so its schema allows other members; senders send only the members it names
+#: (COMPAT-2), which :func:`sender_view` turns into ``additionalProperties: false``.
+EXTENSIBLE: Final = "x-extensible"
 
 
 class SpecError(Exception):
@@ -133,3 +141,23 @@ def load_spec(root: Path | None = None) -> Spec:
     """Load (once) every schema document of the bundled spec, or of ``root`` if given."""
     directory = (root or spec_root()) / SPEC_VERSION
     return Spec(directory=directory, documents=_read_documents(directory))
+
+
+def _closed(schema: Any) -> Any:
+    """``schema`` with every open (``x-extensible``) object closed, recursively; a new value."""
+    if isinstance(schema, Mapping):
+        closed = {key: _closed(value) for key, value in schema.items()}
+        if schema.get(EXTENSIBLE) is True:
+            closed["additionalProperties"] = False
+        return closed
+    if isinstance(schema, list):
+        return [_closed(item) for item in schema]
+    return schema
+
+
+@functools.cache
+def sender_view(spec: Spec) -> Spec:
+    """The spec as a sender must honour it: the same documents (and ``$id``s) with every open
+    object closed. A frame a sender sends validates here (COMPAT-2); a receiver validates
+    against ``spec`` itself and ignores the members this view refuses (COMPAT-1)."""
+    return Spec(directory=spec.directory, documents={uri: _closed(doc) for uri, doc in spec.documents.items()})

@@ -19,12 +19,12 @@ import referencing
 import referencing.jsonschema
 
 from .errors import ErrorCode, ProtocolError, clip_message
-from .spec import Spec, load_spec
+from .spec import Spec, load_spec, sender_view
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["MAX_FAULTS", "SchemaFault", "Validator", "build_rs_registry", "spec_validator"]
+__all__ = ["MAX_FAULTS", "SchemaFault", "Validator", "build_rs_registry", "sender_validator", "spec_validator"]
 
 #: At most this many faults are listed in a VALIDATION_ERROR's ``errors``.
 MAX_FAULTS = 32
@@ -137,6 +137,26 @@ class Validator:
             for error in errors
         ]
 
+    def unexpected_members(self, instance: Any) -> list[str]:
+        """JSON pointers of the members ``instance`` has where this schema allows no others
+        (``additionalProperties: false``). With the sender view (:func:`sender_validator`) on
+        a frame a receiver accepted, these are the members a receiver ignores (COMPAT-1)."""
+        if self._fast.is_valid(instance):
+            return []
+        found: list[str] = []
+        try:
+            errors = list(self._reference.iter_errors(instance))
+        except RecursionError:
+            return []
+        for error in errors:
+            if error.validator != "additionalProperties" or not isinstance(error.instance, Mapping):
+                continue
+            schema = error.schema if isinstance(error.schema, Mapping) else {}
+            named = set(schema.get("properties") or ())
+            base = _pointer(error.absolute_path)
+            found += [f"{base}/{_pointer([name])[1:]}" for name in error.instance if name not in named]
+        return sorted(set(found))
+
     def check(self, instance: Any, *, what: str = "value") -> None:
         """Raise :class:`ProtocolError` (VALIDATION_ERROR) unless ``instance`` is valid.
 
@@ -162,3 +182,9 @@ def spec_validator(relative: str, spec: Spec | None = None) -> Validator:
     """The (cached) validator for one document of the spec, e.g. ``client-frame.json``."""
     spec = spec or load_spec()
     return Validator(spec.document(relative), spec=spec)
+
+
+def sender_validator(relative: str) -> Validator:
+    """The (cached) validator of one document in the spec's sender view (:func:`sender_view`):
+    what a sender may send (COMPAT-2). Receivers use :func:`spec_validator` (COMPAT-1)."""
+    return spec_validator(relative, sender_view(load_spec()))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
 
+from ..core import EXTENSIBLE
 from ..core.frames import json_type
 from .refs import RefResolver
 
@@ -30,6 +31,7 @@ _HANDLED = frozenset(
         "properties",
         "required",
         "additionalProperties",
+        EXTENSIBLE,
         "items",
         "default",
         "const",
@@ -243,6 +245,8 @@ def _constraints(schema: Mapping[str, Any], *, summarise_values: bool) -> tuple[
     extra = schema.get("additionalProperties")
     if extra is False:
         phrases.append("no other members")
+    elif extra is True and schema.get(EXTENSIBLE) is True:
+        phrases.append("open: receivers ignore members they do not know, senders send only these (COMPAT-1, COMPAT-2)")
     elif extra is True:
         phrases.append("other members allowed")
     choices = schema.get("anyOf") or schema.get("oneOf")

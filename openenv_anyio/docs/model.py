@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openenv_anyio.core import ENTRY_POINTS, Spec, SpecError
+from openenv_anyio.core import ENTRY_POINTS, EXTENSIBLE, Spec, SpecError
 
 from .errors import DocsError
 from .examples import Example, load_examples
@@ -34,6 +34,7 @@ class FramePage:
     fields: tuple[FieldRow, ...]
     other_members: bool | None  # additionalProperties at the top: False closed, True open
     examples: tuple[Example, ...]
+    extensible: bool = False  # open by the compatibility policy (COMPAT-1): receivers ignore unknown members
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,5 +158,6 @@ def _frame_page(
         sent_as=sent_as,
         fields=tuple(walker.members(document, spec.uri(relative))),
         other_members=extra if isinstance(extra, bool) else None,
+        extensible=document.get(EXTENSIBLE) is True,
         examples=tuple(e for e in examples if (e.entry, e.frame_type) in sent_as),
     )

@@ -80,6 +80,11 @@ def sent_as_sentence(reference: Reference, page: FramePage) -> str:
 def other_members_sentence(page: FramePage) -> str:
     if page.other_members is False:
         return "No top-level members besides these are allowed."
+    if page.other_members is True and page.extensible:
+        return (
+            "Open (COMPAT-1): a receiver ignores top-level members it does not know; "
+            "a sender sends only these (COMPAT-2)."
+        )
     if page.other_members is True:
         return "Other top-level members are allowed."
     return ""

@@ -180,7 +180,7 @@ def create_app(ctx: ServerContext) -> QuartTrio:
                 lifted, _ = await env.reset(frame.kwargs)
             except Exception as exc:
                 return _server_error(exc)
-        return _json({"observation": lifted.observation, "reward": lifted.reward, "done": lifted.done})
+        return _json(lifted.frame_data())
 
     @app.post("/step")
     async def step() -> Response:  # HTTP-4
@@ -197,7 +197,7 @@ def create_app(ctx: ServerContext) -> QuartTrio:
                 lifted = await env.step(action)
             except Exception as exc:
                 return _server_error(exc)
-        return _json({"observation": lifted.observation, "reward": lifted.reward, "done": lifted.done})
+        return _json(lifted.frame_data())
 
     if ctx.config.serves_web:
         add_web_routes(app)

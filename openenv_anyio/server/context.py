@@ -11,7 +11,7 @@ from typing import Any, TypeAlias
 
 import trio
 
-from ..core import Error, Frame, ProtocolError, decode_server_frame, decode_ui_frame, encode_frame
+from ..core import Error, Frame, ProtocolError, check_sendable, encode_frame
 from ..environment import EnvFactory
 from .bound_env import BoundEnv
 from .config import ServerConfig
@@ -87,7 +87,8 @@ class ServerContext:
         return self.session_prefix + uuid.uuid4().hex
 
     def encode(self, frame: Frame, *, ui: bool = False, session: SessionIdentity | None = None) -> str:
-        """The frame's text; checked against the spec when ``validate_outbound`` is on.
+        """The frame's text; checked against the spec's sender view (only the members the
+        spec names, COMPAT-2) when ``validate_outbound`` is on.
 
         An error frame is counted and logged as sent (with ``session``'s identity)."""
         if type(frame) is Error:
@@ -95,7 +96,7 @@ class ServerContext:
         text = encode_frame(frame)
         if self.config.validate_outbound:
             try:
-                (decode_ui_frame if ui else decode_server_frame)(text)
+                check_sendable(text, "ui-frame" if ui else "server-frame")
             except ProtocolError as exc:
                 raise OutboundFrameError(f"outbound frame breaks the spec: {exc}: {text[:200]}") from exc
         return text

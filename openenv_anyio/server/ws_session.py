@@ -429,7 +429,7 @@ class WsSession:
             else:
                 lifted = await self._env_call("step", env.step, action)
             elapsed = _perf_counter() - started
-            text = encode(Observation(lifted.observation, lifted.reward, lifted.done, request_id))
+            text = encode(Observation(lifted.observation, lifted.reward, lifted.done, request_id, None, lifted.sent_metadata))
         except ProtocolError as error:  # the env refused the action itself (WS-STEP-2)
             if error.code is ErrorCode.VALIDATION_ERROR:
                 error = relocate(error, "/data")
@@ -461,6 +461,7 @@ class WsSession:
                     lifted.done,
                     request_id,
                     episode_id if request_id is not None else None,  # EXT-EP-2
+                    lifted.sent_metadata,
                 )
             )
         except Exception as exc:

@@ -80,7 +80,7 @@ json_values = st.recursive(
 )
 json_objects = st.dictionaries(st.text(max_size=6), json_values, max_size=4)
 
-_ANNOTATIONS = {"$schema", "$id", "$defs", "title", "description"}
+_ANNOTATIONS = {"$schema", "$id", "$defs", "title", "description", "x-extensible"}  # x-extensible: COMPAT-1, no effect on validity
 _KNOWN = _ANNOTATIONS | {
     "type", "const", "enum", "properties", "required", "additionalProperties",
     "minimum", "maxLength", "items", "anyOf",

@@ -41,6 +41,11 @@ class Vector:
         return self.doc["frame"]
 
     @property
+    def unknown_members(self) -> list[str]:
+        """JSON pointers of members a receiver ignores and a sender must not send (COMPAT-1, -2)."""
+        return list(self.doc.get("unknown_members", []))
+
+    @property
     def wire_text(self) -> str:
         """What travels in the text frame: ``text`` as is, or ``frame`` serialised."""
         return self.doc["text"] if self.is_text else json.dumps(self.doc["frame"], ensure_ascii=False)
@@ -67,9 +72,12 @@ def check_vector_format(vector: Vector) -> None:
     assert isinstance(doc["valid"], bool) and isinstance(doc["description"], str)
     assert ("frame" in doc) != ("text" in doc), "exactly one of frame and text"
     assert vector.path.parent.name == ("valid" if doc["valid"] else "invalid")
-    extra = doc.keys() - VECTOR_KEYS - {"frame", "text", "expect_code"}
+    extra = doc.keys() - VECTOR_KEYS - {"frame", "text", "expect_code", "unknown_members"}
     assert not extra, f"unknown keys: {extra}"
     if doc["valid"]:
         assert "expect_code" not in doc and "frame" in doc
     else:
+        assert "unknown_members" not in doc, "unknown members are ignored by receivers: such a frame is valid"
         assert doc["expect_code"] in load_spec().error_codes()
+    unknown = doc.get("unknown_members", [])
+    assert isinstance(unknown, list) and all(isinstance(p, str) and p.startswith("/") for p in unknown)
