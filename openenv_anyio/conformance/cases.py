@@ -314,7 +314,9 @@ async def _close(ctx: CaseContext) -> None:
 
 @case("WS-CONN-02", "two connections are isolated sessions", ("WS-CONN-2",))
 async def _isolation(ctx: CaseContext) -> None:
-    async with ctx.ws() as first, ctx.ws() as second:
+    async with contextlib.AsyncExitStack() as stack:
+        first = await _occupy_slot(ctx, stack, "connection A")
+        second = await _occupy_slot(ctx, stack, "connection B", needs_second_session=True)
         kept_a = await _reset(ctx, first, "conformance-iso-a")
         kept_b = await _reset(ctx, second, "conformance-iso-b")
         if ctx.setup.action is not None:
@@ -330,20 +332,46 @@ async def _isolation(ctx: CaseContext) -> None:
             raise CaseFailed(f"a step on A changed B: B's step_count is {state_b.get('step_count')!r}, expected 0")
 
 
-async def _occupy_slot(ctx: CaseContext, stack: contextlib.AsyncExitStack, what: str) -> None:
-    """Open a session that stays open; a slot an earlier case's session still holds is retried
-    until ``ctx.wait_s`` (servers free slots after the close handshake, not before)."""
+async def _occupy_slot(
+    ctx: CaseContext, stack: contextlib.AsyncExitStack, what: str, *, needs_second_session: bool = False
+) -> WsConnection:
+    """Open a session that stays open (until ``stack`` closes) and return its connection; a
+    slot an earlier case's session still holds is retried until ``ctx.wait_s`` (servers free
+    slots after the close handshake, not before).
+
+    ``needs_second_session``: another session of this case is open. A server that admits one
+    session at a time (its CAPACITY_REACHED says ``max_sessions`` 1, or ``--max-sessions 1``)
+    makes the case not applicable rather than failed; ``--max-sessions N`` (N >= 2) is how to
+    demand more.
+    """
+    if needs_second_session and ctx.setup.max_sessions == 1:
+        raise NotApplicable(_ONE_SESSION.format(how="--max-sessions 1"))
     deadline = trio.current_time() + ctx.wait_s
     while True:
         async with contextlib.AsyncExitStack() as attempt:
             conn = await attempt.enter_async_context(ctx.ws())
-            reply = await conn.request({"type": "state"})
-            busy = reply.type == "error" and isinstance(reply.data, Mapping) and reply.data.get("code") == "CAPACITY_REACHED"
+            try:
+                reply = await conn.request({"type": "state"})
+            except ServerClosed as closed:  # refused and closed before our request went out
+                frames, _ = await conn.wait_closed()  # the frames that came before the close
+                if not frames:
+                    raise CaseFailed(f"state on {what}: {closed}") from None
+                reply = frames[0]
+            data = reply.data if reply.type == "error" and isinstance(reply.data, Mapping) else {}
+            busy = data.get("code") == "CAPACITY_REACHED"
+            if busy and needs_second_session and data.get("max_sessions") == 1 and ctx.setup.max_sessions is None:
+                raise NotApplicable(_ONE_SESSION.format(how="its CAPACITY_REACHED says max_sessions 1"))
             if not busy or trio.current_time() > deadline:
                 expect_frame(reply, "state", f"state on {what}")
                 stack.push_async_exit(attempt.pop_all())
-                return
+                return conn
         await trio.sleep(0.05)
+
+
+_ONE_SESSION = (
+    "the server admits one session at a time ({how}) and this case needs two at once; "
+    "pass --max-sessions N (N >= 2) to demand more"
+)
 
 
 @case("WS-CAP-01", "a connection beyond the session limit gets CAPACITY_REACHED, then close", ("WS-CAP-1",), required=False)

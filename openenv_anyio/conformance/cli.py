@@ -50,6 +50,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=_positive_int,
         help="the server's session limit: WS-CAP-01 opens N sessions and expects CAPACITY_REACHED on one more",
     )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="a member the spec does not name (ignored by receivers, COMPAT-1) makes its case non-strict instead of a note",
+    )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
 
 
@@ -92,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     options = CheckOptions(
         url=args.url, action=action, only=args.only, timeout_s=args.timeout, frame_limit_mb=args.frame_limit_mb,
-        max_sessions=args.max_sessions,
+        max_sessions=args.max_sessions, strict=args.strict,
     )
     try:
         report = run_checks_sync(options)

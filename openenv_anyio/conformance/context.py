@@ -46,6 +46,7 @@ class CheckOptions:
     frame_limit_mb: float | None = None  # the server's inbound limit (WS-ERR-08)
     max_sessions: int | None = None  # the server's session limit (WS-CAP-01)
     examples_dir: Path | None = None  # spec example vectors (SPEC-VEC-01); default: the bundled spec
+    strict: bool = False  # members the spec does not name make a case non-strict, not just a note (COMPAT-5)
 
 
 @dataclass(frozen=True, slots=True)

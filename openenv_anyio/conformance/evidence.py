@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import ProtocolError, parse_json, spec_validator
+from ..core import ProtocolError, parse_json, sender_validator, spec_validator
 
 __all__ = ["Fault", "Received", "Recorder", "WireEvent", "preview"]
 
@@ -59,6 +59,8 @@ class WireEvent:
     close_code: int | None = None
     close_reason: str | None = None
     faults: tuple[Fault, ...] = ()
+    #: members the spec does not name in open objects: ignored, reported as notes (COMPAT-5)
+    unknown_members: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -93,6 +95,7 @@ class Received:
     payload: str | bytes
     value: Any
     faults: tuple[Fault, ...]
+    unknown_members: tuple[str, ...] = ()
 
     @property
     def valid(self) -> bool:
@@ -127,6 +130,12 @@ def validate_server_frame(channel: str, payload: str | bytes) -> tuple[Any, tupl
     )
 
 
+def unknown_members(channel: str, value: Any) -> tuple[str, ...]:
+    """Where a valid server frame carries members the spec does not name (open objects, the
+    sender view refuses them): JSON pointers, for a note (COMPAT-5)."""
+    return tuple(sender_validator(_ENTRY_FOR_CHANNEL[channel]).unexpected_members(value))
+
+
 @dataclass(slots=True)
 class Recorder:
     """Collects the wire events of a run and tags each with the case that caused it."""
@@ -159,9 +168,13 @@ class Recorder:
 
     def received(self, channel: str, connection: int, payload: str | bytes) -> Received:
         value, faults = validate_server_frame(channel, payload)
+        unknown = () if faults else unknown_members(channel, value)
         kind = "text" if isinstance(payload, str) else "binary"
-        self.add(channel, connection, "received", kind, length=len(payload), preview=preview(payload), faults=faults)
-        return Received(payload, value, faults)
+        self.add(
+            channel, connection, "received", kind, length=len(payload), preview=preview(payload), faults=faults,
+            unknown_members=unknown,
+        )
+        return Received(payload, value, faults, unknown)
 
     def for_case(self, case_id: str) -> list[WireEvent]:
         return [event for event in self.events if event.case_id == case_id]

@@ -26,6 +26,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--openenv-timeout", metavar="S", type=float, default=10.0, help="per-case timeout (default 10 s)")
     group.addoption("--openenv-frame-limit-mb", metavar="MB", type=float, help="the server's inbound frame limit (WS-ERR-08)")
     group.addoption("--openenv-max-sessions", metavar="N", type=int, help="the server's session limit (WS-CAP-01)")
+    group.addoption(
+        "--openenv-strict", action="store_true", help="members the spec does not name make a case non-strict (COMPAT-5)"
+    )
     group.addoption("--openenv-expected-failures", metavar="FILE", help="baseline of case IDs expected to fail")
 
 
@@ -69,6 +72,7 @@ class _SharedRun:
                     timeout_s=option("openenv_timeout"),
                     frame_limit_mb=option("openenv_frame_limit_mb"),
                     max_sessions=option("openenv_max_sessions"),
+                    strict=option("openenv_strict"),
                 )
             )
         except (ValueError, BaselineError, DriverError) as exc:

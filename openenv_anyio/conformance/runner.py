@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -116,6 +117,12 @@ async def _run_case(case: Case, setup: Setup, recorder: Recorder, http: HttpProb
         except Exception as exc:  # a server reply the kit did not foresee must not end the run
             verdict, reason = Verdict.FAIL, f"unexpected error in the kit: {type(exc).__name__}: {exc}"
     evidence = recorder.for_case(case.id)
+    unknown = _unknown_members(evidence)
+    if unknown:
+        text = f"members the spec does not name, ignored (COMPAT-1): {unknown}"
+        ctx.note(text)
+        if setup.options.strict:
+            ctx.non_strict(f"{text} (--strict)")
     if scope.cancelled_caught:
         verdict, reason = Verdict.TIMEOUT, _timeout_reason(evidence, setup.timeout_s)
     if verdict is Verdict.PASS and ctx.non_strict_reasons:
@@ -133,6 +140,22 @@ async def _run_case(case: Case, setup: Setup, recorder: Recorder, http: HttpProb
         duration_s=time.monotonic() - started,
         evidence=evidence,
     )
+
+
+def _unknown_members(evidence: list[WireEvent]) -> str:
+    """``observation /data/metadata, ...``: each frame type and pointer once, in wire order."""
+    seen: dict[str, None] = {}
+    for event in evidence:
+        if event.unknown_members:
+            kind = _frame_type(event.preview)
+            for pointer in event.unknown_members:
+                seen.setdefault(f"{kind} {pointer}".strip(), None)
+    return ", ".join(seen)
+
+
+def _frame_type(preview: str) -> str:
+    found = re.search(r'"type"\s*:\s*"([^"]{1,40})"', preview)
+    return found.group(1) if found else ""
 
 
 def _timeout_reason(evidence: list[WireEvent], timeout_s: float) -> str:

@@ -65,6 +65,7 @@ class Flaws:
     ignore_state: bool = False  # never answers `state`
     close_code: int = 1000  # the code used after `close`
     binary_closes: bool = False  # a binary frame closes the connection silently
+    future_member: bool = False  # observation data carries a member v1 does not name (not a flaw: COMPAT-1)
 
 
 @dataclass
@@ -161,6 +162,8 @@ class MinimalServer:
         wire = self.observation(fields).to_wire()
         if self.flaws.missing_done:
             del wire["data"]["done"]
+        if self.flaws.future_member:
+            wire["data"]["later"] = {"from": "a future release"}
         return dumps(wire)
 
     async def agent(self, receive: Any, send: Any) -> None:
