@@ -87,3 +87,22 @@ def scenario_big(ctx: Context) -> list[Row]:
             baseline="openenv", steps=ctx.profile.big_steps, duration_s=None, extra=mb_per_s,
         )
     ]
+
+
+def scenario_adapter(ctx: Context) -> list[Row]:
+    """10. The same echo logic served by our server written in our env API and as an
+    openenv-core ``Environment`` through our adapter (and by OpenEnv itself), same client."""
+    variants = [
+        Variant("own-api", "ours", "ours", "echo"),
+        Variant("adapter", "ours", "ours", "echo_adapted"),
+        Variant("openenv", "ours", "openenv", "echo"),
+    ]
+    note = "our client (asyncio) on all three; adapter cost = 1 - adapter/own-api"
+    rows = []
+    for n in ctx.profile.session_counts[:2]:
+        row = measure_throughput(ctx, "10", f"adapter vs own env API, {n} sessions", variants, n, baseline="own-api", note=note)
+        ratio = row.ratio("adapter")
+        if not math.isnan(ratio):
+            row.note += f"; adapter cost {100 * (1 - ratio):.1f} %"
+        rows.append(row)
+    return rows

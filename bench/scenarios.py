@@ -1,4 +1,4 @@
-"""The nine scenarios by id and name; each returns rows of side-by-side measurements."""
+"""The ten scenarios by id and name; each returns rows of side-by-side measurements."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from bench.results import Row
 from bench.scenario_idle import scenario_idle
 from bench.scenario_scaling import scenario_scaling
 from bench.scenario_throughput import (
+    scenario_adapter,
     scenario_async,
     scenario_backends,
     scenario_big,
@@ -38,6 +39,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("7", "idle", "memory per idle session", scenario_idle),
     Scenario("8", "validation", "frame validation cost", scenario_validation),
     Scenario("9", "scaling", "OpenEnv's scaling experiment (1 s blocking steps)", scenario_scaling),
+    Scenario("10", "adapter", "an openenv-core env through our adapter vs the same logic in our env API", scenario_adapter),
 )
 
 

@@ -17,6 +17,9 @@ import tempfile
 from bench.procs import HOST, raise_fd_limit
 
 STACKS = ("openenv", "ours", "ours-nometrics", "ours-mpmetrics", "echo-hypercorn", "echo-uvicorn")
+#: env kinds our server serves as openenv-core ``Environment`` classes through its adapter
+#: (``openenv_anyio.envs.openenv_core``): the OpenEnv side's class of the named kind
+ADAPTED_KINDS = {"echo_adapted": "echo"}
 
 
 def openenv_app() -> object:
@@ -60,12 +63,21 @@ def serve_ours(kind: str, port: int, max_concurrent_envs: int | None, workers: i
     from bench.envs import ENV_KINDS
 
     config = ServerConfig(host=HOST, port=port, max_concurrent_envs=max_concurrent_envs, metrics=metrics)
-    env = ENV_KINDS[kind]
-    server: EnvServer | WorkerSupervisor = (
-        EnvServer(env, config)
-        if workers == 1
-        else WorkerSupervisor(f"{env.__module__}:{env.__qualname__}", config, workers, max_sessions=max_concurrent_envs)
-    )
+    if kind in ADAPTED_KINDS:  # the OpenEnv side's environment class, served through our adapter
+        from openenv_anyio.envs.openenv_core import OpenEnvCoreEnv
+
+        from bench.stacks.openenv_core_envs import OPENENV_KINDS
+
+        if workers != 1:
+            raise SystemExit(f"env kind {kind} is served by one process only")
+        server: EnvServer | WorkerSupervisor = EnvServer(OpenEnvCoreEnv.wrap(OPENENV_KINDS[ADAPTED_KINDS[kind]][0]), config)
+    else:
+        env = ENV_KINDS[kind]
+        server = (
+            EnvServer(env, config)
+            if workers == 1
+            else WorkerSupervisor(f"{env.__module__}:{env.__qualname__}", config, workers, max_sessions=max_concurrent_envs)
+        )
 
     async def main() -> None:
         with trio.open_signal_receiver(signal.SIGTERM) as signals:

@@ -3,9 +3,9 @@
 An ``openenv.core.env_server.interfaces.Environment`` subclass keeps its pydantic models:
 a step's data is validated with its Action model (a refusal is a ``VALIDATION_ERROR`` the
 environment never sees), and the Action instance is what its ``step`` receives; its
-Observation comes back dumped whole (``reward``, ``done`` and ``metadata`` included, for
-the server to lift out, as openenv-core's own server does); ``state`` is its State model
-dumped. The schemas are the models' ``model_json_schema()``.
+Observation is split into the frame's parts by the installed release's own
+``serialize_observation`` (so the answer is the one upstream's server would send, with or
+without ``metadata``); ``state`` is its State model dumped. The schemas are the models' ``model_json_schema()``.
 
 The models are found, in this order, from :meth:`OpenEnvCoreEnv.wrap`'s arguments, the
 generic parameters (``class MyEnv(Environment[MyAction, MyObservation, MyState])``) and the
@@ -34,9 +34,10 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from ..core.jsonrpc import RpcCode, RpcFailure
+from ..environment import LiftedObservation, plain_reward
 from .errors import ActionRejected, EnvTargetError, json_pointer
 from .jsonable import to_jsonable
 
@@ -166,17 +167,17 @@ class OpenEnvCoreEnv:
         """The wrapped openenv-core environment."""
         return self._env
 
-    def _reset_sync(self, **kwargs: Any) -> Any:
-        return to_jsonable(self._env.reset(**_accepted(self._env.reset, kwargs)))
+    def _reset_sync(self, **kwargs: Any) -> LiftedObservation:
+        return _lifted(self._env.reset(**_accepted(self._env.reset, kwargs)))
 
-    async def _reset_async(self, **kwargs: Any) -> Any:
-        return to_jsonable(await self._env.reset_async(**_accepted(self._env.reset_async, kwargs)))
+    async def _reset_async(self, **kwargs: Any) -> LiftedObservation:
+        return _lifted(await self._env.reset_async(**_accepted(self._env.reset_async, kwargs)))
 
-    def _step_sync(self, action: Mapping[str, Any]) -> Any:
-        return to_jsonable(self._env.step(self.parse_action(action)))
+    def _step_sync(self, action: Mapping[str, Any]) -> LiftedObservation:
+        return _lifted(self._env.step(self.parse_action(action)))
 
-    async def _step_async(self, action: Mapping[str, Any]) -> Any:
-        return to_jsonable(await self._env.step_async(self.parse_action(action)))
+    async def _step_async(self, action: Mapping[str, Any]) -> LiftedObservation:
+        return _lifted(await self._env.step_async(self.parse_action(action)))
 
     def parse_action(self, data: Any) -> Any:
         """The Action model instance for a step's data; :class:`ActionRejected` if it does not validate.
@@ -184,14 +185,11 @@ class OpenEnvCoreEnv:
         openenv-core's own ``deserialize_action`` does the work, so the result is exactly what
         its server would pass (including its routing of MCP tool actions).
         """
-        from openenv.core.env_server.serialization import deserialize_action
-        from pydantic import ValidationError
-
         if not isinstance(data, Mapping):
             raise ActionRejected(f"expected an object, got {type(data).__name__}", keyword="type")
         try:
-            return deserialize_action(dict(data), self.action_model)
-        except ValidationError as exc:
+            return _deserialize_action()(dict(data), self.action_model)
+        except _pydantic_errors()[0] as exc:
             raise _rejection(exc) from None
 
     def _list_tools(self) -> list[dict[str, Any]]:
@@ -271,6 +269,57 @@ def _plain_result(result: Any) -> Any:
     if dataclasses.is_dataclass(result) and not isinstance(result, type):
         return {field.name: getattr(result, field.name) for field in dataclasses.fields(result)}
     return result
+
+
+def _lifted(observation: Any) -> LiftedObservation:
+    """The observation frame's parts exactly as the installed upstream release's own server
+    sends them (openenv 0.10 keeps ``metadata`` inside ``observation`` and sends it beside
+    it when non-empty; openenv-core 0.3 drops it: :func:`_upstream_split`), dumped in one
+    pass by pydantic's JSON mode; a model holding values that mode cannot dump (numpy
+    arrays) falls back to :func:`to_jsonable` (WS-OBS-2)."""
+    inside, beside = _upstream_split()
+    exclude = _EXCLUDE_KEEPING_METADATA if inside else _EXCLUDE
+    try:
+        fields = observation.model_dump(mode="json", exclude=exclude)
+    except _pydantic_errors()[1]:
+        fields = typing.cast(dict[str, Any], to_jsonable(observation.model_dump(exclude=exclude)))
+    metadata = None
+    if beside:
+        metadata = fields.get("metadata") if inside else to_jsonable(getattr(observation, "metadata", None))
+    return LiftedObservation(fields, plain_reward(observation.reward), bool(observation.done), metadata or None)
+
+
+_EXCLUDE: Final = frozenset({"reward", "done", "metadata"})
+_EXCLUDE_KEEPING_METADATA: Final = frozenset({"reward", "done"})
+
+
+@functools.cache
+def _upstream_split() -> tuple[bool, bool]:
+    """Where the installed upstream release's ``serialize_observation`` puts an observation's
+    metadata: (kept inside ``observation``, sent beside it). Learnt once from upstream itself."""
+    from openenv.core.env_server.serialization import serialize_observation
+    from openenv.core.env_server.types import Observation
+
+    probe = serialize_observation(Observation(metadata={"probe": True}))
+    return "metadata" in probe["observation"], "metadata" in probe
+
+
+@functools.cache
+def _pydantic_errors() -> tuple[type[Exception], type[Exception]]:
+    """pydantic's ``ValidationError`` and ``PydanticSerializationError`` (pydantic comes with
+    openenv-core; imported once, when the first environment runs)."""
+    from pydantic import ValidationError
+    from pydantic_core import PydanticSerializationError
+
+    return ValidationError, PydanticSerializationError
+
+
+@functools.cache
+def _deserialize_action() -> Callable[[dict[str, Any], type], Any]:
+    """Upstream's ``deserialize_action`` (imported once, when the first action arrives)."""
+    from openenv.core.env_server.serialization import deserialize_action
+
+    return typing.cast(Callable[[dict[str, Any], type], Any], deserialize_action)
 
 
 def _environment_class(env: Callable[[], Any], core_environment: type) -> type:

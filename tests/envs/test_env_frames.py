@@ -26,10 +26,8 @@ from openenv_anyio.core import (
     decode_server_frame,
     encode_frame,
 )
+from openenv_anyio.environment import lift_observation
 from openenv_anyio.envs.loading import resolve_env_target
-
-_LIFTED = ("reward", "done", "metadata")
-
 
 def _answer(env: Any, action_validator: Validator, text: str) -> Any:
     """One request through the environment, as a server answers it, decoded as a client reads it."""
@@ -45,8 +43,10 @@ def _answer(env: Any, action_validator: Validator, text: str) -> Any:
             return decode_server_frame(encode_frame(State(env.state)))
     except ProtocolError as error:
         return decode_server_frame(encode_frame(Error.from_protocol_error(error)))
-    rest = {key: value for key, value in reply.items() if key not in _LIFTED}
-    return decode_server_frame(encode_frame(Observation(rest, reply.get("reward"), reply.get("done", False))))
+    lifted = lift_observation(reply)  # the server's own split (an adapter may have split it already)
+    return decode_server_frame(
+        encode_frame(Observation(lifted.observation, lifted.reward, lifted.done, metadata=lifted.sent_metadata))
+    )
 
 
 @pytest.mark.parametrize(
@@ -89,7 +89,7 @@ def test_answers_are_spec_valid_frames(target: str, good_step: str, bad_step: st
         assert isinstance(state, State) and state.episode_id == "frames-1" and state.step_count == 0
         step = _answer(env, action_validator, good_step)
         assert isinstance(step, Observation) and isinstance(step.reward, float)
-        assert not set(step.observation) & set(_LIFTED)
+        assert not set(step.observation) & {"reward", "done", "metadata"}
         refused = _answer(env, action_validator, bad_step)
         assert isinstance(refused, Error) and refused.code == ErrorCode.VALIDATION_ERROR
         assert refused.extra["errors"][0]["pointer"] == pointer

@@ -28,14 +28,9 @@ from openenv.core.env_server.serialization import serialize_observation
 from openenv.core.env_server.types import Observation, State
 
 from openenv_anyio.core import ErrorCode, ProtocolError, Validator
+from openenv_anyio.environment import LiftedObservation
 from openenv_anyio.envs.errors import ActionRejected, EnvTargetError
 from openenv_anyio.envs.openenv_core import OpenEnvCoreEnv, is_openenv_core_environment
-
-
-def _lift(reply: dict[str, Any]) -> dict[str, Any]:
-    """What a server puts in an observation frame's data (WS-OBS-1)."""
-    rest = {key: value for key, value in reply.items() if key not in ("reward", "done", "metadata")}
-    return {"observation": rest, "reward": reply.get("reward"), "done": reply.get("done", False)}
 
 
 def test_models_come_from_the_generic_parameters() -> None:
@@ -76,16 +71,16 @@ def test_a_session_through_the_adapter_matches_openenv_core_serialisation() -> N
     assert isinstance(inner, EchoEnv)
     reset = env.reset(seed=4, episode_id="ep-9", unknown_option=1)
     assert inner.received[-1] == ("reset", 4, {"unknown_option": 1})  # EchoEnv.reset takes **kwargs
-    assert _lift(reset) == serialize_observation(EchoObservation(reward=0.0))
+    assert reset.frame_data() == serialize_observation(EchoObservation(reward=0.0))  # WS-OBS-1, WS-OBS-2
     assert env.state == {"episode_id": "ep-9", "step_count": 0, "characters": 0}
     reply = env.step({"message": "hi", "repeat": 2})
     action = inner.received[-1]
     assert isinstance(action, EchoAction) and action.message == "hi" and action.repeat == 2
-    assert reply == {"done": False, "reward": 4.0, "metadata": {"step": 1}, "echoed": "hihi", "length": 4}
-    assert _lift(reply) == serialize_observation(inner.step(EchoAction(message="hi", repeat=2)))
-    assert Validator(served.observation_schema or {}).is_valid(reply)
+    assert (reply.observation, reply.reward, reply.done) == ({"echoed": "hihi", "length": 4}, 4.0, False)
+    assert reply.frame_data() == serialize_observation(inner.step(EchoAction(message="hi", repeat=2)))
+    assert Validator(served.observation_schema or {}).is_valid({**reply.observation, "reward": 4.0, "done": False})
     assert Validator(served.state_schema or {}).is_valid(env.state)
-    assert env.step({"message": "0123456789x"})["done"] is True
+    assert env.step({"message": "0123456789x"}).done is True
     env.close()
     env.close()
     assert inner.close_calls == 1
@@ -94,7 +89,7 @@ def test_a_session_through_the_adapter_matches_openenv_core_serialisation() -> N
 def test_reset_passes_only_the_arguments_the_environment_takes() -> None:
     env = OpenEnvCoreEnv.wrap(AsyncCountEnv)()
     reply = trio.run(lambda: env.reset(seed=1, episode_id="c-1", not_a_parameter=True))
-    assert reply == {"done": False, "reward": None, "metadata": {}, "total": 0}
+    assert reply.frame_data() == {"observation": {"total": 0}, "reward": None, "done": False}
     assert env.state["episode_id"] == "c-1"
 
 
@@ -126,7 +121,7 @@ def test_async_variants_are_awaited() -> None:
     assert inspect.iscoroutinefunction(served.reset) and inspect.iscoroutinefunction(served.step)
     assert not inspect.iscoroutinefunction(OpenEnvCoreEnv.wrap(EchoEnv).step)
 
-    async def episode() -> list[dict[str, Any]]:
+    async def episode() -> list[LiftedObservation]:
         env = served()
         await env.reset()
         replies = [await env.step({"amount": 4}) for _ in range(3)]
@@ -134,7 +129,7 @@ def test_async_variants_are_awaited() -> None:
         return replies
 
     replies = trio.run(episode)
-    assert [(r["total"], r["reward"], r["done"]) for r in replies] == [
+    assert [(r.observation["total"], r.reward, r.done) for r in replies] == [
         (4, 4, False),
         (8, 4, False),
         (12, 4, True),
