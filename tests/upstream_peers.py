@@ -51,9 +51,9 @@ PEER_SIDE = Path(__file__).resolve().parent / "peer_side"
 
 #: how long a peer process may take to start serving (cold imports of FastAPI/gradio are slow;
 #: an environment built on FastMCP took over 100 s on a loaded 2-core machine)
-START_TIMEOUT_S = 240.0
-#: how long a peer script may run (upstream's MCP client imports FastMCP too)
-SCRIPT_TIMEOUT_S = 240.0
+START_TIMEOUT_S = 300.0
+#: how long a peer script may run (upstream's CLI and clients import FastMCP and gradio too)
+SCRIPT_TIMEOUT_S = 600.0
 #: how long a stopped server may take to exit after SIGTERM before it is killed
 STOP_TIMEOUT_S = 15.0
 
