@@ -8,7 +8,6 @@ same schemas, the same state, the same refusal of an invalid action (WS-STEP-2, 
 from __future__ import annotations
 
 import inspect
-from typing import Any
 
 import pytest
 import trio
