@@ -44,9 +44,3 @@ def adapter_url(peer: Peer, upstream_template: Callable[..., Path]) -> Iterator[
     with serve_ours(peer, upstream_template(peer), TEMPLATE_TARGET, "--max-concurrent-envs", str(SESSIONS)) as url:
         yield url
 
-
-@pytest.fixture(scope="session")
-def upstream_default_url(peer: Peer, upstream_template: Callable[..., Path]) -> Iterator[str]:
-    """Upstream's server for its template exactly as generated: one session at a time."""
-    with serve_upstream(peer, upstream_template(peer)) as url:
-        yield url
