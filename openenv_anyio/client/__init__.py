@@ -32,5 +32,5 @@ __all__ = [
     "WebSocketAddress",
     "proxy_url_for",
     "websocket_address",
-    *errors.__all__,
 ]
+__all__ += errors.__all__  # the form type checkers read as a re-export

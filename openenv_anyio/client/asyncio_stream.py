@@ -176,4 +176,4 @@ async def connect_asyncio_tcp(host: str, port: int) -> AsyncioTcpStream:
     except BaseException:
         sock.close()
         raise
-    return AsyncioTcpStream(transport, protocol)  # type: ignore[arg-type]
+    return AsyncioTcpStream(transport, protocol)

@@ -135,7 +135,8 @@ def _action_mapping(action: Any) -> Mapping[str, Any]:
         return action
     dump = getattr(action, "model_dump", None)  # pydantic models
     if callable(dump):
-        return dump(mode="json")
+        dumped: Mapping[str, Any] = dump(mode="json")
+        return dumped
     if dataclasses.is_dataclass(action) and not isinstance(action, type):
         return dataclasses.asdict(action)
     raise TypeError(f"an action is a mapping, a dataclass or a pydantic model, not {type(action).__name__}")
@@ -277,7 +278,7 @@ class EnvClient:
         try:
             with anyio.fail_after(self.connect_timeout_s):
                 payload = await transport.receive()
-            frame = decode_server_frame(payload)  # type: ignore[arg-type]
+            frame = decode_server_frame(payload)
         except TimeoutError:
             await self._abort(transport)
             raise ConnectTimeout(self.url, self.connect_timeout_s or 0.0) from None
@@ -488,7 +489,7 @@ class EnvClient:
                         await self._drop(EnvClientError(f"a {name} request was cancelled before its answer came"))
                 break
         try:
-            frame = decode_server_frame(reply)  # type: ignore[arg-type]
+            frame = decode_server_frame(reply)
         except ProtocolError as exc:
             raise await self._drop(ProtocolViolation(self.url, exc.message, pointer=exc.pointer)) from None
         answered = getattr(frame, "request_id", request_id)
@@ -544,7 +545,7 @@ class EnvClient:
     async def _raise_unrequested(self, payload: str | bytes, name: str) -> None:
         """A frame arrived before any request: an error preceding a close is raised as such."""
         try:
-            frame = decode_server_frame(payload)  # type: ignore[arg-type]
+            frame = decode_server_frame(payload)
         except ProtocolError as exc:
             raise await self._drop(ProtocolViolation(self.url, exc.message, pointer=exc.pointer)) from None
         match frame:

@@ -33,7 +33,7 @@ class ReconnectPolicy:
         """The wait before try number ``attempt`` (0-based)."""
         if attempt == 0:
             return 0.0
-        return min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
+        return min(self.max_backoff_s, self.backoff_s * 2.0 ** (attempt - 1))
 
 
 def worth_resuming(error: EnvClientError) -> bool:

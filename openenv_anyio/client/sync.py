@@ -83,19 +83,23 @@ class SyncEnvClient:
 
     def reset(self, **kwargs: Any) -> StepResult:
         """Blocking :meth:`EnvClient.reset`."""
-        return self._call(functools.partial(self.client.reset, **kwargs))
+        result: StepResult = self._call(functools.partial(self.client.reset, **kwargs))
+        return result
 
     def step(self, action: Any) -> StepResult:
         """Blocking :meth:`EnvClient.step`."""
-        return self._call(self.client.step, action)
+        result: StepResult = self._call(self.client.step, action)
+        return result
 
     def state(self) -> State:
         """Blocking :meth:`EnvClient.state`."""
-        return self._call(self.client.state)
+        state: State = self._call(self.client.state)
+        return state
 
     def list_tools(self) -> list[Tool]:
         """Blocking :meth:`EnvClient.list_tools`."""
-        return self._call(self.client.list_tools)
+        tools: list[Tool] = self._call(self.client.list_tools)
+        return tools
 
     def call_tool(self, name: str, /, **arguments: Any) -> Any:
         """Blocking :meth:`EnvClient.call_tool`."""

@@ -352,7 +352,7 @@ class WebSocketTransport:
         self._sending = True
         try:
             if data:
-                await self._stream.send(data)
+                await self._stream.send(bytes(data) if isinstance(data, bytearray) else data)
             while self._conn.has_bytes_to_send:
                 await self._stream.send(self._conn.bytes_to_send())
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:

@@ -507,7 +507,8 @@ async def _openapi(ctx: CaseContext) -> None:
     info = body.get("info")
     if not isinstance(info, Mapping) or not isinstance(info.get("version"), str):
         raise CaseFailed("GET /openapi.json has no info.version")
-    paths = body.get("paths") if isinstance(body.get("paths"), Mapping) else {}
+    listed = body.get("paths")
+    paths: Mapping[str, Any] = listed if isinstance(listed, Mapping) else {}
     simulation = [path for path in ("/reset", "/step", "/state") if path in paths]
     if simulation and len(simulation) != 3:
         raise CaseFailed(f"the OpenAPI paths mix the modes (HTTP-10): only {', '.join(simulation)} of /reset, /step, /state")
@@ -526,7 +527,8 @@ def _rpc_response(value: Any, what: str, request_id: Any) -> Mapping[str, Any]:
         raise CaseFailed(f"{what}: not a JSON-RPC response ({fault.pointer or '/'}: {fault.message})")
     if value.get("id") != request_id:
         raise CaseFailed(f"{what}: the response names id {value.get('id')!r}, expected {request_id!r}")
-    return value
+    response: Mapping[str, Any] = value
+    return response
 
 
 @case("MCP-01", "POST /mcp answers JSON-RPC 2.0, errors included (HTTP 200)", ("MCP-RPC-1", "MCP-RPC-3", "MCP-ERR-1"))
@@ -586,7 +588,7 @@ async def _next_update(ui: WsConnection, ctx: CaseContext, episode_id: str | Non
         while True:
             frame = await ui.receive()
             expect_frame(frame, "state_update", what)
-            state = frame.value["episode_state"]
+            state: Mapping[str, Any] = frame.value["episode_state"]
             if state.get("episode_id") == episode_id:
                 return state
     raise CaseFailed(f"{what}: no state_update for episode {episode_id!r} within {ctx.wait_s:g} s")

@@ -122,14 +122,15 @@ class CaseContext:
         return self.setup.action
 
 
-def expect_frame(frame: Received, frame_type: str, what: str) -> Any:
+def expect_frame(frame: Received, frame_type: str, what: str) -> Mapping[str, Any]:
     """The ``data`` of ``frame`` if it is a spec-valid frame of ``frame_type``."""
     if frame.type != frame_type:
         article = "an" if frame_type[0] in "aeiou" else "a"
         raise CaseFailed(f"{what}: expected {article} {frame_type} frame, got {frame.describe()}")
     if frame.faults:
         raise CaseFailed(f"{what}: the {frame_type} frame breaks the spec at {frame.faults[0]}")
-    return frame.data
+    data: Mapping[str, Any] = frame.data
+    return data
 
 
 def expect_error(frame: Received, code: str, what: str) -> Mapping[str, Any]:

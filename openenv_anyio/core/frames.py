@@ -382,6 +382,7 @@ class FrameCodec:
         validator = self._by_type.get(kind) if isinstance(kind, str) else None
         if validator is None:
             raise _unknown_type(kind)
+        assert isinstance(kind, str)  # a validator exists only for a string type
         try:
             validator.check(obj, what=f"{kind} frame")
         except ProtocolError as error:

@@ -111,7 +111,7 @@ class Validator:
 
     def reference_is_valid(self, instance: Any) -> bool:
         """Verdict of the reference engine (``jsonschema``)."""
-        return self._reference.is_valid(instance)
+        return bool(self._reference.is_valid(instance))
 
     def faults(self, instance: Any) -> list[SchemaFault]:
         """Every fault the reference engine finds, the most relevant first.

@@ -8,6 +8,7 @@ the server before the command returns.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -141,9 +142,9 @@ async def _main(args: argparse.Namespace) -> int:
             async with trio.open_nursery() as players:
                 for tally, policy in zip(tallies, policies):
                     players.start_soon(
-                        lambda t=tally, p=policy: run_agent(
-                            url, t, p, episodes=args.episodes, max_steps=args.max_steps,
-                            seed=args.seed + 1000 * t.agent, on_progress=show,
+                        functools.partial(
+                            run_agent, url, tally, policy, episodes=args.episodes, max_steps=args.max_steps,
+                            seed=args.seed + 1000 * tally.agent, on_progress=show,
                         )
                     )
             agents.cancel_scope.cancel()

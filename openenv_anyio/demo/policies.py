@@ -48,9 +48,9 @@ class SchemaSampler:
             high = int(schema.get("maximum", low + 10))
             return rng.randint(low, high)
         if kind == "number":
-            low = float(schema.get("minimum", -1.0))
-            high = float(schema.get("maximum", 1.0))
-            return rng.uniform(low, high)
+            bottom = float(schema.get("minimum", -1.0))
+            top = float(schema.get("maximum", 1.0))
+            return rng.uniform(bottom, top)
         if kind == "boolean":
             return rng.random() < 0.5
         if kind == "string":

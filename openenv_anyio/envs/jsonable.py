@@ -52,12 +52,15 @@ def to_jsonable(value: Any) -> JSONValue:
 def _array_to_jsonable(numpy: Any, array: Any) -> JSONValue:
     kind = array.dtype.kind
     if kind in "biu":  # bool, signed and unsigned integers: tolist() is already JSON
-        return array.tolist()
+        listed: JSONValue = array.tolist()
+        return listed
     if kind == "f":
         finite = numpy.isfinite(array)
         if finite.all():
-            return array.tolist()
+            whole: JSONValue = array.tolist()
+            return whole
         cleaned = array.astype(object)
         cleaned[~finite] = None
-        return cleaned.tolist()
+        nulled: JSONValue = cleaned.tolist()
+        return nulled
     return to_jsonable(array.tolist())

@@ -58,7 +58,7 @@ def resolve_env_target(
     return _factory(attribute, f"{module_name}:{attribute_path}")
 
 
-def _one_line(text: str) -> str:
+def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
@@ -109,14 +109,16 @@ def _factory(attribute: Any, where: str) -> EnvFactory:
     if gymnasium is not None and inspect.isclass(attribute) and issubclass(attribute, gymnasium.Env):
         from .gymnasium import GymnasiumEnv
 
-        return _built(lambda: GymnasiumEnv.bind(attribute), where)
+        env_class: Any = attribute
+        return _built(lambda: GymnasiumEnv.bind(env_class), where)
     if inspect.isclass(attribute):
         missing = [name for name in ("reset", "step") if not callable(getattr(attribute, name, None))]
         if missing:
             raise EnvTargetError(
                 f"{where} has no {' or '.join(missing)} method: an environment needs reset(**kwargs) and step(action)"
             )
-    return attribute
+    factory: EnvFactory = attribute
+    return factory
 
 
 def _unwrap(attribute: Any) -> Any:

@@ -46,7 +46,7 @@ __all__ = ["OpenEnvCoreEnv", "is_openenv_core_environment"]
 _CORE_INTERFACES = "openenv.core.env_server.interfaces"
 
 
-def _core_environment_class() -> type | None:
+def _core_environment_class() -> Any:  # openenv-core's class (untyped), or None
     """openenv-core's ``Environment`` if the package is installed, else None."""
     try:
         from openenv.core.env_server.interfaces import Environment
@@ -111,19 +111,19 @@ class OpenEnvCoreEnv:
 
         env_class = _environment_class(env, core_environment)
         name = env_class.__name__
-        action = action_model or _pick(_model_candidates(env_class, core_environment, 0), Action)
+        action: Any = action_model or _pick(_model_candidates(env_class, core_environment, 0), Action)
         if action is None:
             raise EnvTargetError(
                 f"cannot tell the Action model of {name}: annotate step(self, action: MyAction), "
                 f"subclass Environment[MyAction, MyObservation, MyState], "
                 f"or serve OpenEnvCoreEnv.wrap({name}, action_model=MyAction)"
             )
-        observation = (
+        observation: Any = (
             observation_model
             or _pick(_model_candidates(env_class, core_environment, 1), Observation)
             or Observation
         )
-        state = state_model or _pick(_model_candidates(env_class, core_environment, 2), State) or State
+        state: Any = state_model or _pick(_model_candidates(env_class, core_environment, 2), State) or State
         concurrent = bool(getattr(env_class, "SUPPORTS_CONCURRENT_SESSIONS", False))
         overridden_reset = env_class.reset_async is not core_environment.reset_async
         overridden_step = env_class.step_async is not core_environment.step_async
@@ -160,7 +160,7 @@ class OpenEnvCoreEnv:
             raise TypeError("OpenEnvCoreEnv is not served directly: use OpenEnvCoreEnv.wrap(MyEnvironment)")
         self._env = type(self)._factory()
         self._closed = False
-        self.metadata = to_jsonable(self._env.get_metadata())  # type: ignore[misc]
+        self.metadata = typing.cast(Mapping[str, Any], to_jsonable(self._env.get_metadata()))
 
     @property
     def env(self) -> Any:
@@ -322,7 +322,7 @@ def _deserialize_action() -> Callable[[dict[str, Any], type], Any]:
     return typing.cast(Callable[[dict[str, Any], type], Any], deserialize_action)
 
 
-def _environment_class(env: Callable[[], Any], core_environment: type) -> type:
+def _environment_class(env: Callable[[], Any], core_environment: Any) -> Any:
     target: Any = env
     while isinstance(target, functools.partial):
         target = target.func
@@ -353,7 +353,7 @@ def _hints(function: Any) -> dict[str, Any]:
         return {}
 
 
-def _model_candidates(env_class: type, core_environment: type, position: int) -> list[Any]:
+def _model_candidates(env_class: Any, core_environment: Any, position: int) -> list[Any]:
     """Action (0), Observation (1) or State (2) models declared by generics and annotations."""
     found: list[Any] = []
     for klass in env_class.__mro__:
@@ -378,10 +378,12 @@ def _pick(candidates: list[Any], base: type) -> type | None:
     """The first candidate that is a strict subclass of ``base``, else ``base`` if it was named."""
     models = [c for c in candidates if inspect.isclass(c) and issubclass(c, base)]
     specific = [model for model in models if model is not base]
-    return (specific or models or [None])[0]
+    if specific:
+        return specific[0]
+    return models[0] if models else None
 
 
-def _class_metadata(env: Callable[[], Any], env_class: type, core_environment: type) -> dict[str, Any]:
+def _class_metadata(env: Callable[[], Any], env_class: Any, core_environment: Any) -> dict[str, Any]:
     """What ``get_metadata()`` says, without an instance unless the class overrides it."""
     if env_class.get_metadata is core_environment.get_metadata:
         name = env_class.__name__

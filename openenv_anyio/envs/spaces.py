@@ -22,7 +22,7 @@ dimension, with ``minItems`` = ``maxItems``; an infinite bound is no bound.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -175,7 +175,7 @@ def _array_member(
         elif isinstance(leaf, bool) or not isinstance(leaf, (int, float)):
             raise refuse(index, f"expected a number, got {_kind(leaf)}")
     if kind in "iu":
-        info = np.iinfo(space.dtype)
+        info = np.iinfo(cast(Any, space.dtype))
         for index, leaf in enumerate(leaves):
             if not info.min <= leaf <= info.max:
                 raise refuse(index, f"{leaf} does not fit {space.dtype}")
@@ -184,6 +184,8 @@ def _array_member(
     if kind == "f" and not np.isfinite(array).all():  # JSON numbers are finite: this overflowed the dtype
         index = int(np.flatnonzero(~np.isfinite(array))[0])
         raise refuse(index, f"{_show(leaves[index])} does not fit {space.dtype}")
+    low: Any
+    high: Any
     if isinstance(space, spaces.Box):
         low, high = space.low, space.high
     elif isinstance(space, spaces.MultiDiscrete):

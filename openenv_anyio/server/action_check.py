@@ -37,7 +37,7 @@ def relocate(error: ProtocolError, prefix: str) -> ProtocolError:
 
 def _pydantic_error(exc: Any, prefix: str) -> ProtocolError:
     head = [part for part in prefix.split("/")[1:]]
-    entries = []
+    entries: list[dict[str, Any]] = []
     for item in exc.errors(include_url=False):
         loc = [*head, *(str(part) for part in item.get("loc", ()))]
         entries.append(

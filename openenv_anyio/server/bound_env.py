@@ -250,7 +250,7 @@ class BoundEnv:
         close = getattr(self.env, "close", None)
         on_loop = callable(close) and self._async["close"]
         try:
-            if on_loop:
+            if on_loop and close is not None:
                 await close()
             # a sync close() is the runner's last call: with a thread, one hand-off for both
             await self.runner.aclose(close if callable(close) and not on_loop else None)

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import trio
 from hypercorn.config import Config as HypercornConfig
@@ -61,7 +61,8 @@ class _Router:
         if scope["type"] == "websocket":
             path = scope["path"]
             if path == "/ws":
-                return await _ws_handler(scope)(self._ctx, scope, receive, send)
+                await _ws_handler(scope)(self._ctx, scope, receive, send)
+                return
             if path == "/ws/ui":
                 return await serve_ui(self._ctx, scope, receive, send)
             if path == "/mcp":
@@ -182,7 +183,7 @@ class EnvServer:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.ctx.hosted.reap_idle)  # MCP-SES-5
             await hypercorn_serve(
-                self.asgi,
+                cast(Any, self.asgi),  # a plain ASGI callable (Hypercorn's types name each event)
                 self._hypercorn_config(),
                 shutdown_trigger=self._shutdown_trigger,
                 mode="asgi",

@@ -54,7 +54,7 @@ def negotiated(scope: dict[str, Any]) -> bool:
 def _presented_token(scope: dict[str, Any]) -> str | None:
     for name, value in scope.get("headers") or ():
         if name.lower() == _TOKEN_HEADER:
-            return value[:_MAX_TOKEN_CHARS].decode("latin-1").strip()
+            return str(value[:_MAX_TOKEN_CHARS].decode("latin-1")).strip()
     return None
 
 
@@ -160,15 +160,12 @@ class ResumableConnection(WsSession):
     async def _answer(self, frame: Request, request_id: str | None = None) -> str:
         """Requests with a ``request_id`` (reset, step) run at most once (``EXT-REQ-1``)."""
         match frame:
-            case Step() | Reset():
-                request_id = frame.request_id
-            case StateRequest() | Mcp():
-                request_id = None
+            case Step() | Reset() if frame.request_id is not None:
+                return await self._answer_once(frame, frame.request_id)
+            case Step() | Reset() | StateRequest() | Mcp():
+                return await super()._answer(frame)
             case _:
                 assert_never(frame)
-        if request_id is None:
-            return await super()._answer(frame)
-        return await self._answer_once(frame, request_id)
 
     async def _answer_once(self, frame: Step | Reset, request_id: str) -> str:
         """Run a request at most once per ``request_id`` (``EXT-REQ-1``), checking the episode."""
@@ -213,9 +210,13 @@ class ResumableConnection(WsSession):
 
 def _what_is_asked(frame: Step | Reset) -> tuple[object, ...]:
     """What a request asks, compared when its ``request_id`` repeats (``EXT-REQ-3``)."""
-    if type(frame) is Step:
-        return ("step", frame.action, frame.episode_id)
-    return ("reset", frame.kwargs)
+    match frame:
+        case Step():
+            return ("step", frame.action, frame.episode_id)
+        case Reset():
+            return ("reset", frame.kwargs)
+        case _:
+            assert_never(frame)
 
 
 async def _refuse_token(ctx: ServerContext, scope: dict[str, Any], send: AsgiSend, presented: str) -> None:
@@ -253,11 +254,12 @@ async def serve_resumable(ctx: ServerContext, scope: dict[str, Any], receive: As
         return
     presented = _presented_token(scope)
     if presented is not None:
-        session = ctx.resumable.find(presented)
-        connection = None if session is None else ResumableConnection(ctx, scope, receive, send, session)
-        if connection is None:
+        found = ctx.resumable.find(presented)
+        if found is None:
             await _refuse_token(ctx, scope, send, presented)
             return
+        session = found
+        connection = ResumableConnection(ctx, scope, receive, send, session)
         taken = False
         try:
             taken = await connection.take_over()

@@ -81,7 +81,7 @@ async def serve_ui(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
                 skipped = ctx.hub.update_unencodable
                 while True:
                     for item in await subscriber.take():
-                        if type(item) is SessionClosed:
+                        if isinstance(item, SessionClosed):
                             text: str | None = ctx.encode(item, ui=True)
                         else:
                             text = item.encoded(encode, skipped, dashboard=dashboard)

@@ -191,7 +191,7 @@ class EpisodeView:
         """The ``episode_state`` of a ``state_update`` frame (``current`` and ``logs`` stand
         in for the view's current observation and action log, to try parts of it; ``UI-7``'s
         members for dashboards)."""
-        state = {
+        state: dict[str, Any] = {
             "episode_id": self.episode_id,
             "step_count": self.step_count,
             "current_observation": self.current_observation if current is None else current,

@@ -40,7 +40,6 @@ __all__ = ["PATCHES", "current_connection", "write_now"]
 
 log = logging.getLogger("openenv_anyio.server")
 
-_NOT_OURS = object()
 _CHUNK = 256 * 1024
 _CONNECTION: contextvars.ContextVar[TCPServer | None] = contextvars.ContextVar("openenv_connection", default=None)
 
@@ -85,9 +84,10 @@ def write_now(server: TCPServer, data: bytes) -> int:
 def _guarded_send(original_send: Any) -> Any:
     @functools.wraps(original_send)
     async def protocol_send(self: TCPServer, event: Any) -> None:
-        timeout = getattr(self.config, SEND_TIMEOUT_ATTR, _NOT_OURS)
-        if timeout is _NOT_OURS:
-            return await original_send(self, event)
+        if not hasattr(self.config, SEND_TIMEOUT_ATTR):  # another server's connection
+            await original_send(self, event)
+            return
+        timeout: float | None = getattr(self.config, SEND_TIMEOUT_ATTR)
         if timeout is None or not isinstance(event, RawData):
             try:
                 await original_send(self, event)
@@ -117,8 +117,9 @@ def _guarded_send(original_send: Any) -> Any:
 def _guarded_run(original_run: Any) -> Any:
     @functools.wraps(original_run)
     async def run(self: TCPServer) -> None:
-        if not hasattr(self.config, SEND_TIMEOUT_ATTR):
-            return await original_run(self)
+        if not hasattr(self.config, SEND_TIMEOUT_ATTR):  # another server's connection
+            await original_run(self)
+            return
         _CONNECTION.set(self)  # this task's own context: seen by it and the tasks it starts
         try:
             await original_run(self)

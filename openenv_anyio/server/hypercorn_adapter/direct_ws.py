@@ -82,7 +82,7 @@ class DirectWSStream(ProbingWSStream):
             return await super().handle(event)
         inbox: collections.deque[Any] = collections.deque()
         recorder = _RecordSpawn(inbox)
-        task_group, self.task_group = self.task_group, recorder  # type: ignore[assignment]
+        task_group, self.task_group = self.task_group, recorder
         try:
             await super().handle(event)  # Hypercorn validates the handshake and builds the scope
         finally:

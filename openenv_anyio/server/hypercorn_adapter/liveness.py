@@ -90,7 +90,7 @@ class ProbingWSStream(WSStream):
                 await send(Data(stream_id=self.stream_id, data=data))
             await send(event)
 
-        self.send = send_farewell_first  # type: ignore[method-assign]
+        self.send = send_farewell_first
 
     async def _accept(self, message: Any) -> None:
         if INVALID_TEXT_REPLY in message:
