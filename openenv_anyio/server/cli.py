@@ -5,18 +5,27 @@ sessions are refused with 1013, requests being executed finish within ``--drain-
 then every connection is closed with 1001 and every environment closed) and the command
 exits 0; when an environment's ``close()`` is still running after ``--shutdown-grace``
 seconds, it exits 1 with one line naming it. A bad target is a one-line error.
+Access (SECURITY.md): ``--token`` / ``OPENENV_TOKEN`` / ``--token-file``,
+``--agent-tokens-file``, ``--allow-origin``, ``--expose-errors``; binding a non-loopback
+address without a token prints a warning at start.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from .observability.log_setup import LOG_FORMATS, LOG_LEVELS
 from .observability.tracing import TRACE_EXPORTERS
 
-__all__ = ["configure", "run"]
+__all__ = ["configure", "operator_token", "run"]
+
+#: The environment variable that carries the operator token (``--token`` wins over it).
+TOKEN_ENV = "OPENENV_TOKEN"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -37,6 +46,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shutdown-grace", type=float, default=3.0, metavar="S", help="wait at most S seconds for running requests and each environment's close() (default 3); a close() still running after it makes the exit status 1")
     parser.add_argument("--mode", choices=("simulation", "production"), default="simulation", help="production leaves out the stateless HTTP /reset, /step and /state (agents use /ws and /mcp); default simulation")
     parser.add_argument("--inline", action="store_true", default=None, help="run every sync environment call on the event loop (no worker thread)")
+    access = parser.add_argument_group("access (see SECURITY.md)")
+    access.add_argument(
+        "--token", metavar="TOKEN", default=None,
+        help=f"operator bearer token: every route but /health then needs 'Authorization: Bearer TOKEN' (default: ${TOKEN_ENV}; prefer it or --token-file, a command line is visible to other local users)",
+    )
+    access.add_argument("--token-file", metavar="PATH", type=Path, default=None, help="read the operator token from the first line of PATH")
+    access.add_argument(
+        "--agent-tokens-file", metavar="PATH", type=Path, default=None,
+        help="agent bearer tokens, one per line ('#' comments): they drive sessions, but on /ws/ui see other sessions without payloads",
+    )
+    access.add_argument(
+        "--allow-origin", metavar="ORIGIN", action="append", default=[],
+        help="also serve browser pages from ORIGIN (scheme://host[:port]; repeatable); other origins get 403",
+    )
+    access.add_argument(
+        "--expose-errors", action=argparse.BooleanOptionalAction, default=None,
+        help="send an environment's exception type and clipped message to clients (default: only when listening on loopback); otherwise an error id, logged with the traceback",
+    )
     parser.add_argument(
         "--workers", default="1", metavar="N",
         help="worker processes serving the one port (a number, or 'auto': one per core; default 1). "
@@ -136,9 +163,32 @@ async def _serve_until_signalled(server: Any, log_format: str, limit_line: str) 
                 break
 
 
+def _token_lines(path: Path) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def operator_token(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
+    """``--token``, else the first line of ``--token-file``, else ``$OPENENV_TOKEN``."""
+    if args.token is not None and args.token_file is not None:
+        raise ValueError("give --token or --token-file, not both")
+    if args.token is not None:
+        return str(args.token)
+    if args.token_file is not None:
+        lines = _token_lines(args.token_file)
+        if not lines:
+            raise ValueError(f"{args.token_file} holds no token")
+        return lines[0]
+    return environ.get(TOKEN_ENV) or None
+
+
 def run(args: argparse.Namespace) -> int:
     import trio
 
+    from ..core.addresses import is_loopback_host
     from .config import ServerConfig
     from .env_server import EnvServer
     from .observability.log_setup import configure_logging
@@ -173,6 +223,10 @@ def run(args: argparse.Namespace) -> int:
             metrics=args.metrics,
             traces=args.traces is not None,
             mode=args.mode,
+            allowed_origins=tuple(args.allow_origin),
+            token=operator_token(args, os.environ),
+            agent_tokens=tuple(_token_lines(args.agent_tokens_file)) if args.agent_tokens_file else (),
+            expose_errors=args.expose_errors,
         )
         from .workers.supervisor import WorkerSupervisor, worker_count
 
@@ -187,6 +241,13 @@ def run(args: argparse.Namespace) -> int:
     except FactoryFailure as failure:
         print(f"openenv-anyio serve: {args.target}: {failure}", file=sys.stderr)
         return 2
+    if not is_loopback_host(config.host) and not config.access.tokens_required:
+        print(
+            f"openenv-anyio serve: WARNING: listening on {config.host} without a token: anyone who can reach "
+            f"this address can drive and watch every session; set --token-file or ${TOKEN_ENV} (see SECURITY.md)",
+            file=sys.stderr,
+            flush=True,
+        )
     server: Any = (
         EnvServer(factory, config)
         if workers == 1

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..core.addresses import is_loopback_host
+from .access import AccessPolicy
 
 __all__ = ["SERVER_MODES", "ServerConfig"]
 
@@ -57,6 +58,15 @@ class ServerConfig:
       endpoint answers 404 and nothing is counted).
     - ``traces``: open OpenTelemetry spans for sessions and requests (needs the ``otel``
       extra); they go to the tracer provider given to the server, else the global one.
+    - ``allowed_origins``: browser origins (``scheme://host[:port]``) served besides the
+      server's own loopback origin (``SEC-ORIGIN-1``); every other browser is refused.
+    - ``token``: the operator's bearer token; when it or ``agent_tokens`` is set, every
+      route but ``/health`` needs one (``SEC-TOKEN-1``). ``agent_tokens`` drive sessions but
+      see other sessions' payloads on ``/ws/ui`` only with their credentials (``SEC-UI-1``).
+      Neither appears in ``repr``.
+    - ``expose_errors``: an environment's exception reaches clients as its type and clipped
+      message (``True``) or as an opaque error id the server logs with the traceback
+      (``False``); ``None`` (default) exposes on a loopback address only (``SEC-ERR-1``).
     """
 
     host: str = "127.0.0.1"
@@ -80,6 +90,11 @@ class ServerConfig:
     metrics: bool = True
     traces: bool = False
     mode: str = "simulation"
+    allowed_origins: tuple[str, ...] = ()
+    token: str | None = field(default=None, repr=False)
+    agent_tokens: tuple[str, ...] = field(default=(), repr=False)
+    expose_errors: bool | None = None
+    access: AccessPolicy = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.max_concurrent_envs is not None and self.max_concurrent_envs < 1:
@@ -100,6 +115,17 @@ class ServerConfig:
             raise ValueError(f"mode must be one of {', '.join(SERVER_MODES)}, not {self.mode!r}")
         if self.full_gc_threshold is not None and self.full_gc_threshold < 1:
             raise ValueError("full_gc_threshold must be at least 1 (or None to leave gc alone)")
+        policy = AccessPolicy.build(
+            allowed_origins=self.allowed_origins,
+            operator_tokens=() if self.token is None else (self.token,),
+            agent_tokens=self.agent_tokens,
+        )
+        object.__setattr__(self, "access", policy)
+
+    @property
+    def errors_exposed(self) -> bool:
+        """Whether exception text reaches clients (``expose_errors``, resolved)."""
+        return is_loopback_host(self.host) if self.expose_errors is None else self.expose_errors
 
     @property
     def serves_web(self) -> bool:

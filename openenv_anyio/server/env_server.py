@@ -23,6 +23,8 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from ..environment import EnvFactory
 from . import hypercorn_adapter
+from .access import Refused
+from .access_guard import admit, refuse
 from .app import create_app
 from .attached_ws import requested_session, serve_attached
 from .config import ServerConfig
@@ -48,8 +50,9 @@ LISTEN_BACKLOG = 4096
 
 
 class _Router:
-    """ASGI app: WebSocket scopes for ``/ws`` and ``/ws/ui`` go to the raw handlers, the rest
-    to the Quart app (HTTP routes, lifespan)."""
+    """ASGI app: every HTTP request and WebSocket handshake passes the access guard first
+    (:mod:`.access`); then WebSocket scopes for ``/ws`` and ``/ws/ui`` go to the raw
+    handlers, the rest to the Quart app (HTTP routes, lifespan)."""
 
     def __init__(self, ctx: ServerContext, http_app: Any) -> None:
         self._ctx = ctx
@@ -58,6 +61,10 @@ class _Router:
         self.direct = True
 
     async def __call__(self, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
+        if scope["type"] in ("http", "websocket"):
+            decision = admit(self._ctx.config.access, scope)
+            if isinstance(decision, Refused):
+                return await refuse(scope, receive, send, decision)
         if scope["type"] == "websocket":
             path = scope["path"]
             if path == "/ws":
@@ -70,8 +77,12 @@ class _Router:
         await self._http_app(scope, receive, send)
 
     def direct_websocket(self, scope: dict[str, Any]) -> hypercorn_adapter.DirectHandler | None:
-        """``/ws`` sessions run in their connection's task (see :mod:`.hypercorn_adapter.direct_ws`)."""
+        """``/ws`` sessions run in their connection's task (see
+        :mod:`.hypercorn_adapter.direct_ws`), after the access guard, as every route."""
         if self.direct and scope["path"] == "/ws":
+            decision = admit(self._ctx.config.access, scope)
+            if isinstance(decision, Refused):
+                return partial(refuse, refused=decision)
             return partial(_ws_handler(scope), self._ctx)
         return None
 

@@ -88,3 +88,70 @@ def test_sigterm_with_a_stuck_close_exits_1_naming_the_env() -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def started(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str, list[str]]:
+    """``serve`` running, its URL, and the stderr lines up to the announcement."""
+    process = subprocess.Popen(serve_command(*args), stderr=subprocess.PIPE, text=True, env=env or environment())
+    assert process.stderr is not None
+    lines: list[str] = []
+    for line in process.stderr:
+        lines.append(line)
+        match = re.search(r"serving on (http://\S+)", line)
+        if match:
+            return process, match.group(1), lines
+    process.wait(timeout=30)
+    raise AssertionError("the server did not announce its URL: " + "".join(lines))
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--allow-origin", "not-an-origin"], ["--token-file", "/nonexistent/token"], ["--token", "has space"], ["--token", "a", "--token-file", "b"]],
+)
+def test_bad_access_flags_are_one_line_errors(flags: list[str]) -> None:
+    done = subprocess.run(serve_command("openenv_anyio.envs.echo:EchoEnv", "--port", "0", *flags), capture_output=True, text=True, timeout=60, env=environment())
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "has space" not in done.stderr
+
+
+@pytest.mark.parametrize("how", ["env", "file"])
+def test_the_token_from_the_environment_or_a_file_protects_the_routes(how: str, tmp_path: Path) -> None:
+    """SEC-TOKEN-1: ``$OPENENV_TOKEN`` or ``--token-file``; never printed."""
+    token = "cli-token-0123456789"
+    env, args = environment(), ["openenv_anyio.envs.echo:EchoEnv", "--port", "0"]
+    if how == "env":
+        env["OPENENV_TOKEN"] = token
+    else:
+        (tmp_path / "token").write_text(f"{token}\n")
+        args += ["--token-file", str(tmp_path / "token")]
+    process, url, lines = started(*args, env=env)
+    try:
+        assert httpx.get(url + "/health", timeout=10).status_code == 200
+        assert httpx.get(url + "/schema", timeout=10).status_code == 401
+        assert httpx.get(url + "/schema", headers={"Authorization": f"Bearer {token}"}, timeout=10).status_code == 200
+    finally:
+        stop(process)
+    assert process.stderr is not None
+    assert token not in "".join(lines) + process.stderr.read()
+
+
+def test_a_non_loopback_address_without_a_token_is_warned_about(tmp_path: Path) -> None:
+    """Started on every address without a token: a warning first; with a token none."""
+    process, _, lines = started("openenv_anyio.envs.echo:EchoEnv", "--host", "0.0.0.0", "--port", "0")
+    stop(process)
+    assert any("WARNING" in line and "without a token" in line for line in lines), lines
+    (tmp_path / "token").write_text("some-token-value\n")
+    process, _, lines = started("openenv_anyio.envs.echo:EchoEnv", "--host", "0.0.0.0", "--port", "0", "--token-file", str(tmp_path / "token"))
+    stop(process)
+    assert not any("WARNING" in line for line in lines), lines

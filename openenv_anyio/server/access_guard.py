@@ -1,0 +1,62 @@
+"""The access policy (:mod:`.access`) applied to ASGI scopes: the one guard of every route.
+
+:func:`admit` decides a scope once and records the granted role in it (:func:`role_of`
+reads it back in a handler); :func:`refuse` answers a refused request: an HTTP response,
+or for a WebSocket handshake the same response instead of the upgrade (ASGI's
+``websocket.http.response`` extension), so a browser's ``WebSocket`` fails to open.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ..core import dumps
+from .access import AccessPolicy, AccessRequest, Decision, Granted, Refused, Role, decide
+from .context import AsgiReceive, AsgiSend
+
+__all__ = ["ROLE_KEY", "admit", "refuse", "role_of"]
+
+#: The scope key that carries the :class:`~.access.Role` granted to a request.
+ROLE_KEY: Final = "openenv_anyio.role"
+
+
+def admit(policy: AccessPolicy, scope: dict[str, Any]) -> Decision:
+    """Decide ``scope`` (an ``http`` or ``websocket`` scope); a granted role is stored in it."""
+    decision = decide(
+        AccessRequest(
+            method=scope.get("method", "GET"),
+            path=scope["path"],
+            headers=scope.get("headers") or (),
+            websocket=scope["type"] == "websocket",
+        ),
+        policy,
+    )
+    if isinstance(decision, Granted):
+        scope[ROLE_KEY] = decision.role
+    return decision
+
+
+def role_of(scope: dict[str, Any]) -> Role:
+    """The role :func:`admit` granted (an unguarded scope is a bug, not a default)."""
+    role = scope.get(ROLE_KEY)
+    if not isinstance(role, Role):
+        raise LookupError("this scope did not pass the access guard")
+    return role
+
+
+async def refuse(scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend, refused: Refused) -> None:
+    """Answer ``refused`` on ``scope``'s connection; nothing else runs for it."""
+    body = dumps({"detail": refused.reason}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode("ascii")),
+        *refused.headers,
+    ]
+    if scope["type"] == "websocket":
+        if (await receive())["type"] != "websocket.connect":
+            return
+        await send({"type": "websocket.http.response.start", "status": refused.status, "headers": headers})
+        await send({"type": "websocket.http.response.body", "body": body})
+        return
+    await send({"type": "http.response.start", "status": refused.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
