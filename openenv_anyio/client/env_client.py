@@ -130,6 +130,17 @@ def _positive(name: str, value: float | None, *, optional: bool = False) -> floa
     return float(value)
 
 
+def _authorization(token: str | None, headers: Mapping[str, str] | None) -> list[tuple[str, str]]:
+    """The ``Authorization`` header for ``token`` (checked without ever showing it)."""
+    if token is None:
+        return []
+    if not isinstance(token, str) or not token or any(not 0x21 <= ord(c) <= 0x7E for c in token):
+        raise ValueError("token must be a non-empty string of printable ASCII without spaces")
+    if any(name.lower() == "authorization" for name in headers or {}):
+        raise ValueError("give token= or an Authorization header in headers=, not both")
+    return [("Authorization", f"Bearer {token}")]
+
+
 def _action_mapping(action: Any) -> Mapping[str, Any]:
     if isinstance(action, Mapping):
         return action
@@ -174,6 +185,11 @@ class EnvClient:
     Load balancers: every connection of the session (the first and each resume) carries the
     ``OpenEnv-Affinity`` header with the same random key (``affinity_key``: None makes
     one; ``EXT-AFF-1``), so a proxy hashing on it sends a resume to the session's server.
+
+    ``token``: a bearer token, shorthand for ``headers={"Authorization": "Bearer TOKEN"}``
+    (one or the other), sent with every connection, reconnections included (``SEC-TOKEN-1``). It is never
+    logged and appears in no ``repr`` or error message; a server that refuses it raises
+    :class:`HandshakeRejected` with ``status`` 401 (403 for a refused origin or role).
     """
 
     def __init__(
@@ -192,11 +208,14 @@ class EnvClient:
         pin_episode: bool = False,
         headers: Mapping[str, str] | None = None,
         affinity_key: str | None = None,
+        token: str | None = None,
     ) -> None:
         self.address: WebSocketAddress = websocket_address(base_url)
         #: sent in ``OpenEnv-Affinity`` on every connection of this session (EXT-AFF-1)
         self.affinity_key = new_affinity_key() if affinity_key is None else check_affinity_key(affinity_key)
-        self._handshake_headers = HandshakeHeaders(headers, affinity_key=self.affinity_key)
+        self._handshake_headers = HandshakeHeaders(
+            [*_authorization(token, headers), *(headers or {}).items()], affinity_key=self.affinity_key
+        )
         self.connect_timeout_s = _positive("connect_timeout_s", connect_timeout_s)
         self.message_timeout_s = _positive("message_timeout_s", message_timeout_s, optional=True)
         size = _positive("max_message_size_mb", max_message_size_mb)
