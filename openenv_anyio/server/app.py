@@ -14,10 +14,10 @@ from quart_trio import QuartTrio
 
 from ..core import FrameCodec, ProtocolError, Reset, dumps, parse_json
 from ..core.openapi import openapi_document
-from .bound_env import FactoryFailure
+from .bound_env import EnvironmentAborted, FactoryFailure
 from .context import AtCapacity, ServerContext, log
 from .env_profile import EnvProfile
-from .error_text import exception_text
+from .error_text import public_error
 from .web_page import add_web_routes
 from .observability.metrics import CONTENT_TYPE, exposition
 from .mcp_http import add_mcp_route
@@ -79,10 +79,11 @@ async def _json_body(*, default: Any) -> Any:
         raise _BadBody(_json({"detail": [{"loc": ["body"], "msg": error.message, "type": "json_invalid"}]}, 422)) from None
 
 
-def _server_error(exc: BaseException) -> Response:
-    text = exception_text(exc)
-    log.warning("HTTP request failed: %s", text)
-    return _json({"detail": text}, 500)
+def _server_error(ctx: ServerContext, exc: BaseException) -> Response:
+    """500 saying as much as ``SEC-ERR-1`` allows: never a traceback or a local path."""
+    cause = exc.cause if isinstance(exc, (FactoryFailure, EnvironmentAborted)) else exc
+    public = public_error(cause, expose=ctx.config.errors_exposed, during=f"{request.method} {request.path}")
+    return _json({"detail": public.message, "error_id": public.error_id}, 500)
 
 
 def create_app(ctx: ServerContext) -> QuartTrio:
@@ -98,7 +99,7 @@ def create_app(ctx: ServerContext) -> QuartTrio:
 
     @app.errorhandler(FactoryFailure)
     async def factory_failed(error: FactoryFailure) -> Response:
-        return _server_error(error)
+        return _server_error(ctx, error)
 
     @app.errorhandler(AtCapacity)
     async def at_capacity(error: AtCapacity) -> Response:  # HTTP-6
@@ -165,7 +166,7 @@ def create_app(ctx: ServerContext) -> QuartTrio:
             try:
                 return _json(await env.state())
             except Exception as exc:
-                return _server_error(exc)
+                return _server_error(ctx, exc)
 
     @app.post("/reset")
     async def reset() -> Response:  # HTTP-4
@@ -179,7 +180,7 @@ def create_app(ctx: ServerContext) -> QuartTrio:
             try:
                 lifted, _ = await env.reset(frame.kwargs)
             except Exception as exc:
-                return _server_error(exc)
+                return _server_error(ctx, exc)
         return _json(lifted.frame_data())
 
     @app.post("/step")
@@ -196,7 +197,7 @@ def create_app(ctx: ServerContext) -> QuartTrio:
             try:
                 lifted = await env.step(action)
             except Exception as exc:
-                return _server_error(exc)
+                return _server_error(ctx, exc)
         return _json(lifted.frame_data())
 
     if ctx.config.serves_web:

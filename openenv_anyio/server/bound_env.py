@@ -41,6 +41,7 @@ class FactoryFailure(Exception):
         self.factory_name = getattr(factory, "__qualname__", None) or type(factory).__name__
         if isinstance(cause, EnvironmentAborted):
             cause = cause.cause
+        self.cause = cause
         super().__init__(f"Failed to create environment ({self.factory_name}): {exception_text(cause)}")
 
 

@@ -1,15 +1,34 @@
-"""How the server puts an exception into words for a peer: the one formatting function.
+"""How the server puts an exception into words for a peer: the one place that does it.
 
 Every ``EXECUTION_ERROR`` message, ``FACTORY_ERROR`` message and HTTP 500 ``detail`` the
-server sends is :func:`exception_text` of the exception. Environment code controls the
-exception, so the text must never be what fails: a ``__str__`` that raises, or a message
-holding a lone surrogate (which no UTF-8 frame can carry), still gives one line of valid
-text (``SRV-FAULT-2``).
+server sends comes from :func:`public_error`:
+
+- The exception gets an error id, and the server logs it with the id and the full
+  traceback. The client sees the id and either the exception's type and clipped message,
+  absolute paths replaced by ``<path>`` (``expose_errors`` on: the default on loopback,
+  where the client is the developer), or only the id (off: the default on other addresses,
+  where clients are other people and messages may carry secrets, paths or data).
+  Tracebacks never leave the server (``SEC-ERR-1``).
+- Environment code controls the exception, so the text must never be what fails: a
+  ``__str__`` that raises, or a message holding a lone surrogate (which no UTF-8 frame can
+  carry), still gives one line of valid text (``SRV-FAULT-2``; :func:`exception_text`).
 """
 
 from __future__ import annotations
 
-__all__ = ["exception_text", "printable"]
+import logging
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["MAX_MESSAGE_CHARS", "PublicError", "exception_text", "printable", "public_error", "scrub_paths"]
+
+log = logging.getLogger("openenv_anyio.server")
+
+#: Longest exception message a client is shown (longer ones end with an ellipsis).
+MAX_MESSAGE_CHARS: Final = 300
+_PATH: Final = re.compile(r"(?:(?<![\w.:/-])/(?:[^\s/'\":]+/)+[^\s/'\":]*|\b[A-Za-z]:\\(?:[^\s\\'\":]+\\)*[^\s\\'\":]*)")
 
 
 def printable(text: str) -> str:
@@ -21,12 +40,47 @@ def printable(text: str) -> str:
     return text
 
 
-def exception_text(exc: BaseException) -> str:
-    """``"TypeName: message"`` (or ``"TypeName"`` when the message is empty), always
-    encodable as UTF-8, never raising."""
-    name = printable(type(exc).__name__)
+def _message(exc: BaseException) -> str:
+    """``str(exc)``, encodable as UTF-8, never raising."""
     try:
         message = str(exc)
     except BaseException as failure:  # noqa: BLE001 - the exception's own __str__ raised (anything)
         message = f"<message unavailable: its __str__ raised {printable(type(failure).__name__)}>"
-    return f"{name}: {printable(message)}" if message else name
+    return printable(message)
+
+
+def exception_text(exc: BaseException) -> str:
+    """``"TypeName: message"`` (or ``"TypeName"`` when the message is empty), always
+    encodable as UTF-8, never raising. For the server's own log, not for clients."""
+    name = printable(type(exc).__name__)
+    message = _message(exc)
+    return f"{name}: {message}" if message else name
+
+
+def scrub_paths(text: str) -> str:
+    """``text`` with absolute file paths (POSIX with two parts or more, Windows) as ``<path>``."""
+    return _PATH.sub("<path>", text)
+
+
+@dataclass(frozen=True, slots=True)
+class PublicError:
+    """What a client is told: a one-line message and the id the server's log carries."""
+
+    message: str
+    error_id: str
+
+
+def public_error(exc: BaseException, *, expose: bool, during: str) -> PublicError:
+    """Log ``exc`` with a fresh error id and its traceback; return what a client may see.
+
+    ``during`` says what failed (``"step"``, ``"POST /reset"``...), for the log.
+    """
+    error_id = secrets.token_hex(8)
+    name = printable(type(exc).__name__)
+    log.warning("error %s during %s: %s", error_id, during, name, exc_info=exc)
+    if not expose:
+        return PublicError(f"internal error {error_id} (the server's log has the details)", error_id)
+    detail = scrub_paths(" ".join(_message(exc).split()))
+    if len(detail) > MAX_MESSAGE_CHARS:
+        detail = detail[: MAX_MESSAGE_CHARS - 1] + "\u2026"
+    return PublicError(f"{name}: {detail}" if detail else name, error_id)

@@ -35,7 +35,7 @@ from ..core import (
 from .action_check import relocate
 from .bound_env import BoundEnv, EnvironmentAborted, FactoryFailure
 from .context import AsgiReceive, AsgiSend, ServerContext, log
-from .error_text import exception_text
+from .error_text import public_error
 from .hypercorn_adapter.events import INVALID_TEXT_REPLY, PEER_CLOSE_EVENT
 from .lifecycle import ServerPhase
 from .observability import peer_of
@@ -195,8 +195,12 @@ class WsSession:
         try:
             return await BoundEnv.create(ctx.factory, inline=ctx.config.inline)
         except FactoryFailure as failure:
-            log.warning("%s", failure)
-            error = Error(ErrorCode.FACTORY_ERROR.value, str(failure), {"factory_name": failure.factory_name})
+            public = public_error(failure.cause, expose=ctx.config.errors_exposed, during="environment creation")
+            error = Error(
+                ErrorCode.FACTORY_ERROR.value,
+                f"Failed to create environment ({failure.factory_name}): {public.message}",
+                {"factory_name": failure.factory_name, "error_id": public.error_id},
+            )
             await self.send({"type": "websocket.send", "text": ctx.encode(error, session=self)})
             ctx.instruments.connection_refused(self.peer, CloseCode.INTERNAL_ERROR, "environment could not be created")
             await close_websocket(self.send, CloseCode.INTERNAL_ERROR, "environment could not be created")
@@ -367,10 +371,12 @@ class WsSession:
     def _failure(self, exc: Exception, request_id: str | None = None) -> str:
         """The ``EXECUTION_ERROR`` answer for an environment that raised ``exc`` (``WS-ERR-7``);
         an aborted environment also ends the session after it (``SRV-FAULT-1``)."""
+        cause: BaseException = exc
         if isinstance(exc, EnvironmentAborted):
-            self.aborted = exc
+            self.aborted, cause = exc, exc.cause
             log.error("session %s: the environment raised %s; ending the session", self.session_id, exc)
-        error = Error(ErrorCode.EXECUTION_ERROR.value, exception_text(exc), request_id=request_id)
+        public = public_error(cause, expose=self.ctx.config.errors_exposed, during=f"session {self.session_id}")  # SEC-ERR-1
+        error = Error(ErrorCode.EXECUTION_ERROR.value, public.message, {"error_id": public.error_id}, request_id)
         return self.ctx.encode(error, session=self)
 
     async def _answer(self, frame: Request, request_id: str | None = None) -> str:
