@@ -4,7 +4,10 @@ Two tasks per subscriber: one sends the pending updates (latest per session), on
 drops whatever the subscriber sends (``UI-1``) and notices when it leaves. A subscriber that
 stops reading only stalls its own sender task; sessions keep stepping (``UI-4``).
 ``/ws/ui?session=ID`` watches one session (``UI-3``); ``/ws/ui?dashboard=1`` makes the
-subscriber a dashboard (``UI-7``, ``UI-8``).
+subscriber a dashboard (``UI-7``, ``UI-8``). What a subscriber reads depends on the role the
+access guard granted (``SEC-UI-1``): an operator every session in full; an agent every
+session's progress, and the payloads only of the sessions whose resume tokens it presented
+(``OpenEnv-Resume-Token``, comma-separated).
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from urllib.parse import parse_qs
 
 import trio
 
-from ..core import CloseCode, SessionClosed, StateUpdate
+from ..core import RESUME_TOKEN_HEADER, SUBPROTOCOL, CloseCode, SessionClosed, StateUpdate
+from .access import Role
+from .access_guard import role_of
 from .context import AsgiReceive, AsgiSend, ServerContext
 from .hypercorn_adapter.events import INVALID_TEXT_REPLY
 from .ping_schedule import PingSchedule
@@ -55,15 +60,36 @@ async def _drain(receive: AsgiReceive, send: AsgiSend, pings: PingSchedule, done
         done.cancel()
 
 
+_TOKEN_HEADER = RESUME_TOKEN_HEADER.lower().encode("ascii")
+_MAX_PRESENTED = 64
+
+
+def readable_sessions(ctx: ServerContext, scope: dict[str, Any]) -> frozenset[str] | None:
+    """The sessions whose payloads this subscriber may read; ``None``: all (``SEC-UI-1``)."""
+    if role_of(scope) is Role.OPERATOR:
+        return None
+    readable: set[str] = set()
+    for name, value in scope.get("headers") or ():
+        if name.lower() != _TOKEN_HEADER:
+            continue
+        for presented in value.decode("latin-1").split(",")[:_MAX_PRESENTED]:
+            session = ctx.resumable.find(presented.strip())
+            if session is not None:
+                readable.add(session.session_id)
+    return frozenset(readable)
+
+
 async def serve_ui(ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
     """ASGI handler of one ``/ws/ui`` connection."""
     if (await receive())["type"] != "websocket.connect":
         return
-    await send({"type": "websocket.accept", INVALID_TEXT_REPLY: None})  # WS-CLOSE-3
+    # A browser that carries its token in a subprotocol offer needs one selected (SEC-TOKEN-1).
+    offered = SUBPROTOCOL in (scope.get("subprotocols") or ())
+    await send({"type": "websocket.accept", "subprotocol": SUBPROTOCOL if offered else None, INVALID_TEXT_REPLY: None})  # WS-CLOSE-3
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     session_filter = query.get("session", [None])[0]
     dashboard = query.get("dashboard", [""])[0] == "1"
-    subscriber = ctx.hub.subscribe(session_filter, dashboard=dashboard)
+    subscriber = ctx.hub.subscribe(session_filter, dashboard=dashboard, readable=readable_sessions(ctx, scope))
     if subscriber is None:  # UI-6
         limit = ctx.hub.max_subscribers
         await close_websocket(send, CloseCode.TRY_AGAIN_LATER, f"too many /ws/ui subscribers (max_ui_subscribers={limit})")
@@ -79,12 +105,13 @@ async def serve_ui(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
                     return ctx.encode(StateUpdate(episode_state), ui=True)
 
                 skipped = ctx.hub.update_unencodable
+                reads = subscriber.reads
                 while True:
                     for item in await subscriber.take():
                         if isinstance(item, SessionClosed):
                             text: str | None = ctx.encode(item, ui=True)
                         else:
-                            text = item.encoded(encode, skipped, dashboard=dashboard)
+                            text = item.encoded(encode, skipped, dashboard=dashboard, redacted=not reads(item.session_id))
                         if text is not None:  # UI-5: an unencodable update costs only itself
                             await send({"type": "websocket.send", "text": text})
         if connection.shutdown:

@@ -14,6 +14,10 @@ costs only itself, never a subscriber's connection nor later updates (``UI-5``).
 Dashboards (``/ws/ui?dashboard=1``, ``UI-7``/``UI-8``) also see a session's status (idle,
 stepping, dropped), its rewards and returns, and learn when it ends: their pending item for
 a session that ended is a :class:`SessionClosed`, which nothing for that session replaces.
+
+A subscriber with an agent token sees the sessions it may not read redacted (``SEC-UI-1``):
+their progress (ids, step and episode counts, status) without observations, actions or
+rewards. Each view caches its encoding per audience (dashboard or not, redacted or not).
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ class EpisodeView:
 
     __slots__ = (
         "session_id", "episode_id", "step_count", "current_observation", "action_logs", "is_reset",
-        "version", "_encoded", "_encoded_dashboard",
+        "version", "_encoded",
         "opened_at", "reward", "done", "episode_count", "episode_return", "rewards", "returns",
         "busy", "dropped",
     )
@@ -75,7 +79,6 @@ class EpisodeView:
         self.busy = False
         #: a resumable session waits for its client to reconnect (``status: dropped``)
         self.dropped = False
-        self._encoded_dashboard: tuple[int, str | None] | None = None
         self.episode_id: str | None = None
         self.step_count = 0
         self.current_observation: Mapping[str, Any] | None = None
@@ -84,7 +87,8 @@ class EpisodeView:
         )
         self.is_reset = False
         self.version = 0
-        self._encoded: tuple[int, str | None] | None = None
+        #: (dashboard, redacted) -> (version, text): one encoding per audience and version
+        self._encoded: dict[tuple[bool, bool], tuple[int, str | None]] = {}
 
     def record_reset(
         self,
@@ -139,30 +143,32 @@ class EpisodeView:
         return "stepping" if self.busy else "idle"
 
     def encoded(
-        self, encode: Callable[[dict[str, Any]], str], on_skip: Callable[[], None], *, dashboard: bool = False
+        self,
+        encode: Callable[[dict[str, Any]], str],
+        on_skip: Callable[[], None],
+        *,
+        dashboard: bool = False,
+        redacted: bool = False,
     ) -> str | None:
         """``encode(self.render(...))``, computed once per version (and audience) and shared by
         every subscriber; ``None`` when it cannot be encoded (``on_skip`` is called once for
         that version)."""
-        cached = self._encoded_dashboard if dashboard else self._encoded
+        audience = (dashboard, redacted)
+        cached = self._encoded.get(audience)
         if cached is None or cached[0] != self.version:
             try:
-                text: str | None = encode(self.render(dashboard=dashboard))
+                text: str | None = encode(self.render(dashboard=dashboard, redacted=redacted))
             except Exception as exc:  # noqa: BLE001 - whatever the observation holds
                 on_skip()
                 text = None
                 if self._drop_unencodable_logs(encode):  # the fault was in the log: try again
                     try:
-                        text = encode(self.render(dashboard=dashboard))
+                        text = encode(self.render(dashboard=dashboard, redacted=redacted))
                     except Exception as again:  # noqa: BLE001
                         exc = again
                 if text is None:
                     log.warning("session %s: state_update %d skipped: %s", self.session_id, self.version, exc)
-            cached = (self.version, text)
-            if dashboard:
-                self._encoded_dashboard = cached
-            else:
-                self._encoded = cached
+            cached = self._encoded[audience] = (self.version, text)
         return cached[1]
 
     def _drop_unencodable_logs(self, encode: Callable[[dict[str, Any]], str]) -> bool:
@@ -187,10 +193,14 @@ class EpisodeView:
         current: Mapping[str, Any] | None = None,
         logs: Iterable[tuple[float, Any, Mapping[str, Any], Any, bool, int]] | None = None,
         dashboard: bool = False,
+        redacted: bool = False,
     ) -> dict[str, Any]:
         """The ``episode_state`` of a ``state_update`` frame (``current`` and ``logs`` stand
         in for the view's current observation and action log, to try parts of it; ``UI-7``'s
-        members for dashboards)."""
+        members for dashboards). ``redacted``: progress only, no observation, action or
+        reward (``SEC-UI-1``)."""
+        if redacted:
+            return self._render_redacted(dashboard)
         state: dict[str, Any] = {
             "episode_id": self.episode_id,
             "step_count": self.step_count,
@@ -223,23 +233,46 @@ class EpisodeView:
         return state
 
 
+    def _render_redacted(self, dashboard: bool) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "episode_id": self.episode_id,
+            "step_count": self.step_count,
+            "current_observation": None,
+            "action_logs": [],
+            "is_reset": self.is_reset,
+            "session_id": self.session_id,
+            "redacted": True,
+        }
+        if dashboard:
+            state.update(status=self.status, opened_at=_iso(self.opened_at), done=self.done, episode_count=self.episode_count)
+        return state
+
+
 #: What a subscriber has pending for one session: its latest view, or the news that it ended.
 Pending = EpisodeView | SessionClosed
 
 
 class UiSubscriber:
-    """One ``/ws/ui`` connection: the sessions it watches and its pending updates."""
+    """One ``/ws/ui`` connection: the sessions it watches, the ones whose payloads it may
+    read (``readable``; ``None``: every one, ``SEC-UI-1``) and its pending updates."""
 
-    __slots__ = ("session_filter", "dashboard", "pending", "_wake")
+    __slots__ = ("session_filter", "dashboard", "readable", "pending", "_wake")
 
-    def __init__(self, session_filter: str | None, *, dashboard: bool = False) -> None:
+    def __init__(
+        self, session_filter: str | None, *, dashboard: bool = False, readable: frozenset[str] | None = None
+    ) -> None:
         self.session_filter = session_filter
         self.dashboard = dashboard
+        self.readable = readable
         self.pending: dict[str, Pending] = {}
         self._wake = trio.Event()
 
     def watches(self, session_id: str) -> bool:
         return self.session_filter is None or self.session_filter == session_id
+
+    def reads(self, session_id: str) -> bool:
+        """Whether this subscriber sees the session's observations, actions and rewards."""
+        return self.readable is None or session_id in self.readable
 
     def offer(self, item: Pending) -> bool:
         """Keep ``item`` as this session's latest pending update (never blocks); once a
@@ -312,12 +345,14 @@ class UiHub:
             if subscriber.watches(view.session_id):
                 subscriber.offer(view)
 
-    def subscribe(self, session_filter: str | None, *, dashboard: bool = False) -> UiSubscriber | None:
+    def subscribe(
+        self, session_filter: str | None, *, dashboard: bool = False, readable: frozenset[str] | None = None
+    ) -> UiSubscriber | None:
         """Register a subscriber, with the current view of every session it watches pending;
         ``None`` when ``max_subscribers`` are connected already (``UI-6``)."""
         if self.max_subscribers is not None and len(self.subscribers) >= self.max_subscribers:
             return None
-        subscriber = UiSubscriber(session_filter, dashboard=dashboard)
+        subscriber = UiSubscriber(session_filter, dashboard=dashboard, readable=readable)
         for view in self.views.values():
             if subscriber.watches(view.session_id):
                 subscriber.offer(view)
