@@ -4,7 +4,7 @@
 handshake, plus the server's :class:`AccessPolicy`, and answers :class:`Granted` (with the
 :class:`Role` the presented credential carries) or :class:`Refused` (an HTTP status, the
 response headers and a one-line reason). It imports no I/O library and keeps no state, so
-it is tested as a function and applied the same way on every path (PROTOCOL.md section 11):
+it is tested as a function and applied the same way on every path (PROTOCOL.md section 12):
 
 1. **Origin** (``SEC-ORIGIN-1``). A request from a browser (it carries ``Origin``, or
    ``Sec-Fetch-Site`` without one) is served only when its origin is in
