@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -36,6 +37,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit", metavar="FILE", dest="junit_file", help="write a JUnit XML report to FILE")
     parser.add_argument(
         "--expected-failures", metavar="FILE", help="baseline: case IDs expected to fail, one per line (# comments)"
+    )
+    parser.add_argument(
+        "--token", metavar="TOKEN", default=None,
+        help="bearer token for a server that requires one (default: $OPENENV_TOKEN); sent with every request, never shown",
     )
     parser.add_argument("--timeout", metavar="S", type=_positive, default=10.0, help="per-case timeout in seconds (default 10)")
     parser.add_argument(
@@ -98,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     options = CheckOptions(
         url=args.url, action=action, only=args.only, timeout_s=args.timeout, frame_limit_mb=args.frame_limit_mb,
         max_sessions=args.max_sessions, strict=args.strict,
+        token=args.token or os.environ.get("OPENENV_TOKEN") or None,
     )
     try:
         report = run_checks_sync(options)

@@ -47,6 +47,7 @@ class CheckOptions:
     max_sessions: int | None = None  # the server's session limit (WS-CAP-01)
     examples_dir: Path | None = None  # spec example vectors (SPEC-VEC-01); default: the bundled spec
     strict: bool = False  # members the spec does not name make a case non-strict, not just a note (COMPAT-5)
+    token: str | None = field(default=None, repr=False)  # bearer token (SEC-TOKEN-1); in no report
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import urllib.parse
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -50,14 +50,17 @@ class ServerClosed(DriverError):
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """The server under test: its HTTP base URL and its WebSocket base URL (no trailing /)."""
+    """The server under test: its HTTP base URL and its WebSocket base URL (no trailing /),
+    and the headers every request to it carries (a bearer token: never shown, never logged)."""
 
     http_base: str
     ws_base: str
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @classmethod
-    def from_url(cls, url: str) -> Target:
-        """Accept ``http(s)://`` or ``ws(s)://`` base URLs; a trailing ``/ws`` is dropped."""
+    def from_url(cls, url: str, *, token: str | None = None) -> Target:
+        """Accept ``http(s)://`` or ``ws(s)://`` base URLs; a trailing ``/ws`` is dropped.
+        ``token`` is sent as ``Authorization: Bearer TOKEN`` (``SEC-TOKEN-1``)."""
         parts = urllib.parse.urlsplit(url.strip())
         if parts.scheme not in ("http", "https", "ws", "wss") or not parts.hostname:
             raise ValueError(f"not an http(s):// or ws(s):// URL: {url!r}")
@@ -69,6 +72,7 @@ class Target:
         return cls(
             http_base=f"{'https' if secure else 'http'}://{netloc}{path}",
             ws_base=f"{'wss' if secure else 'ws'}://{netloc}{path}",
+            headers=(("Authorization", f"Bearer {token}"),) if token else (),
         )
 
     @property
@@ -160,6 +164,7 @@ async def open_ws(
     """Open a WebSocket on ``path`` (offering ``subprotocols``, none by default, and sending
     ``headers`` with the upgrade request); close it (code 1000) on exit."""
     url = target.ws_base + path
+    headers = (*target.headers, *headers)
     offered = f"offering {', '.join(subprotocols)}" if subprotocols else "no subprotocol offered"
     shown_headers = "".join(f", {name} header" for name, _ in headers)  # values may be secrets
     body_error: BaseException | None = None
@@ -217,7 +222,9 @@ class HttpProbe:
         shown = f"{method} {path}" + ("" if body is None else f" {preview(dumps(body), 200)}")
         self._recorder.add("http", number, "sent", "request", preview=shown)
         content = None if body is None else dumps(body).encode()
-        headers = {} if body is None else {"content-type": "application/json"}
+        headers = dict(self._target.headers)
+        if body is not None:
+            headers["content-type"] = "application/json"
         try:
             response = await self._client.request(method, self._target.http_base + path, content=content, headers=headers)
         except httpx.HTTPError as exc:

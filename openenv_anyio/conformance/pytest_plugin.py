@@ -29,6 +29,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--openenv-strict", action="store_true", help="members the spec does not name make a case non-strict (COMPAT-5)"
     )
+    group.addoption("--openenv-token", metavar="TOKEN", help="bearer token for a server that requires one (SEC-TOKEN-1)")
     group.addoption("--openenv-expected-failures", metavar="FILE", help="baseline of case IDs expected to fail")
 
 
@@ -73,6 +74,7 @@ class _SharedRun:
                     frame_limit_mb=option("openenv_frame_limit_mb"),
                     max_sessions=option("openenv_max_sessions"),
                     strict=option("openenv_strict"),
+                    token=option("openenv_token"),
                 )
             )
         except (ValueError, BaselineError, DriverError) as exc:

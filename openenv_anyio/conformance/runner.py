@@ -171,7 +171,7 @@ async def run_checks(options: CheckOptions) -> RunReport:
     Raises ``ValueError`` for a bad URL or case selection and :class:`DriverError` when the
     server cannot be reached at all; everything else becomes a verdict.
     """
-    target = Target.from_url(options.url)
+    target = Target.from_url(options.url, token=options.token)
     cases = select_cases(list(options.only) if options.only else None)
     await check_reachable(target, options.timeout_s)
     recorder = Recorder()

@@ -48,3 +48,25 @@ def test_every_required_case_passes_against_our_server() -> None:
     not_passed = {r.case_id: r.reason for r in report.results if r.verdict.value != "pass"}
     assert not_passed == {}
     assert report.passed
+
+
+def test_a_token_protected_server_passes_with_the_token_and_never_shows_it(tmp_path) -> None:
+    """SEC-TOKEN-1: the kit sends ``--token`` with every WebSocket and HTTP request."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    token = "kit-token-0123456789abcdef"
+    config = server.ServerConfig(host="127.0.0.1", port=0, max_message_size_mb=1.0, max_concurrent_envs=4, token=token)
+    with server.EnvServer(KitEchoEnv, config).run_in_thread() as running:
+        refused = run_checks_sync(CheckOptions(running.url, timeout_s=10, only=["WS-RESET-01"]))
+        report_path = tmp_path / "report.json"
+        done = subprocess.run(
+            [sys.executable, "-m", "openenv_anyio", "check", running.url, "--frame-limit-mb", "1", "--max-sessions", "4", "--json", str(report_path)],
+            capture_output=True, text=True, timeout=300, env={**os.environ, "OPENENV_TOKEN": token},
+        )
+    assert not refused.passed  # without the token the server refuses the kit
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert token not in done.stdout + done.stderr + report_path.read_text()
+    assert json.loads(report_path.read_text())["passed"] is True
