@@ -3,21 +3,26 @@
 
 Playwright's own browser downloads are not used: the system Chromium is launched by path. Every
 page opened here records console errors, uncaught exceptions and requests to other origins, so
-a test can assert that a page works on its own server alone.
+a test can assert that a page works on its own server alone. :func:`page_server` serves fixed
+pages from another loopback port: another origin than any server under test, a foreign web
+page as a user would meet one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.server
 import shutil
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-__all__ = ["CHROMIUM_ARGS", "WatchedPage", "chromium_path", "open_browser", "watched_page"]
+__all__ = ["CHROMIUM_ARGS", "WatchedPage", "chromium_path", "open_browser", "page_server", "watched_page"]
 
 #: Headless, no sandbox (tests run as root in CI), nothing that reaches out to the network.
 CHROMIUM_ARGS = (
@@ -91,3 +96,34 @@ def watched_page(browser: Browser, origin: str) -> Iterator[WatchedPage]:
         yield watched
     finally:
         context.close()
+
+
+@contextlib.contextmanager
+def page_server(pages: Mapping[str, str]) -> Iterator[str]:
+    """Serve ``pages`` (path -> HTML) on 127.0.0.1 at a free port; yields the origin URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = pages.get(self.path.split("?", 1)[0])
+            if body is None:
+                self.send_error(404)
+                return
+            data = body.encode("utf-8")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, name="page-server", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
