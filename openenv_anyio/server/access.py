@@ -13,7 +13,9 @@ it is tested as a function and applied the same way on every path (PROTOCOL.md s
    an address no DNS rebinding can forge). Anything else is 403. Requests without either
    header (agents, SDKs, ``curl``) pass this rule.
 2. **Bearer token** (``SEC-TOKEN-1``). When tokens are configured, every route but
-   ``/health`` needs ``Authorization: Bearer TOKEN``; a missing or wrong token is 401
+   ``/health`` needs ``Authorization: Bearer TOKEN`` (a browser, which cannot set headers
+   on a WebSocket, offers the subprotocol ``openenv-anyio.bearer.`` + the token in
+   unpadded base64url instead, beside one the server selects); a missing or wrong token is 401
    with ``WWW-Authenticate: Bearer``. Tokens are compared in constant time (their SHA-256
    digests, every configured token each time). An operator token grants everything; an
    agent token grants sessions and HTTP but not :data:`OPERATOR_ROUTES` (403). With no
@@ -35,6 +37,7 @@ a handler what the caller may see (``/ws/ui`` payloads, section 8 and ``SEC-UI-1
 
 from __future__ import annotations
 
+import base64
 import enum
 import hashlib
 import hmac
@@ -45,6 +48,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 __all__ = [
+    "BEARER_SUBPROTOCOL_PREFIX",
     "AccessPolicy",
     "AccessRequest",
     "Decision",
@@ -66,6 +70,9 @@ _STATE_CHANGING: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 _BROWSER_SITES: Final = frozenset({b"same-origin", b"same-site", b"cross-site"})
 _MAX_TOKEN_BYTES: Final = 4096
+#: A WebSocket subprotocol offer that carries a bearer token (browsers cannot set headers):
+#: this prefix, then the token in base64url without padding. Never selected by a server.
+BEARER_SUBPROTOCOL_PREFIX: Final = "openenv-anyio.bearer."
 
 
 class Role(enum.Enum):
@@ -184,15 +191,34 @@ def _header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> bytes | None
     return None
 
 
-def bearer_token(headers: Sequence[tuple[bytes, bytes]]) -> str | None:
-    """The token of an ``Authorization: Bearer TOKEN`` header, else None."""
+def bearer_token(headers: Sequence[tuple[bytes, bytes]], *, websocket: bool = False) -> str | None:
+    """The token of an ``Authorization: Bearer TOKEN`` header, else (on a WebSocket
+    handshake) of a :data:`BEARER_SUBPROTOCOL_PREFIX` subprotocol offer, else None."""
     value = _header(headers, b"authorization")
-    if value is None or len(value) > _MAX_TOKEN_BYTES:
+    if value is None:
+        return _subprotocol_token(headers) if websocket else None
+    if len(value) > _MAX_TOKEN_BYTES:
         return None
     scheme, _, token = value.strip().partition(b" ")
     if scheme.lower() != b"bearer" or not token.strip():
         return None
     return token.strip().decode("latin-1")
+
+
+def _subprotocol_token(headers: Sequence[tuple[bytes, bytes]]) -> str | None:
+    prefix = BEARER_SUBPROTOCOL_PREFIX.encode("ascii")
+    for key, value in headers:
+        if key.lower() != b"sec-websocket-protocol" or len(value) > _MAX_TOKEN_BYTES:
+            continue
+        for offer in value.split(b","):
+            offer = offer.strip()
+            if offer.startswith(prefix):
+                encoded = offer[len(prefix) :]
+                try:
+                    return base64.urlsafe_b64decode(encoded + b"=" * (-len(encoded) % 4)).decode("ascii")
+                except (ValueError, UnicodeDecodeError):
+                    return None
+    return None
 
 
 def _trusted_host(host: str) -> bool:
@@ -280,7 +306,7 @@ def decide(request: AccessRequest, policy: AccessPolicy) -> Decision:
     elif request.path in PUBLIC_ROUTES:
         role = Role.AGENT
     else:
-        presented = bearer_token(request.headers)
+        presented = bearer_token(request.headers, websocket=request.websocket)
         found = policy.role_of(presented)
         if found is None:
             if presented is None:

@@ -147,3 +147,15 @@ def test_the_policy_never_shows_a_token() -> None:
 def test_unusable_tokens_are_refused_at_configuration(token: str) -> None:
     with pytest.raises(ValueError, match="token"):
         AccessPolicy.build(operator_tokens=[token])
+
+
+def test_a_browser_carries_its_token_in_a_subprotocol_offer() -> None:
+    """Browsers cannot set Authorization on a WebSocket (SEC-TOKEN-1)."""
+    import base64
+
+    encoded = base64.urlsafe_b64encode(b"agent-secret-1").rstrip(b"=")
+    offer = (b"sec-websocket-protocol", b"openenv-anyio.v1, openenv-anyio.bearer." + encoded)
+    assert decide(request("GET", "/ws/ui", offer, websocket=True), LOCKED) == Granted(Role.AGENT)
+    assert isinstance(decide(request("POST", "/reset", offer), LOCKED), Refused)  # WebSocket handshakes only
+    garbled = (b"sec-websocket-protocol", b"openenv-anyio.bearer.!!!")
+    assert isinstance(decide(request("GET", "/ws/ui", garbled, websocket=True), LOCKED), Refused)

@@ -4,6 +4,7 @@ form can smuggle). Headless Chromium, a second loopback server for the page."""
 
 from __future__ import annotations
 
+import base64
 import threading
 from typing import Any, ClassVar
 
@@ -29,8 +30,8 @@ class CountingEcho(EchoEnv):
 
 #: Opens a WebSocket, sends one frame when it opens, and tells what happened.
 PROBE = """
-([url, frame]) => new Promise((resolve) => {
-    const ws = new WebSocket(url);
+([url, frame, protocols]) => new Promise((resolve) => {
+    const ws = new WebSocket(url, protocols || []);
     const timer = setTimeout(() => resolve("no answer"), 10000);
     ws.onopen = () => { if (frame) ws.send(frame); };
     ws.onmessage = (event) => { clearTimeout(timer); ws.close(); resolve("read: " + event.data); };
@@ -92,3 +93,23 @@ def test_a_foreign_form_post_runs_nothing(browser) -> None:
             page.close()
     assert status == 403
     assert CountingEcho.steps == before
+
+
+def test_a_browser_sends_its_token_as_a_subprotocol_offer(browser) -> None:
+    """SEC-TOKEN-1: browsers cannot set Authorization on a WebSocket; the token rides in an
+    ``openenv-anyio.bearer.`` offer beside ``openenv-anyio.v1``, which the server selects."""
+    token = "browser-operator-token"
+    carrier = "openenv-anyio.bearer." + base64.urlsafe_b64encode(token.encode()).decode().rstrip("=")
+    with page_server({"/": "<p>dashboard</p>"}) as dashboard, running(EchoEnv, allowed_origins=(dashboard,), token=token) as server:
+        with ws_connect(server, additional_headers={"Authorization": f"Bearer {token}"}) as agent:
+            ask(agent, {"type": "reset", "data": {"episode_id": "watched"}})
+            page = browser.new_page()
+            page.goto(dashboard + "/")
+            base = ws_base(server.url)
+            watched = page.evaluate(PROBE, [base + "/ws/ui", None, ["openenv-anyio.v1", carrier]])
+            refused = page.evaluate(PROBE, [base + "/ws/ui", None, ["openenv-anyio.v1"]])
+            driven = page.evaluate(PROBE, [base + "/ws", None, ["openenv-anyio.v1", carrier]])
+            page.close()
+    assert watched.startswith('read: {"type":"state_update"') and '"watched"' in watched
+    assert refused == "closed 1006"
+    assert driven.startswith('read: {"type":"session"')
