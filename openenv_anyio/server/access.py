@@ -10,8 +10,9 @@ it is tested as a function and applied the same way on every path (PROTOCOL.md s
    ``Sec-Fetch-Site`` without one) is served only when its origin is in
    ``allowed_origins``, or when it is same-origin (its host and port are the request's
    ``Host``) and that host is an IP literal or ``localhost`` (a page this server served on
-   an address no DNS rebinding can forge). Anything else is 403. Requests without either
-   header (agents, SDKs, ``curl``) pass this rule.
+   an address no DNS rebinding can forge). Anything else is 403, except a link followed to
+   a page (a top-level ``GET`` navigation, which loads in this server's origin). Requests
+   without either header (agents, SDKs, ``curl``) pass this rule.
 2. **Bearer token** (``SEC-TOKEN-1``). When tokens are configured, every route but
    ``/health`` needs ``Authorization: Bearer TOKEN`` (a browser, which cannot set headers
    on a WebSocket, offers the subprotocol ``openenv-anyio.bearer.`` + the token in
@@ -260,6 +261,8 @@ def _origin_refusal(request: AccessRequest, policy: AccessPolicy) -> Refused | N
         if site is None or site.strip().lower() not in _BROWSER_SITES:
             return None  # not a browser, or a navigation the user started
         if site.strip().lower() != b"same-origin":
+            if _top_level_navigation(request):
+                return None  # a link followed to a page of ours: shown in our own origin
             return Refused(403, "cross-site browser requests are not served")
         # A same-origin request without Origin (a GET): the page's origin is this Host,
         # under a scheme the request does not tell.
@@ -273,6 +276,18 @@ def _origin_refusal(request: AccessRequest, policy: AccessPolicy) -> Refused | N
         if origin in policy.allowed_origins or _same_origin(origin, host):
             return None
     return Refused(403, "this origin may not use the server (see --allow-origin)")
+
+
+def _top_level_navigation(request: AccessRequest) -> bool:
+    """A ``GET`` that opens a page in a window of its own (a followed link): the page loads
+    in this server's origin, where the foreign site cannot read or frame it."""
+    headers = request.headers
+    return (
+        request.method.upper() in ("GET", "HEAD")
+        and not request.websocket
+        and (_header(headers, b"sec-fetch-mode") or b"").strip().lower() == b"navigate"
+        and (_header(headers, b"sec-fetch-dest") or b"").strip().lower() == b"document"
+    )
 
 
 def _challenge(error: str | None = None) -> tuple[tuple[bytes, bytes], ...]:

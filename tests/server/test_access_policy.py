@@ -159,3 +159,14 @@ def test_a_browser_carries_its_token_in_a_subprotocol_offer() -> None:
     assert isinstance(decide(request("POST", "/reset", offer), LOCKED), Refused)  # WebSocket handshakes only
     garbled = (b"sec-websocket-protocol", b"openenv-anyio.bearer.!!!")
     assert isinstance(decide(request("GET", "/ws/ui", garbled, websocket=True), LOCKED), Refused)
+
+
+def test_a_link_followed_from_another_site_opens_a_page_but_frames_and_fetches_do_not() -> None:
+    """A top-level GET navigation renders in the server's own origin; an iframe or a
+    no-cors fetch from the foreign page does not get through."""
+    navigate = [(b"sec-fetch-site", b"cross-site"), (b"sec-fetch-mode", b"navigate")]
+    assert isinstance(decide(request("GET", "/web", *navigate, (b"sec-fetch-dest", b"document")), OPEN), Granted)
+    assert isinstance(decide(request("GET", "/web", *navigate, (b"sec-fetch-dest", b"iframe")), OPEN), Refused)
+    no_cors = [(b"sec-fetch-site", b"cross-site"), (b"sec-fetch-mode", b"no-cors"), (b"sec-fetch-dest", b"image")]
+    assert isinstance(decide(request("GET", "/state", *no_cors), OPEN), Refused)
+    assert isinstance(decide(request("POST", "/reset", *navigate, (b"sec-fetch-dest", b"document")), OPEN), Refused)
