@@ -109,7 +109,7 @@ def test_deeply_nested_frame_is_answered_not_fatal(template: str, depth: int) ->
 def test_deeply_nested_http_body_is_422_json(path: str, template: str, depth: int) -> None:
     """HTTP-4: the same frame over HTTP is a JSON 422, not an HTML 500."""
     with running(EchoEnv) as server, httpx.Client(base_url=server.url, timeout=TIMEOUT) as client:
-        response = client.post(path, content=template % _nested(depth))
+        response = client.post(path, content=template % _nested(depth), headers={"content-type": "application/json"})
         assert response.status_code == 422, response.text[:200]
         assert response.json()["detail"]
 
