@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import anyio
 import pytest
@@ -209,3 +210,27 @@ def test_a_bad_worker_count_is_a_one_line_error() -> None:
     )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == ["openenv-anyio serve: --workers takes a positive number or 'auto', not 'none'"]
+
+
+async def test_workers_require_the_token_and_never_hold_it_on_a_command_line(tmp_path) -> None:
+    """SEC-TOKEN-1 with ``--workers``: every worker checks the token; the tokens reach the
+    workers through their environment, not their command lines (``ps`` shows those)."""
+    import httpx
+
+    from openenv_anyio.client import HandshakeRejected
+
+    token = "fleet-token-0123456789"
+    (tmp_path / "token").write_text(token + "\n")
+    with serve_process(TARGET, "--workers", "2", "--ping-interval", "0", "--token-file", str(tmp_path / "token")) as served:
+        command_lines = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in served.pids]
+        with anyio.fail_after(TIMEOUT_S):
+            async with httpx.AsyncClient(base_url=served.url, timeout=10) as http:
+                assert (await http.get("/schema")).status_code == 401
+                for _ in range(4):  # connections land on either worker
+                    with pytest.raises(HandshakeRejected) as refused:
+                        async with EnvClient(served.url, ping_interval_s=None):
+                            pass
+                    assert refused.value.status == 401
+                    async with EnvClient(served.url, ping_interval_s=None, token=token) as env:
+                        await env.reset()
+    assert len(command_lines) == 2 and all(b"serve_process" not in line and token.encode() not in line for line in command_lines)

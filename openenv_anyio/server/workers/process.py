@@ -64,11 +64,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     spec = WorkerSpec.from_json(args[0])
     configure_logging_from_environment()  # as the serving command chose; records carry "worker"
-    traces = os.environ.get(TRACES_ENV_VAR) if spec.server_config().traces else None
+    config = spec.server_config(os.environ)  # once: it takes the tokens out of the environment
+    traces = os.environ.get(TRACES_ENV_VAR) if config.traces else None
     if traces:
         install_exporter(traces)
     role = WorkerRole(spec)
-    server = EnvServer(resolve_env_target(spec.target), spec.server_config(), worker=role)
+    server = EnvServer(resolve_env_target(spec.target), config, worker=role)
     try:
         trio.run(run_worker, server, role, spec.ready_fd)
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import socket
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,20 @@ from ..config import ServerConfig
 from .routing import OwnerRouter, session_prefix
 from .table import WorkerTable
 
-__all__ = ["SlotCapacity", "WorkerRole", "WorkerSpec"]
+__all__ = ["SECRETS_ENV", "SlotCapacity", "WorkerRole", "WorkerSpec", "split_secrets"]
+
+#: The environment variable that hands a worker its bearer tokens. A command line is visible
+#: to every local user (``ps``); a process's environment only to its owner.
+SECRETS_ENV = "OPENENV_ANYIO_WORKER_SECRETS"
+_SECRET_FIELDS = ("token", "agent_tokens")
+
+
+def split_secrets(config: ServerConfig) -> tuple[dict[str, Any], str]:
+    """``config``'s init fields for the command line, and its tokens as JSON for
+    :data:`SECRETS_ENV` (``SEC-TOKEN-1``: tokens never appear on a command line)."""
+    fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.init}
+    secrets = {name: fields.pop(name) for name in _SECRET_FIELDS}
+    return fields, json.dumps(secrets)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +52,11 @@ class WorkerSpec:
     def from_json(cls, text: str) -> WorkerSpec:
         return cls(**json.loads(text))
 
-    def server_config(self) -> ServerConfig:
-        return ServerConfig(**self.config)
+    def server_config(self, environ: MutableMapping[str, str]) -> ServerConfig:
+        """The worker's settings: the spec's fields plus the tokens of :data:`SECRETS_ENV`
+        (removed from ``environ`` once read, so environment code never sees them)."""
+        secrets = json.loads(environ.pop(SECRETS_ENV, "{}"))
+        return ServerConfig(**self.config, **secrets)
 
     @property
     def fds(self) -> list[int]:

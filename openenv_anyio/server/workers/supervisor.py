@@ -44,7 +44,7 @@ from ..context import session_limit
 from ..env_server import LISTEN_BACKLOG
 from ..observability import multiprocess
 from ..observability.log_setup import WORKER_ENV_VAR
-from .role import WorkerSpec
+from .role import SECRETS_ENV, WorkerSpec, split_secrets
 from .table import WorkerTable
 
 __all__ = ["WorkerSupervisor", "worker_count"]
@@ -117,6 +117,7 @@ class WorkerSupervisor:
             **os.environ,
             multiprocess.ENV_VAR: str(self.runtime_dir / "metrics"),
             WORKER_ENV_VAR: str(slot),
+            SECRETS_ENV: split_secrets(self.config)[1],
         }
 
     def worker_exited(self, slot: int, pid: int) -> None:
@@ -186,7 +187,7 @@ class WorkerSupervisor:
             ready = trio.Event() if first_ready.is_set() else first_ready
             spec = WorkerSpec(
                 target=self.target,
-                config=asdict(self.config),
+                config=split_secrets(self.config)[0],
                 slot=slot,
                 generation=generation,
                 listen_fd=listener.fileno(),
