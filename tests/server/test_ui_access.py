@@ -75,3 +75,19 @@ def test_without_tokens_every_subscriber_reads_everything() -> None:
             ask(ws, {"type": "step", "data": {"message": "visible"}})
             state = states_until(ui, {"open"})["open"]
     assert state["current_observation"]["echoed"] == "visible" and "redacted" not in state
+
+
+def test_an_agent_dashboard_sees_progress_without_rewards() -> None:
+    """SEC-UI-1 on ``/ws/ui?dashboard=1`` (UI-7): status and counts, no observation, action
+    or reward of a session it may not read."""
+    with running(EchoEnv, token=OPERATOR, agent_tokens=(AGENT,)) as server:
+        with open_ws(server, "/ws", AGENT) as ws:
+            json.loads(ws.recv(timeout=TIMEOUT))
+            ask(ws, {"type": "reset", "data": {"episode_id": "theirs"}, "request_id": "1"})
+            ask(ws, {"type": "step", "data": {"message": "secret"}, "request_id": "2"})
+            with open_ws(server, "/ws/ui?dashboard=1", AGENT) as stranger, open_ws(server, "/ws/ui?dashboard=1", OPERATOR) as operator:
+                listed = states_until(stranger, {"theirs"})["theirs"]
+                full = states_until(operator, {"theirs"})["theirs"]
+    assert listed["redacted"] is True and listed["episode_count"] == 1 and listed["status"] in ("idle", "stepping")
+    assert listed["current_observation"] is None and not {"reward", "rewards", "returns", "episode_return"} & set(listed)
+    assert full["current_observation"]["echoed"] == "secret" and full["rewards"] == [6.0]
