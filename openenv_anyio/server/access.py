@@ -13,11 +13,11 @@ it is tested as a function and applied the same way on every path (PROTOCOL.md s
    an address no DNS rebinding can forge). Anything else is 403, except a link followed to
    a page (a top-level ``GET`` navigation, which loads in this server's origin). Requests
    without either header (agents, SDKs, ``curl``) pass this rule.
-2. **Bearer token** (``SEC-TOKEN-1``). When tokens are configured, every route but
-   ``/health`` needs ``Authorization: Bearer TOKEN`` (a browser, which cannot set headers
-   on a WebSocket, offers the subprotocol ``openenv-anyio.bearer.`` + the token in
-   unpadded base64url instead, beside one the server selects); a missing or wrong token is 401
-   with ``WWW-Authenticate: Bearer``. Tokens are compared in constant time (their SHA-256
+2. **Bearer token** (``SEC-TOKEN-1``). When tokens are configured, every route but the
+   probes (``/health``, ``/ready``) needs ``Authorization: Bearer TOKEN`` (a browser, which
+   cannot set headers on a WebSocket, offers the subprotocol ``openenv-anyio.bearer.`` + the
+   token in unpadded base64url instead, beside one the server selects); a missing or wrong
+   token is 401 with ``WWW-Authenticate: Bearer``. Tokens are compared in constant time (their SHA-256
    digests, every configured token each time). An operator token grants everything; an
    agent token grants sessions and HTTP but not :data:`OPERATOR_ROUTES` (403). With no
    token configured every admitted request acts as the operator.
@@ -62,8 +62,9 @@ __all__ = [
     "normalize_origin",
 ]
 
-#: Paths served without a token (a liveness probe answers a constant and nothing else).
-PUBLIC_ROUTES: Final = frozenset({"/health"})
+#: Paths served without a token: the liveness and readiness probes, which load balancers and
+#: orchestrators call without credentials and which say only "up" and "taking sessions".
+PUBLIC_ROUTES: Final = frozenset({"/health", "/ready"})
 #: Paths only an operator token opens (server-wide figures, every session at once).
 OPERATOR_ROUTES: Final = frozenset({"/metrics"})
 

@@ -49,7 +49,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     access = parser.add_argument_group("access (see SECURITY.md)")
     access.add_argument(
         "--token", metavar="TOKEN", default=None,
-        help=f"operator bearer token: every route but /health then needs 'Authorization: Bearer TOKEN' (default: ${TOKEN_ENV}; prefer it or --token-file, a command line is visible to other local users)",
+        help=f"operator bearer token: every route but /health and /ready then needs 'Authorization: Bearer TOKEN' (default: ${TOKEN_ENV}; prefer it or --token-file, a command line is visible to other local users)",
     )
     access.add_argument("--token-file", metavar="PATH", type=Path, default=None, help="read the operator token from the first line of PATH")
     access.add_argument(

@@ -61,7 +61,7 @@ class ServerConfig:
     - ``allowed_origins``: browser origins (``scheme://host[:port]``) served besides the
       server's own loopback origin (``SEC-ORIGIN-1``); every other browser is refused.
     - ``token``: the operator's bearer token; when it or ``agent_tokens`` is set, every
-      route but ``/health`` needs one (``SEC-TOKEN-1``). ``agent_tokens`` drive sessions but
+      route but ``/health`` and ``/ready`` needs one (``SEC-TOKEN-1``). ``agent_tokens`` drive sessions but
       see other sessions' payloads on ``/ws/ui`` only with their credentials (``SEC-UI-1``).
       Neither appears in ``repr``.
     - ``expose_errors``: an environment's exception reaches clients as its type and clipped

@@ -120,3 +120,16 @@ def test_refusals_carry_no_token(locked_server) -> None:
     assert refused.status_code == 401 and OPERATOR not in refused.text
     assert 'error="invalid_token"' in refused.headers["www-authenticate"]
     assert OPERATOR not in repr(locked_server.server.config)
+
+
+def test_probes_are_open_and_metrics_need_the_operator(locked_server) -> None:
+    """SEC-TOKEN-1: /health and /ready answer probes without a token; /metrics (every
+    session's figures) opens to the operator token only."""
+    with httpx.Client(base_url=locked_server.url, timeout=TIMEOUT) as http:
+        assert http.get("/health").status_code == 200
+        assert http.get("/ready").status_code == 200
+        assert http.get("/metrics").status_code == 401
+        agent = http.get("/metrics", headers={"Authorization": f"Bearer {AGENT}"})
+        assert agent.status_code == 403 and 'error="insufficient_scope"' in agent.headers["www-authenticate"]
+        operator = http.get("/metrics", headers={"Authorization": f"Bearer {OPERATOR}"})
+        assert operator.status_code == 200 and "openenv_" in operator.text
