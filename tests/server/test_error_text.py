@@ -19,7 +19,8 @@ LEAK = "cannot open /home/alice/.secrets/api-key.txt: token=hunter2"
 
 
 def error_records(caplog: pytest.LogCaptureFixture, error_id: str) -> list[logging.LogRecord]:
-    return [record for record in caplog.records if error_id in record.getMessage()]
+    """The records that log the failure with its traceback (others may name the id too)."""
+    return [record for record in caplog.records if error_id in record.getMessage() and record.exc_info]
 
 
 def test_exposed_errors_show_type_and_message_without_paths(caplog: pytest.LogCaptureFixture) -> None:
