@@ -15,7 +15,7 @@ from quart_trio import QuartTrio
 from ..core import FrameCodec, ProtocolError, Reset, dumps, parse_json
 from ..core.openapi import openapi_document
 from .bound_env import EnvironmentAborted, FactoryFailure
-from .context import AtCapacity, ServerContext, log
+from .context import AtCapacity, ServerContext
 from .env_profile import EnvProfile
 from .error_text import public_error
 from .web_page import add_web_routes

@@ -1,4 +1,4 @@
-"""The access policy on a real server (PROTOCOL.md section 11): every WebSocket route and
+"""The access policy on a real server (PROTOCOL.md section 12): every WebSocket route and
 HTTP route, refused and served, as a foreign page, a careless client and an agent see it."""
 
 from __future__ import annotations

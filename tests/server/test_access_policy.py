@@ -1,4 +1,4 @@
-"""The access policy as a function (PROTOCOL.md section 11): origins, tokens, content types."""
+"""The access policy as a function (PROTOCOL.md section 12): origins, tokens, content types."""
 
 from __future__ import annotations
 
