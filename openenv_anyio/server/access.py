@@ -16,7 +16,8 @@ it is tested as a function and applied the same way on every path (PROTOCOL.md s
 2. **Bearer token** (``SEC-TOKEN-1``). When tokens are configured, every route but the
    probes (``/health``, ``/ready``) needs ``Authorization: Bearer TOKEN`` (a browser, which
    cannot set headers on a WebSocket, offers the subprotocol ``openenv-anyio.bearer.`` + the
-   token in unpadded base64url instead, beside one the server selects); a missing or wrong
+   token in unpadded base64url instead, beside one the server selects; the dashboard page's
+   static files are public too, for the page holds nothing and asks for a token); a missing or wrong
    token is 401 with ``WWW-Authenticate: Bearer``. Tokens are compared in constant time (their SHA-256
    digests, every configured token each time). An operator token grants everything; an
    agent token grants sessions and HTTP but not :data:`OPERATOR_ROUTES` (403). With no
@@ -48,6 +49,8 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
+from ..web import WEB_PATHS
+
 __all__ = [
     "BEARER_SUBPROTOCOL_PREFIX",
     "AccessPolicy",
@@ -63,8 +66,9 @@ __all__ = [
 ]
 
 #: Paths served without a token: the liveness and readiness probes, which load balancers and
-#: orchestrators call without credentials and which say only "up" and "taking sessions".
-PUBLIC_ROUTES: Final = frozenset({"/health", "/ready"})
+#: orchestrators call without credentials and which say only "up" and "taking sessions", and
+#: the dashboard page's static files (everything the page reads is guarded: it asks for a token).
+PUBLIC_ROUTES: Final = frozenset({"/health", "/ready", *WEB_PATHS})
 #: Paths only an operator token opens (server-wide figures, every session at once).
 OPERATOR_ROUTES: Final = frozenset({"/metrics"})
 

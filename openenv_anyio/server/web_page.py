@@ -13,14 +13,9 @@ from typing import Final
 from quart import Response, redirect
 from quart_trio import QuartTrio
 
-__all__ = ["WEB_FILES", "add_web_routes"]
+from ..web import WEB_FILES
 
-#: The page's files and their media types; nothing else under /web is served.
-WEB_FILES: Final = {
-    "index.html": "text/html; charset=utf-8",
-    "dashboard.js": "text/javascript; charset=utf-8",
-    "dashboard.css": "text/css; charset=utf-8",
-}
+__all__ = ["WEB_FILES", "add_web_routes"]
 
 _HEADERS: Final = {
     "Content-Security-Policy": (

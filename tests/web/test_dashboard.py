@@ -148,3 +148,41 @@ def test_the_page_is_served_with_a_same_origin_policy(server: RunningServer) -> 
 def test_no_web_turns_the_page_off() -> None:
     with running(PaintEnv, web=False) as quiet:
         assert httpx.get(quiet.url + "/web/", trust_env=False).status_code == 404
+
+
+def test_with_a_token_the_page_asks_for_it_and_shows_what_it_grants(browser: Browser) -> None:
+    """SEC-TOKEN-1, SEC-UI-1: the page gets 401 until it has a token, keeps it in the tab
+    (never in a URL), and tells an operator token from an agent token."""
+    operator, agent = "operator-" + "o" * 24, "agent-" + "a" * 24
+    with running(PaintEnv, token=operator, agent_tokens=(agent,)) as server:
+        with EnvClient(server.url, token=operator).sync() as env:
+            env.reset()
+            env.step({"add": 2})
+            for token, grant in ((operator, "operator token"), (agent, "agent token")):
+                with watched_page(browser, server.url) as watched:
+                    page = watched.page
+                    urls: list[str] = []
+                    page.on("request", lambda request: urls.append(request.url))
+                    page.on("websocket", lambda socket: urls.append(socket.url))
+                    page.goto(server.url + "/web/")
+                    expect(page.locator("#token-form")).to_be_visible(timeout=TIMEOUT_MS)
+                    expect(page.locator("#feed-status")).to_have_text("token needed")
+                    page.fill("#token-input", token)
+                    page.click("#token-form button")
+                    expect(page.locator("#feed-status")).to_have_text("live", timeout=TIMEOUT_MS)
+                    expect(page.locator("#grant")).to_contain_text(grant, timeout=TIMEOUT_MS)
+                    assert env.client.session_id is not None
+                    row = row_of(watched, env.client.session_id)
+                    expect(row.locator("td.steps")).to_have_text("1", timeout=TIMEOUT_MS)
+                    row.click()
+                    tree = page.locator("#observation")
+                    if token == operator:
+                        expect(tree).to_contain_text("total")
+                    else:
+                        expect(tree).to_contain_text("not shown to this page's token")
+                    assert not any(token in url for url in urls), urls
+                    # the page asking: 401s before it has a token, and an agent token's 403 on the
+                    # operator-only /metrics it probes to tell what the token grants
+                    asking = ("401", "HTTP Authentication failed", "403")
+                    watched.console_errors[:] = [e for e in watched.console_errors if not any(a in e for a in asking)]
+                    watched.assert_clean()
