@@ -7,13 +7,12 @@ the connection is a :class:`~.ws_session.WsSession` whose frames are JSON-RPC.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from ..core import RpcFailure, dumps, read_rpc_request
 from .context import AsgiReceive, AsgiSend, ServerContext
 from .mcp_dispatch import answer_rpc
-from .ws_session import ACCEPT, WsSession, refuse_at_capacity, refuse_while_closing
+from .ws_session import WsSession, serve_session
 
 __all__ = ["McpSocket", "serve_mcp_socket"]
 
@@ -34,20 +33,4 @@ class McpSocket(WsSession):
 
 async def serve_mcp_socket(ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
     """ASGI handler of one ``WS /mcp`` connection."""
-    message = await receive()
-    if message["type"] != "websocket.connect":
-        return
-    accepted_at = time.perf_counter()
-    await send(ACCEPT)
-    registry = ctx.registry
-    if registry.closing:
-        await refuse_while_closing(ctx, scope, send)
-        return
-    slot = registry.try_reserve()  # WS-CAP-1
-    if slot is None:
-        await refuse_at_capacity(ctx, scope, send)
-        return
-    try:
-        await McpSocket(ctx, scope, receive, send, slot).run(accepted_at)
-    finally:
-        slot.release()
+    await serve_session(ctx, scope, receive, send, McpSocket)

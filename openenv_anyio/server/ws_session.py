@@ -70,6 +70,14 @@ async def close_websocket(send: AsgiSend, code: CloseCode, reason: str = "") -> 
 
 async def serve_ws(ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
     """ASGI handler of one ``/ws`` connection."""
+    await serve_session(ctx, scope, receive, send, WsSession)
+
+
+async def serve_session(
+    ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend, kind: type[WsSession]
+) -> None:
+    """Accept a WebSocket, hold a capacity slot for it and run a ``kind`` session on it
+    (``/ws``, and ``WS /mcp`` whose sessions speak JSON-RPC)."""
     message = await receive()
     if message["type"] != "websocket.connect":
         return
@@ -84,7 +92,7 @@ async def serve_ws(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
         await refuse_at_capacity(ctx, scope, send)
         return
     try:
-        await WsSession(ctx, scope, receive, send, slot).run(accepted_at)
+        await kind(ctx, scope, receive, send, slot).run(accepted_at)
     finally:
         slot.release()
 

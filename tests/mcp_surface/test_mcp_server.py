@@ -112,7 +112,9 @@ def test_tools_call_answers_the_value_in_data(server: RunningServer) -> None:  #
     ],
 )
 def test_bad_requests_are_json_rpc_errors_with_status_200(server: RunningServer, body: bytes, code: RpcCode) -> None:
-    response = httpx.post(server.url + "/mcp", content=body, timeout=TIMEOUT)  # MCP-RPC-1, MCP-RPC-3
+    response = httpx.post(  # MCP-RPC-1, MCP-RPC-3 (a JSON body, declared as such: SEC-CT-1)
+        server.url + "/mcp", content=body, headers={"Content-Type": "application/json"}, timeout=TIMEOUT
+    )
     assert response.status_code == 200
     answer = response.json()
     assert RESPONSE.is_valid(answer), answer
