@@ -180,7 +180,10 @@ def test_text_that_is_not_utf8_gets_invalid_json_then_close_1007(client, frames:
     raw = client()
     raw.sock.sendall(RESET)
     raw.answer()
-    raw.sock.sendall(b"".join(frames))
+    try:
+        raw.sock.sendall(b"".join(frames))
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the server may refuse the text before the rest of a large frame arrives
     answer = raw.answer()
     assert answer["type"] == "error" and answer["data"]["code"] == "INVALID_JSON", answer
     event = raw.next_event()
