@@ -12,6 +12,7 @@ import functools
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["configure", "run"]
@@ -50,14 +51,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _Summary:
+    """The closing table of a run, once agents started: Ctrl-C still prints it."""
+
+    table: Callable[[], str] | None = None
+
+
 def run(args: argparse.Namespace) -> int:
     import trio
 
     from ..envs.loading import EnvTargetError
 
+    summary = _Summary()
+
     try:
         try:
-            return trio.run(_main, args)
+            return trio.run(_main, args, summary)
         except BaseExceptionGroup as group:  # errors from inside the nursery come wrapped
             raise _only_leaf(group) from None
     except EnvTargetError as exc:
@@ -67,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"openenv-anyio demo: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        if summary.table is not None:  # what finished before Ctrl-C is not lost
+            print(summary.table(), flush=True)
         print("\nopenenv-anyio demo: interrupted", file=sys.stderr)
         return 130
 
@@ -101,7 +112,7 @@ async def _fetch_json(url: str) -> Any:
         return None
 
 
-async def _main(args: argparse.Namespace) -> int:
+async def _main(args: argparse.Namespace, summary: _Summary) -> int:
     import trio
 
     from .agents import AgentTally, run_agent
@@ -136,6 +147,7 @@ async def _main(args: argparse.Namespace) -> int:
         progress = ProgressLine(tallies, args.episodes, sys.stderr)
         show = (lambda: progress.update()) if not args.no_progress else (lambda: None)
         started = time.perf_counter()
+        summary.table = lambda: summary_table(tallies, time.perf_counter() - started, heading)
         async with trio.open_nursery() as agents:
             if not args.no_progress and sys.stderr.isatty():
                 agents.start_soon(_redraw, progress)

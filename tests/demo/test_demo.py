@@ -90,11 +90,12 @@ def test_ctrl_c_stops_server_and_agents_cleanly() -> None:
         while "episodes" not in process.stderr.readline():  # the first progress line
             assert time.monotonic() < deadline and process.poll() is None
         process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=30)
+        stdout, stderr = process.communicate(timeout=30)
     finally:
         process.kill()
     assert process.returncode == 130
     assert "interrupted" in stderr and "Traceback" not in stderr
+    assert set(summary_rows(stdout)) == {"0", "1", "2", "3", "all"}, stdout  # the episodes so far
 
 
 def test_the_summary_names_the_env_and_policy_and_why_agents_failed() -> None:
