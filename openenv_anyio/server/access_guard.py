@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import trio
+
 from ..core import dumps
 from .access import AccessPolicy, AccessRequest, Decision, Granted, Refused, Role, decide
 from .context import AsgiReceive, AsgiSend
@@ -18,6 +20,12 @@ __all__ = ["ROLE_KEY", "admit", "refuse", "role_of"]
 
 #: The scope key that carries the :class:`~.access.Role` granted to a request.
 ROLE_KEY: Final = "openenv_anyio.role"
+
+#: A refused request's body up to this size is read and dropped, so the connection serves the
+#: next request; a larger (or unsized) body is not read: the refusal says ``Connection: close``.
+DRAINED_BODY_LIMIT: Final = 64 * 1024
+#: How long a refused request's declared body may take to arrive before the connection is dropped.
+DRAIN_TIMEOUT_S: Final = 5.0
 
 
 def admit(policy: AccessPolicy, scope: dict[str, Any]) -> Decision:
@@ -58,5 +66,23 @@ async def refuse(scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend, re
         await send({"type": "websocket.http.response.start", "status": refused.status, "headers": headers})
         await send({"type": "websocket.http.response.body", "body": body})
         return
+    if not await _drained(scope, receive):
+        headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": refused.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+async def _drained(scope: dict[str, Any], receive: AsgiReceive) -> bool:
+    """Read and drop a refused request's body when it is small and sized; whether it was.
+
+    An HTTP/1.1 response sent before the request body has been read leaves the connection
+    unable to serve another request, so a keep-alive client would find it closed under it."""
+    lengths = [value for name, value in scope.get("headers") or () if name.lower() == b"content-length"]
+    if len(lengths) != 1 or not lengths[0].isdigit() or int(lengths[0]) > DRAINED_BODY_LIMIT:
+        return not lengths and not any(name.lower() == b"transfer-encoding" for name, _ in scope.get("headers") or ())
+    with trio.move_on_after(DRAIN_TIMEOUT_S):
+        while True:
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                return bool(message["type"] == "http.request")
+    return False

@@ -3,6 +3,9 @@ HTTP route, refused and served, as a foreign page, a careless client and an agen
 
 from __future__ import annotations
 
+import socket
+import time
+
 import httpx
 import pytest
 from websockets.exceptions import InvalidStatus
@@ -133,3 +136,44 @@ def test_probes_are_open_and_metrics_need_the_operator(locked_server) -> None:
         assert agent.status_code == 403 and 'error="insufficient_scope"' in agent.headers["www-authenticate"]
         operator = http.get("/metrics", headers={"Authorization": f"Bearer {OPERATOR}"})
         assert operator.status_code == 200 and "openenv_" in operator.text
+
+
+def _read_response(sock: socket.socket) -> bytes:
+    """One HTTP/1.1 response with a Content-Length body, read off a raw socket."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:"))
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+@pytest.mark.parametrize("body_size", [32, 300_000])
+def test_a_refusal_keeps_the_connection_usable_when_the_body_comes_late(locked_server, body_size) -> None:
+    """SEC-TOKEN-1 on a keep-alive connection whose request body arrives after its headers: a
+    small body is read and dropped before the refusal, so the next request on the connection is
+    served; a large one is not waited for: the refusal says ``Connection: close``."""
+    host, port = locked_server.url.removeprefix("http://").split(":")
+    body = b'{"action": {"message": "' + b"x" * (body_size - 27) + b'"}}'
+    with socket.create_connection((host, int(port)), timeout=TIMEOUT) as sock:
+        sock.sendall(
+            b"POST /step HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+        )
+        if body_size > 65536:
+            refused = _read_response(sock)
+            assert refused.startswith(b"HTTP/1.1 401")
+            assert b"connection: close" in refused.lower()
+            return
+        time.sleep(0.2)  # the body comes late: the guard must not answer before reading it
+        sock.sendall(body + b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _read_response(sock).startswith(b"HTTP/1.1 401")
+        assert _read_response(sock).startswith(b"HTTP/1.1 200")
