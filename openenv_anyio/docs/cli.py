@@ -23,7 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--format",
         choices=("markdown", "html"),
         default="markdown",
-        help="markdown: one page per frame plus index and error codes; html: one self-contained page",
+        help="markdown: one page per frame plus an index and one per code registry; html: one self-contained page",
     )
     parser.add_argument(
         "--check",

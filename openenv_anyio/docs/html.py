@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from .examples import Example
 from .fields import FieldRow
-from .model import ERROR_CODES, FramePage, Reference
+from .model import FramePage, Reference, Registry
 from .wording import (
     FIELD_COLUMNS,
     FRAME_TYPE_COLUMNS,
@@ -84,7 +84,7 @@ def render_html(reference: Reference) -> dict[str, str]:
         f"<p>{_inline(INDEX_INTRO.format(version=reference.version))}</p>",
         *_frame_types(reference),
         *(line for frame in reference.frames for line in _frame(reference, frame)),
-        *_error_codes(reference),
+        *(line for registry in reference.registries for line in _registry(reference, registry)),
         "</main>",
         "</div>",
     ]
@@ -139,8 +139,9 @@ def _nav(reference: Reference) -> str:
     items += [f'<li><a href="#{e.name}">{html.escape(e.title)}</a></li>' for e in reference.entry_points]
     items += ["</ul>", "<h2>Frames</h2>", "<ul>"]
     items += [f'<li><a href="#{_anchor(f.relative, None)}">{html.escape(f.title)}</a></li>' for f in reference.frames]
-    items += ["</ul>", "<h2>Registry</h2>", "<ul>"]
-    items += [f'<li><a href="#{_anchor(ERROR_CODES, None)}">Error codes</a></li>', "</ul>", "</nav>"]
+    items += ["</ul>", "<h2>Registries</h2>", "<ul>"]
+    items += [f'<li><a href="#{_anchor(r.relative, None)}">{html.escape(r.heading)}</a></li>' for r in reference.registries]
+    items += ["</ul>", "</nav>"]
     return "\n".join(items)
 
 
@@ -204,19 +205,21 @@ def _examples(examples: Iterable[Example]) -> list[str]:
     return lines
 
 
-def _error_codes(reference: Reference) -> list[str]:
-    lines = [f'<section id="{_anchor(ERROR_CODES, None)}">', "<h2>Error codes</h2>"]
-    lines += [f"<p>{_inline(reference.error_codes_description)}</p>"]
-    lines += [f'<p class="meta">{_inline(f"Schema: `{spec_path(reference, ERROR_CODES)}`.")}</p>']
+def _registry(reference: Reference, registry: Registry) -> list[str]:
+    lines = [f'<section id="{_anchor(registry.relative, None)}">', f"<h2>{html.escape(registry.heading)}</h2>"]
+    lines += [f"<p>{_inline(registry.description)}</p>"]
+    lines += [f'<p class="meta">{_inline(f"Schema: `{spec_path(reference, registry.relative)}`.")}</p>']
+    header = ("Code", "Meaning", *registry.columns, *(("Examples",) if registry.has_examples else ()))
     lines += [
         '<div class="table"><table>',
-        "<thead><tr><th>Code</th><th>Meaning</th><th>Examples</th></tr></thead>",
+        "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr></thead>",
         "<tbody>",
     ]
-    for entry in reference.error_codes:
-        examples = ", ".join(f"`{name}`" for name in entry.examples)
+    for entry in registry.entries:
+        cells = [f"<td>{_inline(entry.meaning)}</td>", *(f"<td>{html.escape(a)}</td>" for a in entry.annotations)]
+        if registry.has_examples:
+            cells.append(f"<td>{_inline(', '.join(f'`{name}`' for name in entry.examples))}</td>")
         lines.append(
-            f'<tr id="{html.escape(entry.code)}"><td><code>{html.escape(entry.code)}</code></td>'
-            f"<td>{_inline(entry.meaning)}</td><td>{_inline(examples)}</td></tr>"
+            f'<tr id="{html.escape(entry.anchor)}"><td><code>{html.escape(entry.code)}</code></td>{"".join(cells)}</tr>'
         )
     return [*lines, "</tbody>", "</table></div>", "</section>"]

@@ -1,4 +1,4 @@
-"""Render the reference as Markdown pages: an index, one page per frame, the error codes."""
+"""Render the reference as Markdown pages: an index, one page per frame, one per code registry."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from .examples import Example
 from .fields import FieldRow
-from .model import ERROR_CODES, FramePage, Reference
+from .model import FramePage, Reference, Registry
 from .wording import (
     FIELD_COLUMNS,
     FRAME_TYPE_COLUMNS,
@@ -31,7 +31,9 @@ INDEX_PAGE = "README.md"
 
 def render_markdown(reference: Reference) -> dict[str, str]:
     """Every page of the reference: relative output path -> Markdown text."""
-    pages = {INDEX_PAGE: _index(reference), _page_of(ERROR_CODES): _error_codes(reference)}
+    pages = {INDEX_PAGE: _index(reference)}
+    for registry in reference.registries:
+        pages[_page_of(registry.relative)] = _registry(reference, registry)
     for frame in reference.frames:
         pages[_page_of(frame.relative)] = _frame(reference, frame)
     return {path: _finish(path, text) for path, text in sorted(pages.items())}
@@ -84,11 +86,10 @@ def _index(reference: Reference) -> str:
     lines += [
         f"- {schema_link(reference, f.relative)} (`{spec_path(reference, f.relative)}`)" for f in reference.frames
     ]
-    lines += ["", "## Error codes", ""]
+    lines += ["", "## Registries", ""]
     lines += [
-        f"{schema_link(reference, ERROR_CODES)}: the {len(reference.error_codes)} codes an error frame's "
-        "`data.code` may carry.",
-        "",
+        f"- {schema_link(reference, r.relative)} (`{spec_path(reference, r.relative)}`): {len(r.entries)} codes"
+        for r in reference.registries
     ]
     return "\n".join(lines)
 
@@ -132,19 +133,21 @@ def _examples(examples: Iterable[Example]) -> list[str]:
     return lines
 
 
-def _error_codes(reference: Reference) -> str:
+def _registry(reference: Reference, registry: Registry) -> str:
     lines = _notice(reference)
-    lines += ["# Error codes", "", reference.error_codes_description, ""]
-    lines += [f"Schema: `{spec_path(reference, ERROR_CODES)}`.", ""]
+    lines += [f"# {registry.heading}", "", registry.description, ""]
+    lines += [f"Schema: `{spec_path(reference, registry.relative)}`.", ""]
+    examples = ("Examples",) if registry.has_examples else ()
     lines += _table(
-        ("Code", "Meaning", "Examples"),
+        ("Code", "Meaning", *registry.columns, *examples),
         (
             (
-                f'<a id="{entry.code}"></a>`{entry.code}`',
+                f'<a id="{entry.anchor}"></a>`{entry.code}`',
                 entry.meaning,
-                ", ".join(f"`{name}`" for name in entry.examples),
+                *entry.annotations,
+                *((", ".join(f"`{name}`" for name in entry.examples),) if examples else ()),
             )
-            for entry in reference.error_codes
+            for entry in registry.entries
         ),
     )
     return "\n".join(lines)

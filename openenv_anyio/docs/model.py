@@ -1,8 +1,8 @@
 """The reference as data: every page's content, read from the spec and nothing else.
 
 :func:`build_reference` reads the entry points' ``if``/``then`` dispatch (the frame types),
-walks each frame schema into field rows, reads the error-code registry and attaches the
-checked example vectors to the frame they show. The renderers only lay this out.
+walks each frame schema into field rows, reads the code registries (error codes, close codes,
+JSON-RPC error codes) and attaches the checked example vectors to the frame they show. The renderers only lay this out.
 """
 
 from __future__ import annotations
@@ -18,9 +18,18 @@ from .examples import Example, load_examples
 from .fields import FieldRow, FieldWalker
 from .refs import RefResolver
 
-__all__ = ["EntryPoint", "ErrorCodeEntry", "FramePage", "Reference", "build_reference"]
+__all__ = ["ERROR_CODES", "REGISTRIES", "EntryPoint", "FramePage", "Reference", "Registry", "RegistryEntry", "build_reference"]
 
 ERROR_CODES = "error-codes.json"
+#: The code registries of the spec, in the order the reference shows them: relative path,
+#: heading, and the prefix that makes a code's anchor unique on the one-page reference.
+REGISTRIES: tuple[tuple[str, str, str], ...] = (
+    (ERROR_CODES, "Error codes", ""),
+    ("close-codes.json", "Close codes", "close-"),
+    ("jsonrpc-error-codes.json", "JSON-RPC error codes", "jsonrpc"),
+)
+#: Column headings of the registry annotations the reference shows (an entry's ``x-`` members).
+_ANNOTATIONS = {"x-sent-by": "Sent by", "x-resumable": "Resumable"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,12 +59,31 @@ class EntryPoint:
 
 
 @dataclass(frozen=True, slots=True)
-class ErrorCodeEntry:
-    """One code of the error-code registry and the example vectors that expect it."""
+class RegistryEntry:
+    """One code of a registry, its annotations (one per :attr:`Registry.columns`) and the
+    example vectors that expect it."""
 
     code: str
+    anchor: str
     meaning: str
+    annotations: tuple[str, ...]
     examples: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Registry:
+    """A code registry of the spec (``error-codes.json``, ``close-codes.json``, ...)."""
+
+    relative: str
+    heading: str
+    title: str
+    description: str
+    columns: tuple[str, ...]  # headings of the annotations, after Code and Meaning
+    entries: tuple[RegistryEntry, ...]
+
+    @property
+    def has_examples(self) -> bool:
+        return any(entry.examples for entry in self.entries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +93,7 @@ class Reference:
     version: str
     entry_points: tuple[EntryPoint, ...]
     frames: tuple[FramePage, ...]
-    error_codes_title: str
-    error_codes_description: str
-    error_codes: tuple[ErrorCodeEntry, ...]
+    registries: tuple[Registry, ...]
 
     def frame(self, relative: str) -> FramePage:
         """The page of the frame schema at ``relative``."""
@@ -77,8 +103,11 @@ class Reference:
         raise KeyError(relative)
 
     def title_of(self, relative: str) -> str:
-        """The title of a documented schema (a frame or the error-code registry)."""
-        return self.error_codes_title if relative == ERROR_CODES else self.frame(relative).title
+        """The title of a documented schema (a frame or a registry)."""
+        for registry in self.registries:
+            if registry.relative == relative:
+                return registry.title
+        return self.frame(relative).title
 
 
 def build_reference(spec: Spec) -> Reference:
@@ -90,7 +119,7 @@ def build_reference(spec: Spec) -> Reference:
     dispatched = [path for types in dispatch.values() for _, path in types]
     others = [path for path in spec.relative_paths() if path.startswith("frames/")]
     frame_paths = list(dict.fromkeys([*dispatched, *others]))
-    walker = FieldWalker(resolver, frozenset([*frame_paths, ERROR_CODES]))
+    walker = FieldWalker(resolver, frozenset([*frame_paths, *(relative for relative, _, _ in REGISTRIES)]))
     examples = load_examples(spec)
     frames = tuple(_frame_page(spec, path, dispatch, walker, examples) for path in frame_paths)
     entries = tuple(
@@ -106,22 +135,47 @@ def build_reference(spec: Spec) -> Reference:
         )
         for name, relative in ENTRY_POINTS.items()
     )
-    registry = spec.document(ERROR_CODES)
-    try:
-        codes = spec.error_codes()
-    except (KeyError, TypeError) as exc:
-        raise DocsError(f"{resolver.file_of(spec.uri(ERROR_CODES))}: malformed registry ({exc!r})") from None
     return Reference(
         version=spec.directory.name,
         entry_points=entries,
         frames=frames,
-        error_codes_title=str(registry.get("title", "error code")),
-        error_codes_description=str(registry.get("description", "")),
-        error_codes=tuple(
-            ErrorCodeEntry(code, meaning, tuple(e.name for e in examples if e.expect_code == code))
-            for code, meaning in codes.items()
+        registries=tuple(_registry(spec, resolver, examples, *entry) for entry in REGISTRIES),
+    )
+
+
+def _registry(
+    spec: Spec, resolver: RefResolver, examples: list[Example], relative: str, heading: str, prefix: str
+) -> Registry:
+    """A registry document (``anyOf`` of ``const`` entries with a description) as a table."""
+    document = spec.document(relative)
+    try:
+        raw = [(entry["const"], str(entry["description"]), entry) for entry in document["anyOf"]]
+    except (KeyError, TypeError) as exc:
+        raise DocsError(f"{resolver.file_of(spec.uri(relative))}: malformed registry ({exc!r})") from None
+    keys = [key for key in _ANNOTATIONS if any(key in entry for _, _, entry in raw)]
+    return Registry(
+        relative=relative,
+        heading=heading,
+        title=str(document.get("title", heading)),
+        description=str(document.get("description", "")),
+        columns=tuple(_ANNOTATIONS[key] for key in keys),
+        entries=tuple(
+            RegistryEntry(
+                code=str(code),
+                anchor=f"{prefix}{code}",
+                meaning=meaning,
+                annotations=tuple(_annotation(entry.get(key)) for key in keys),
+                examples=tuple(e.name for e in examples if e.expect_code == code),
+            )
+            for code, meaning, entry in raw
         ),
     )
+
+
+def _annotation(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "" if value is None else str(value)
 
 
 def _frame_types(spec: Spec, entry: str, resolver: RefResolver) -> tuple[tuple[str, str], ...]:

@@ -1,4 +1,4 @@
-"""Every frame, every field and every error code of the spec appears in the generated reference.
+"""Every frame, every field and every code of every registry of the spec appears in the generated reference.
 
 The fields are found by an independent walk over the fully dereferenced schemas (the core's
 ``Spec.dereferenced``), not by the generator's own walk.
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from openenv_anyio.core import ENTRY_POINTS, ErrorCode, Spec, load_spec
+from openenv_anyio.core import ENTRY_POINTS, CloseCode, ErrorCode, RpcCode, Spec, load_spec
 from openenv_anyio.docs import generate
 
 from .spec_copy import VERSION_DIR, write_example
@@ -88,6 +88,33 @@ def test_every_error_code_appears(spec: Spec, markdown: dict[str, str], html_pag
     for code, meaning in codes.items():
         assert f'<a id="{code}"></a>`{code}` | {meaning} |' in markdown["error-codes.md"]
         assert f'<tr id="{code}"><td><code>{code}</code></td><td>{meaning}</td>' in html_page
+
+
+def test_every_close_code_appears_with_who_sends_it_and_whether_it_resumes(
+    spec: Spec, markdown: dict[str, str], html_page: str
+) -> None:
+    codes = spec.close_codes()
+    assert set(codes) == {int(code) for code in CloseCode}
+    for code, entry in codes.items():
+        resumable = "yes" if entry["x-resumable"] else "no"
+        row = f'<a id="close-{code}"></a>`{code}` | {entry["description"]} | {entry["x-sent-by"]} | {resumable} |'
+        assert row in markdown["close-codes.md"]
+        assert f'<tr id="close-{code}"><td><code>{code}</code></td><td>{entry["description"]}</td>' in html_page
+
+
+def test_every_jsonrpc_error_code_appears(spec: Spec, markdown: dict[str, str], html_page: str) -> None:
+    registry = spec.document("jsonrpc-error-codes.json")["anyOf"]
+    assert {entry["const"] for entry in registry} == {int(code) for code in RpcCode}
+    for entry in registry:
+        code, meaning = entry["const"], entry["description"]
+        assert f'<a id="jsonrpc{code}"></a>`{code}` | {meaning} |' in markdown["jsonrpc-error-codes.md"]
+        assert f'<tr id="jsonrpc{code}"><td><code>{code}</code></td><td>{meaning}</td>' in html_page
+
+
+def test_the_index_lists_every_registry(spec: Spec, markdown: dict[str, str], html_page: str) -> None:
+    for relative in ("error-codes.json", "close-codes.json", "jsonrpc-error-codes.json"):
+        assert f"(`spec/v1/{relative}`)" in markdown["README.md"]
+        assert f'<a href="#{relative.removesuffix(".json")}">' in html_page
 
 
 def test_examples_appear_on_their_frame_and_error_code(spec_copy: Path) -> None:
