@@ -49,10 +49,11 @@ async def run_agent(
     max_steps: int,
     seed: int,
     on_progress: Callable[[], None] = lambda: None,
+    token: str | None = None,
 ) -> None:
     """Play ``episodes`` episodes on one session; errors are tallied, never raised."""
     try:
-        async with EnvClient(url) as env:
+        async with EnvClient(url, token=token) as env:
             for episode in range(episodes):
                 result = await env.reset(seed=seed + episode)
                 total = 0.0

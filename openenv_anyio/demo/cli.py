@@ -43,6 +43,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="step limit per episode (default 500)")
     parser.add_argument("--seed", type=int, default=0, help="base seed for resets and policies")
     parser.add_argument("--url", help="run the agents against this already running server instead")
+    parser.add_argument(
+        "--token", metavar="TOKEN", default=None,
+        help="with --url: bearer token for a server that requires one (default: $OPENENV_TOKEN); "
+             "sent with every request and connection, never shown",
+    )
     parser.add_argument("--no-progress", action="store_true", help="do not show live progress")
     parser.add_argument(
         "--watch", action="store_true",
@@ -94,14 +99,15 @@ class _DemoError(Exception):
     """A failure the user should see as one line."""
 
 
-async def _fetch_json(url: str) -> Any:
+async def _fetch_json(url: str, token: str | None) -> Any:
     import httpx
 
     from ..client import proxy_url_for
 
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
         async with httpx.AsyncClient(timeout=10.0, proxy=proxy_url_for(url, os.environ), trust_env=False) as http:
-            response = await http.get(url)
+            response = await http.get(url, headers=headers)
     except httpx.HTTPError as exc:
         raise _DemoError(f"cannot reach {url}: {exc}") from exc
     if response.status_code != 200:
@@ -119,6 +125,16 @@ async def _main(args: argparse.Namespace, summary: _Summary) -> int:
     from .policies import choose_policy
     from .report import ProgressLine, summary_table
 
+    if args.token and not args.url:
+        raise _DemoError("--token goes with --url (the demo's own server asks for no token)")
+    token = (args.token or os.environ.get("OPENENV_TOKEN") or None) if args.url else None
+    if token is not None:
+        from ..client import EnvClient
+
+        try:
+            EnvClient(args.url, token=token)  # the client's own check, before anything is sent
+        except ValueError as exc:
+            raise _DemoError(str(exc)) from None
     async with trio.open_nursery() as nursery:
         if args.url:
             url = args.url.rstrip("/")
@@ -136,8 +152,8 @@ async def _main(args: argparse.Namespace, summary: _Summary) -> int:
             url = await nursery.start(server.serve)
             env_name = args.env
             print(f"dashboard: {url}/web/", file=sys.stderr)
-        schema = await _fetch_json(f"{url}/schema") or {}
-        metadata = await _fetch_json(f"{url}/metadata") or {}
+        schema = await _fetch_json(f"{url}/schema", token) or {}
+        metadata = await _fetch_json(f"{url}/metadata", token) or {}
         env_name = f"{metadata.get('name', '')} {env_name}"
         print(f"serving {args.env} at {url}" if not args.url else f"using {url}", file=sys.stderr)
 
@@ -156,7 +172,7 @@ async def _main(args: argparse.Namespace, summary: _Summary) -> int:
                     players.start_soon(
                         functools.partial(
                             run_agent, url, tally, policy, episodes=args.episodes, max_steps=args.max_steps,
-                            seed=args.seed + 1000 * tally.agent, on_progress=show,
+                            seed=args.seed + 1000 * tally.agent, on_progress=show, token=token,
                         )
                     )
             agents.cancel_scope.cancel()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -12,10 +13,10 @@ from openenv_anyio.envs.guess import GuessNumberEnv
 from tests.conformance.openenv_core_echo import run_openenv_core_server
 
 
-def demo(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def demo(*args: str, timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "openenv_anyio", "demo", *args],
-        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env,
     )
 
 
@@ -65,6 +66,8 @@ def test_demo_against_the_real_openenv_server_uses_its_action_schema() -> None:
         (["--env", "no_such_module_xyz:Env"], "no_such_module_xyz"),
         (["--env", "gymnasium:NoSuchEnv-v9"], "NoSuchEnv-v9"),
         (["--url", "http://127.0.0.1:9"], "127.0.0.1:9"),
+        (["--token", "abc", "--agents", "1"], "--token goes with --url"),
+        (["--url", "http://127.0.0.1:9", "--token", "two words"], "token must be"),
     ],
 )
 def test_bad_arguments_are_one_line_errors(args: list[str], message: str) -> None:
@@ -113,3 +116,21 @@ def test_a_failing_env_is_reported_in_the_summary_not_as_raw_log_records() -> No
     assert done.returncode == 1
     assert summary_rows(done.stdout)["all"][-1] == "1"  # errors
     assert "{'" not in done.stderr, done.stderr  # a server log record printed as a dict
+
+
+@pytest.mark.parametrize("how", ["flag", "environment"])
+def test_demo_drives_a_token_protected_server_and_never_shows_the_token(how: str) -> None:
+    """SEC-TOKEN-1 from the demo's side: ``--token`` (or ``$OPENENV_TOKEN``) is sent on every
+    request and connection, and appears in none of the demo's output."""
+    token = "agent-token-for-the-demo-test"
+    config = ServerConfig(host="127.0.0.1", port=0, token="operator-token-unused", agent_tokens=(token,))
+    with EnvServer(GuessNumberEnv, config).run_in_thread() as running:
+        refused = demo("--url", running.url, "--agents", "1", "--episodes", "1", "--no-progress")
+        args = ["--url", running.url, "--agents", "2", "--episodes", "2", "--no-progress"]
+        env = {**os.environ, "OPENENV_TOKEN": token} if how == "environment" else None
+        done = demo(*args, *(["--token", token] if how == "flag" else []), env=env)
+    assert refused.returncode == 1 and "401" in refused.stdout + refused.stderr
+    assert done.returncode == 0, done.stderr
+    rows = summary_rows(done.stdout)
+    assert rows["all"][1] == "4" and rows["all"][-1] == "0"
+    assert token not in done.stdout + done.stderr
