@@ -7,13 +7,17 @@ import posixpath
 import re
 from collections.abc import Iterable, Sequence
 
+from .diagram import flow_svg, flow_text
 from .examples import Example
 from .fields import FieldRow
 from .model import FramePage, Reference, Registry
 from .wording import (
     FIELD_COLUMNS,
+    FLOW_INTRO,
+    FLOW_LEGEND,
     FRAME_TYPE_COLUMNS,
     INDEX_INTRO,
+    INVALID_INTRO,
     REQUIRED_NOTE,
     constraints_text,
     example_caption,
@@ -28,6 +32,7 @@ from .wording import (
 __all__ = ["HTML_PAGE", "render_html"]
 
 HTML_PAGE = "index.html"
+_INVALID = "invalid-frames"
 
 _CODE = re.compile(r"`([^`]+)`")
 _LOCAL_LINK = re.compile(r"\[([^\]]+)\]\(#([^)]*)\)")
@@ -66,6 +71,15 @@ tbody tr:nth-child(even) { background: color-mix(in srgb, var(--panel) 60%, tran
 .badge { display: inline-block; font-size: 0.75rem; font-weight: 600; border-radius: 2em; padding: 0 0.55em;
   margin-right: 0.4em; border: 1px solid currentColor; } .badge.valid { color: var(--ok); }
 .badge.invalid { color: var(--bad); }
+.flow { display: block; width: 100%; height: auto; margin: 0.5rem 0; }
+.flow text { fill: var(--fg); font-size: 13px; } .flow .type { font-weight: 600; fill: var(--accent); }
+.flow .event, .flow .rule { fill: var(--muted); } .flow .rule { font-family: ui-monospace, monospace; font-size: 12px; }
+.flow .life { stroke: var(--line); stroke-width: 1.5; } .flow rect.party { fill: var(--panel); stroke: var(--line); }
+.flow text.party { font-weight: 600; } .flow .phase rect { fill: var(--panel); } .flow .phase text { font-weight: 600; }
+.flow .arrow { stroke: var(--fg); stroke-width: 1.5; } .flow .arrow.reply { stroke-dasharray: 6 4; }
+.flow .head { fill: var(--fg); } .flow .arrow.event { stroke: var(--muted); } .flow .head.event { fill: var(--muted); }
+.flow .note { fill: var(--panel); stroke: var(--line); stroke-dasharray: 3 3; }
+details.flow-text summary { cursor: pointer; color: var(--muted); font-size: 0.9rem; }
 figure { margin: 0.75rem 0; } figcaption { font-size: 0.9rem; }
 @media (max-width: 60rem) { .layout { display: block; } nav { position: static; max-height: none;
   border-right: none; border-bottom: 1px solid var(--line); } main { padding: 1rem; } }
@@ -82,9 +96,11 @@ def render_html(reference: Reference) -> dict[str, str]:
         f"<h1>{html.escape(title)}</h1>",
         f'<p class="notice">{_inline(generated_notice(reference.version))}</p>',
         f"<p>{_inline(INDEX_INTRO.format(version=reference.version))}</p>",
+        *_flow(reference),
         *_frame_types(reference),
         *(line for frame in reference.frames for line in _frame(reference, frame)),
         *(line for registry in reference.registries for line in _registry(reference, registry)),
+        *_invalid(reference),
         "</main>",
         "</div>",
     ]
@@ -135,14 +151,35 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
 
 
 def _nav(reference: Reference) -> str:
-    items = ['<nav aria-label="Contents">', "<h2>Frame types</h2>", "<ul>"]
+    items = ['<nav aria-label="Contents">', "<h2>Session</h2>", "<ul>"]
+    items += ['<li><a href="#message-flow">Message flow</a></li>', "</ul>", "<h2>Frame types</h2>", "<ul>"]
     items += [f'<li><a href="#{e.name}">{html.escape(e.title)}</a></li>' for e in reference.entry_points]
     items += ["</ul>", "<h2>Frames</h2>", "<ul>"]
     items += [f'<li><a href="#{_anchor(f.relative, None)}">{html.escape(f.title)}</a></li>' for f in reference.frames]
     items += ["</ul>", "<h2>Registries</h2>", "<ul>"]
     items += [f'<li><a href="#{_anchor(r.relative, None)}">{html.escape(r.heading)}</a></li>' for r in reference.registries]
-    items += ["</ul>", "</nav>"]
+    items += ["</ul>", "<h2>Refused</h2>", "<ul>", f'<li><a href="#{_INVALID}">Invalid frames</a></li>', "</ul>"]
+    items += ["</nav>"]
     return "\n".join(items)
+
+
+def _flow(reference: Reference) -> list[str]:
+    """The sequence diagram of a session (inline SVG), with its text form folded below it."""
+
+    def link(frame: tuple[str, str]) -> str:
+        return "#" + _anchor(reference.frame_of(*frame), None)
+
+    text = "\n".join(flow_text(reference.flow))
+    return [
+        '<section id="message-flow">',
+        "<h2>Message flow</h2>",
+        f"<p>{_inline(FLOW_INTRO)} {_inline(FLOW_LEGEND)}</p>",
+        flow_svg(reference.flow, link, "The message flow of a session"),
+        '<details class="flow-text"><summary>The same diagram as text</summary>',
+        f"<pre><code>{html.escape(text, quote=False)}</code></pre>",
+        "</details>",
+        "</section>",
+    ]
 
 
 def _frame_types(reference: Reference) -> list[str]:
@@ -151,10 +188,26 @@ def _frame_types(reference: Reference) -> list[str]:
         lines += [f'<h3 id="{entry.name}">{html.escape(entry.title)}</h3>']
         lines += [f"<p>{_inline(f'{entry.description} Schema: `{spec_path(reference, entry.relative)}`.')}</p>"]
         lines += _table(FRAME_TYPE_COLUMNS, frame_type_rows(reference, entry))
-        if entry.unmatched_examples:
-            lines += [f"<p>Other payloads the {html.escape(entry.title)} entry point rejects:</p>"]
-            lines += _examples(entry.unmatched_examples)
     return lines
+
+
+def _invalid(reference: Reference) -> list[str]:
+    """Every invalid vector, after all the valid ones: by frame, then the payloads no frame
+    type of an entry point matches."""
+    lines = [f'<section id="{_INVALID}">', "<h2>Invalid frames</h2>", f"<p>{_inline(INVALID_INTRO)}</p>"]
+    for frame in reference.frames:
+        invalid = [e for e in frame.examples if not e.valid]
+        if invalid:
+            anchor = _anchor(frame.relative, None)
+            title = f'<a href="#{anchor}">{html.escape(frame.title)}</a>'
+            lines += [f'<h3 id="{_INVALID}-{anchor}">Invalid {title} frames</h3>']
+            lines += _examples(invalid)
+    for entry in reference.entry_points:
+        if entry.unmatched_examples:
+            heading = f"Other payloads the {html.escape(entry.title)} entry point rejects"
+            lines += [f'<h3 id="{_INVALID}-{entry.name}">{heading}</h3>']
+            lines += _examples(entry.unmatched_examples)
+    return [*lines, "</section>"]
 
 
 def _frame(reference: Reference, frame: FramePage) -> list[str]:
@@ -165,8 +218,14 @@ def _frame(reference: Reference, frame: FramePage) -> list[str]:
     lines += _field_table(reference, frame.fields)
     note = " ".join(filter(None, (other_members_sentence(frame), REQUIRED_NOTE)))
     lines += [f'<p class="note">{_inline(note)}</p>']
-    if frame.examples:
-        lines += ["<h3>Examples</h3>"] + _examples(sorted(frame.examples, key=lambda e: not e.valid))
+    valid = [e for e in frame.examples if e.valid]
+    if valid:
+        lines += ["<h3>Examples</h3>"] + _examples(valid)
+    invalid = len(frame.examples) - len(valid)
+    if invalid:
+        target = f"{_INVALID}-{_anchor(frame.relative, None)}"
+        lines += [f'<p class="note">{invalid} invalid {html.escape(frame.title)} frame{"s" if invalid > 1 else ""}: '
+                  f'<a href="#{target}">under Invalid frames</a>.</p>']
     return [*lines, "</section>"]
 
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Sequence
 
+from .diagram import flow_text
 from .examples import Example
 from .fields import FieldRow
 from .model import FramePage, Reference, Registry
 from .wording import (
     FIELD_COLUMNS,
+    FLOW_INTRO,
     FRAME_TYPE_COLUMNS,
     INDEX_INTRO,
+    UNMATCHED_INTRO,
     REQUIRED_NOTE,
     constraints_text,
     example_caption,
@@ -73,15 +76,13 @@ def _notice(reference: Reference) -> list[str]:
 def _index(reference: Reference) -> str:
     lines = _notice(reference)
     lines += [f"# Protocol reference ({reference.version})", "", INDEX_INTRO.format(version=reference.version), ""]
+    lines += ["## Message flow", "", FLOW_INTRO, "", "```text", *flow_text(reference.flow), "```", ""]
     lines += ["## Frame types", ""]
     for entry in reference.entry_points:
         lines += [f'<a id="{entry.name}"></a>', "", f"### {entry.title}", ""]
         lines += [f"{entry.description} Schema: `{spec_path(reference, entry.relative)}`.", ""]
         lines += _table(FRAME_TYPE_COLUMNS, frame_type_rows(reference, entry))
         lines.append("")
-        if entry.unmatched_examples:
-            lines += [f"Other payloads the {entry.title} entry point rejects:", ""]
-            lines += _examples(entry.unmatched_examples)
     lines += ["## Frames", ""]
     lines += [
         f"- {schema_link(reference, f.relative)} (`{spec_path(reference, f.relative)}`)" for f in reference.frames
@@ -91,6 +92,12 @@ def _index(reference: Reference) -> str:
         f"- {schema_link(reference, r.relative)} (`{spec_path(reference, r.relative)}`): {len(r.entries)} codes"
         for r in reference.registries
     ]
+    unmatched = [entry for entry in reference.entry_points if entry.unmatched_examples]
+    if unmatched:
+        lines += ["", "## Payloads no frame type matches", "", UNMATCHED_INTRO, ""]
+    for entry in unmatched:
+        lines += [f"### Other payloads the {entry.title} entry point rejects", ""]
+        lines += _examples(entry.unmatched_examples)
     return "\n".join(lines)
 
 

@@ -2,7 +2,9 @@
 
 :func:`build_reference` reads the entry points' ``if``/``then`` dispatch (the frame types),
 walks each frame schema into field rows, reads the code registries (error codes, close codes,
-JSON-RPC error codes) and attaches the checked example vectors to the frame they show. The renderers only lay this out.
+JSON-RPC error codes) and attaches the checked example vectors to the frame they show; the
+message flow that opens the reference (:mod:`.flow`) is checked to show every frame type of
+the spec. The renderers only lay this out.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from openenv_anyio.core import ENTRY_POINTS, EXTENSIBLE, Spec, SpecError
 from .errors import DocsError
 from .examples import Example, load_examples
 from .fields import FieldRow, FieldWalker
+from .flow import FLOW, Phase, check_flow
 from .refs import RefResolver
 
 __all__ = ["ERROR_CODES", "REGISTRIES", "EntryPoint", "FramePage", "Reference", "Registry", "RegistryEntry", "build_reference"]
@@ -94,6 +97,14 @@ class Reference:
     entry_points: tuple[EntryPoint, ...]
     frames: tuple[FramePage, ...]
     registries: tuple[Registry, ...]
+    flow: tuple[Phase, ...]  # the message flow of a session (checked: shows every frame type)
+
+    def frame_of(self, entry: str, frame_type: str) -> str:
+        """The relative path of the schema an entry point dispatches ``frame_type`` to."""
+        for point in self.entry_points:
+            if point.name == entry:
+                return dict(point.frame_types)[frame_type]
+        raise KeyError(entry)
 
     def frame(self, relative: str) -> FramePage:
         """The page of the frame schema at ``relative``."""
@@ -117,6 +128,7 @@ def build_reference(spec: Spec) -> Reference:
     dispatch = {name: _frame_types(spec, name, resolver) for name in ENTRY_POINTS}
     # Frames in the order the entry points dispatch to them, then any other frame schema.
     dispatched = [path for types in dispatch.values() for _, path in types]
+    check_flow(FLOW, [(name, frame_type) for name, types in dispatch.items() for frame_type, _ in types])
     others = [path for path in spec.relative_paths() if path.startswith("frames/")]
     frame_paths = list(dict.fromkeys([*dispatched, *others]))
     walker = FieldWalker(resolver, frozenset([*frame_paths, *(relative for relative, _, _ in REGISTRIES)]))
@@ -140,6 +152,7 @@ def build_reference(spec: Spec) -> Reference:
         entry_points=entries,
         frames=frames,
         registries=tuple(_registry(spec, resolver, examples, *entry) for entry in REGISTRIES),
+        flow=FLOW,
     )
 
 

@@ -17,6 +17,10 @@ from .model import ERROR_CODES, EntryPoint, FramePage, Reference
 
 __all__ = [
     "FIELD_COLUMNS",
+    "FLOW_INTRO",
+    "FLOW_LEGEND",
+    "INVALID_INTRO",
+    "UNMATCHED_INTRO",
     "FRAME_TYPE_COLUMNS",
     "constraints_text",
     "frame_type_rows",
@@ -42,6 +46,22 @@ INDEX_INTRO = (
     "dispatches on the frame's `type` to the schema of that frame type. The normative rules "
     "(requirement IDs such as `WS-STEP-1`) are in `protocol/PROTOCOL.md`; the AsyncAPI "
     "description of the channels is `spec/{version}/asyncapi.yaml`."
+)
+
+FLOW_INTRO = (
+    "One session from open to goodbye, with a dashboard watching: each arrow is a frame (its "
+    "`type`, then the members that matter) or a WebSocket event, and each names the rule of "
+    "`protocol/PROTOCOL.md` it follows. The resume steps need the `openenv-anyio.v1` subprotocol (extension, section 10); the tools "
+    "steps need an environment with tools (section 11)."
+)
+FLOW_LEGEND = "Solid arrows are requests, dashed ones the server's frames; grey steps carry no frame."
+INVALID_INTRO = (
+    "The vectors a receiver must refuse, by frame, then the payloads that are no frame at all. "
+    "Each names the rule it breaks and, for client frames, the error code of the answer."
+)
+UNMATCHED_INTRO = (
+    "Payloads that are no frame type of an entry point; a receiver refuses each. The invalid "
+    "vectors of a frame type are on the frame's page, after its valid examples."
 )
 
 _LINK = re.compile(r"\[([^\]]+)\]\(ref:([^)#]*)(?:#([^)]*))?\)")

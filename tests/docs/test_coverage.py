@@ -179,9 +179,10 @@ def test_examples_appear_on_their_frame_and_error_code(spec_copy: Path) -> None:
     assert "invalid/docs-reset-negative-seed.json" in reset
     assert "[`VALIDATION_ERROR`](../error-codes.md#VALIDATION_ERROR)" in reset
     assert "valid/docs-ui.json" in pages["frames/state-update.md"]
-    # Not JSON at all: no frame type, so it is shown under its entry point, as raw text.
+    # Not JSON at all: no frame type, so it is shown under its entry point, as raw text, after
+    # the index's frame types and registries.
     index = pages["README.md"]
-    assert index.index('<a id="client-frame"></a>') < index.index("invalid/docs-not-json.json")
-    assert index.index("invalid/docs-not-json.json") < index.index('<a id="server-frame"></a>')
+    rejected = index.index("### Other payloads the client frame entry point rejects")
+    assert index.index("## Payloads no frame type matches") < rejected < index.index("invalid/docs-not-json.json")
     assert "```text\n  {not json\n  ```" in index
     assert re.search(r"`INVALID_JSON` \| [^|]+ \| `invalid/docs-not-json.json` \|", pages["error-codes.md"])
