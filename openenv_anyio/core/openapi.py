@@ -95,6 +95,14 @@ def openapi_document(
     paths: dict[str, Any] = {
         "/health": {"get": {"summary": "Liveness (HTTP-1)", "operationId": "health", "responses": {
             "200": _answer("Healthy.", schema={"type": "object", "required": ["status"], "properties": {"status": {"const": "healthy"}}})}}},
+        "/ready": {"get": {"summary": "Readiness: whether the server takes new sessions (HTTP-7)", "operationId": "ready", "responses": {
+            "200": _answer("Taking sessions.", schema={"type": "object", "required": ["status"], "properties": {"status": {"const": "ready"}}}),
+            "503": _answer("Starting, draining or stopping.", schema={"type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}})}}},
+        "/access": {"get": {"summary": "Whether a bearer token is required, and what the presented one grants (SEC-TOKEN-2)", "operationId": "access", "responses": {
+            "200": _answer("The grant.", schema={"type": "object", "required": ["tokens_required", "role"], "properties": {
+                "tokens_required": {"type": "boolean"}, "role": {"enum": ["operator", "agent", None]}}})}}},
+        "/metrics": {"get": {"summary": "The server's metrics, Prometheus text format; operator only (HTTP-8)", "operationId": "metrics", "responses": {
+            "200": {"description": "Prometheus text exposition.", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
         "/metadata": {"get": {"summary": "The environment's name, description and version (HTTP-2)", "operationId": "metadata", "responses": {
             "200": _answer("Metadata.", schema={"type": "object", "required": ["name", "description"], "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "version": {"type": "string"}}})}}},
         "/schema": {"get": {"summary": "The action, observation and state schemas (HTTP-3)", "operationId": "schema", "responses": {

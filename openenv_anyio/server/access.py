@@ -14,7 +14,7 @@ it is tested as a function and applied the same way on every path (PROTOCOL.md s
    a page (a top-level ``GET`` navigation, which loads in this server's origin). Requests
    without either header (agents, SDKs, ``curl``) pass this rule.
 2. **Bearer token** (``SEC-TOKEN-1``). When tokens are configured, every route but the
-   probes (``/health``, ``/ready``) needs ``Authorization: Bearer TOKEN`` (a browser, which
+   probes (``/health``, ``/ready``) and ``/access`` needs ``Authorization: Bearer TOKEN`` (a browser, which
    cannot set headers on a WebSocket, offers the subprotocol ``openenv-anyio.bearer.`` + the
    token in unpadded base64url instead, beside one the server selects; the dashboard page's
    static files are public too, for the page holds nothing and asks for a token); a missing or wrong
@@ -61,14 +61,21 @@ __all__ = [
     "PUBLIC_ROUTES",
     "Refused",
     "Role",
+    "ACCESS_ROUTE",
     "decide",
+    "presented_role",
     "normalize_origin",
 ]
 
+#: ``GET /access`` (``SEC-TOKEN-2``): whether tokens are required and what the presented one
+#: grants, answered without refusing (a browser logs every refused request as an error).
+ACCESS_ROUTE: Final = "/access"
 #: Paths served without a token: the liveness and readiness probes, which load balancers and
-#: orchestrators call without credentials and which say only "up" and "taking sessions", and
-#: the dashboard page's static files (everything the page reads is guarded: it asks for a token).
-PUBLIC_ROUTES: Final = frozenset({"/health", "/ready", *WEB_PATHS})
+#: orchestrators call without credentials and which say only "up" and "taking sessions",
+#: ``/access``, which tells only what the request's own token grants (a guarded route tells as
+#: much by refusing it), and the dashboard page's static files (everything the page reads is
+#: guarded: it asks for a token).
+PUBLIC_ROUTES: Final = frozenset({"/health", "/ready", ACCESS_ROUTE, *WEB_PATHS})
 #: Paths only an operator token opens (server-wide figures, every session at once).
 OPERATOR_ROUTES: Final = frozenset({"/metrics"})
 
@@ -314,6 +321,14 @@ def _content_type_refusal(request: AccessRequest) -> Refused | None:
     if media_type != b"application/json":
         return Refused(415, "a request body must be sent as application/json")
     return None
+
+
+def presented_role(headers: Sequence[tuple[bytes, bytes]], policy: AccessPolicy) -> Role | None:
+    """The role the request's bearer token carries (``SEC-TOKEN-2``): None for a missing or
+    wrong token where tokens are required; the operator's where none are configured."""
+    if not policy.tokens_required:
+        return Role.OPERATOR
+    return policy.role_of(bearer_token(headers))
 
 
 def decide(request: AccessRequest, policy: AccessPolicy) -> Decision:

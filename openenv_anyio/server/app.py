@@ -17,6 +17,7 @@ from ..core.openapi import openapi_document
 from .bound_env import EnvironmentAborted, FactoryFailure
 from .context import AtCapacity, ServerContext
 from .env_profile import EnvProfile
+from .access import ACCESS_ROUTE, presented_role
 from .error_text import public_error
 from .web_page import add_web_routes
 from .observability.metrics import CONTENT_TYPE, exposition
@@ -29,6 +30,9 @@ __all__ = ["create_app"]
 ROOT_ENDPOINTS = {
     "/web": "dashboard and playground (a browser page)",
     "/health": "GET: liveness",
+    "/ready": "GET: readiness (503 while starting or draining)",
+    "/access": "GET: whether a bearer token is required, and what the presented one grants",
+    "/metrics": "GET: Prometheus metrics (operator)",
     "/metadata": "GET: the environment's name, description and version",
     "/schema": "GET: action, observation and state JSON Schemas",
     "/ws": "WebSocket: one session per connection (reset, step, state, close)",
@@ -123,6 +127,11 @@ def create_app(ctx: ServerContext) -> QuartTrio:
         if registry.ready:
             return _json({"status": "ready"})
         return _json({"status": registry.phase.value}, 503)
+
+    @app.get(ACCESS_ROUTE)
+    async def access() -> Response:  # SEC-TOKEN-2
+        role = presented_role(list(request.scope.get("headers") or ()), ctx.config.access)
+        return _json({"tokens_required": ctx.config.access.tokens_required, "role": None if role is None else role.value})
 
     @app.get("/metrics")
     async def metrics() -> Response:  # HTTP-8

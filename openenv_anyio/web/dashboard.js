@@ -5,8 +5,10 @@
 // for the environment's name and action schema. No dependencies, no build step. Values that
 // come from the server are only ever put into the page as text (never as HTML).
 //
-// A server with bearer tokens (SECURITY.md, SEC-TOKEN-1) answers 401 until the page has one:
-// the page then asks for it and keeps it in this tab's sessionStorage only. It goes out in
+// A server with bearer tokens (SECURITY.md, SEC-TOKEN-1) refuses the page until it has one.
+// The page asks the public GET /access first (SEC-TOKEN-2: whether a token is required and
+// what the page's token grants), so it never provokes a refusal; it asks the user for a token
+// when needed and keeps it in this tab's sessionStorage only. It goes out in
 // the Authorization header of fetches and, since a browser cannot set headers on a
 // WebSocket, as the subprotocol offer "openenv-anyio.bearer." + base64url(token); never in
 // a URL, so it reaches no server or proxy log.
@@ -109,21 +111,27 @@ function connectFeed() {
     sessions.clear();
     queueRender();
     setFeed("closed", event.code === 1006 ? "disconnected" : `closed (${event.code})`);
-    if (!opened && (await needsToken())) return; // the token form reconnects
+    if (!opened && (await needsToken())) return; // the token form starts the page again
     setTimeout(connectFeed, feedRetryMs);
     feedRetryMs = Math.min(feedRetryMs * 2, 10000);
   });
 }
 
-/** Whether the server refuses this page without a (valid) token; if so, ask for one. */
-async function needsToken() {
-  let status;
+/** What the page's token grants (SEC-TOKEN-2): {tokens_required, role}; role null when
+ *  the server needs a token the page does not have. Null when the server is unreachable. */
+async function fetchGrant() {
   try {
-    status = (await get("/metadata")).status;
+    const response = await get("/access");
+    return response.ok ? await response.json() : null;
   } catch {
-    return false; // unreachable: keep retrying
+    return null;
   }
-  if (status !== 401) return false;
+}
+
+/** Whether the server refuses this page without a (valid) token; if so, ask for one. */
+async function needsToken(grant) {
+  grant = grant ?? (await fetchGrant());
+  if (!grant || grant.role !== null) return false;
   setFeed("refused", token ? "token refused" : "token needed");
   $("token-form").hidden = false;
   $("token-input").focus();
@@ -138,22 +146,16 @@ function wireTokenForm() {
     else sessionStorage.removeItem(TOKEN_KEY);
     $("token-input").value = "";
     $("token-form").hidden = true;
-    showEnvName();
-    connectFeed();
+    start();
   });
 }
 
 /** What the token grants on /ws/ui (SEC-UI-1): an operator sees every session in full; an
  *  agent sees other sessions without their observations. */
-async function showGrant() {
-  const label = $("grant");
-  if (!token) {
-    label.textContent = "";
-    return;
-  }
-  const status = (await get("/metrics").catch(() => null))?.status;
-  label.textContent =
-    status === 403 ? "agent token: other sessions are listed without their observations" : status === 200 ? "operator token: every session in full" : "token accepted";
+function showGrant(grant) {
+  const role = grant?.tokens_required ? grant.role : null;
+  $("grant").textContent =
+    role === "agent" ? "agent token: other sessions are listed without their observations" : role === "operator" ? "operator token: every session in full" : "";
 }
 
 function queueRender() {
@@ -597,7 +599,6 @@ async function showEnvName() {
   try {
     const response = await get("/metadata");
     if (response.ok) {
-      showGrant();
       const metadata = await response.json();
       $("env-name").textContent = metadata.name ?? "";
       document.title = `${metadata.name ?? "environment"} · openenv-anyio`;
@@ -607,9 +608,17 @@ async function showEnvName() {
   }
 }
 
+/** Ask for a token if the server needs one, else show what the token grants and go live. */
+async function start() {
+  const grant = await fetchGrant();
+  if (await needsToken(grant)) return; // the token form starts again
+  showGrant(grant);
+  showEnvName();
+  connectFeed();
+}
+
 wireTokenForm();
 wireSessionTable();
 wirePlayground();
-showEnvName();
-connectFeed();
+start();
 setInterval(queueRender, 1000); // ages

@@ -321,6 +321,18 @@ def test_openapi_document_is_valid_and_follows_the_mode(mode: str) -> None:  # H
         assert "result" in rpc(server, "tools/list")
 
 
+def test_openapi_lists_every_http_route_the_server_lists(server: RunningServer) -> None:  # HTTP-9
+    """The root listing and the OpenAPI document name the same HTTP routes (the WebSockets
+    and the dashboard page aside), so a route added to one and not the other is caught."""
+    document = httpx.get(server.url + "/openapi.json", timeout=TIMEOUT).json()
+    listed = httpx.get(server.url + "/", timeout=TIMEOUT).json()["endpoints"]
+    http_routes = {path for path, what in listed.items() if not what.startswith("WebSocket") and path != "/web"}
+    assert http_routes == set(document["paths"])
+    assert {"/ready", "/metrics", "/access"} <= set(document["paths"])
+    metrics = document["paths"]["/metrics"]["get"]["responses"]["200"]["content"]
+    assert list(metrics) == ["text/plain"]
+
+
 def test_openapi_reuses_the_spec_schemas(server: RunningServer) -> None:
     document = httpx.get(server.url + "/openapi.json", timeout=TIMEOUT).json()
     schemas = document["components"]["schemas"]

@@ -177,3 +177,23 @@ def test_a_refusal_keeps_the_connection_usable_when_the_body_comes_late(locked_s
         sock.sendall(body + b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         assert _read_response(sock).startswith(b"HTTP/1.1 401")
         assert _read_response(sock).startswith(b"HTTP/1.1 200")
+
+
+@pytest.mark.parametrize(
+    ("presented", "role"),
+    [(None, None), (OPERATOR, "operator"), (AGENT, "agent"), ("not-a-token-of-this-server", None)],
+)
+def test_access_says_what_a_token_grants_without_refusing(locked_server, presented, role) -> None:
+    """SEC-TOKEN-2: a page learns whether it needs a token, and what its token grants, with
+    no 401/403 (a browser logs every refused request as an error)."""
+    headers = {"Authorization": f"Bearer {presented}"} if presented else {}
+    with httpx.Client(base_url=locked_server.url, timeout=TIMEOUT, trust_env=False) as http:
+        answer = http.get("/access", headers=headers)
+    assert answer.status_code == 200
+    assert answer.json() == {"tokens_required": True, "role": role}
+
+
+def test_access_without_tokens_grants_everyone_the_operator_role(open_server) -> None:
+    with httpx.Client(base_url=open_server.url, timeout=TIMEOUT, trust_env=False) as http:
+        assert http.get("/access").json() == {"tokens_required": False, "role": "operator"}
+        assert http.get("/access", headers={"Origin": FOREIGN}).status_code == 403  # SEC-ORIGIN-1 still holds
