@@ -59,3 +59,49 @@ async def test_stream_round_trip_cancelled_read_and_end_of_stream() -> None:
                     await stream.receive()
             tg.cancel_scope.cancel()
     assert received == b"x" * (3 * 1024 * 1024)
+
+
+def _ipv6_loopback() -> bool:
+    import socket
+
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1",  # an address: connected directly
+        "localhost",  # a name: resolved by anyio.connect_tcp
+        pytest.param(
+            "::1", marks=pytest.mark.skipif(not _ipv6_loopback(), reason="this machine has no IPv6 loopback")
+        ),
+    ],
+)
+async def test_connect_socket_by_address_and_by_name(host: str) -> None:
+    """Both ways give a connected, non-blocking socket with TCP_NODELAY; a closed port is a
+    ConnectionRefusedError, raised or as the cause, as the transport reads it to raise
+    ConnectionRefused."""
+    import socket
+
+    from openenv_anyio.client.tcp_socket import connect_socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    local = "::1" if family == socket.AF_INET6 else "127.0.0.1"
+    async with await anyio.create_tcp_listener(local_host=local, local_port=0) as listener:
+        port = listener.extra(SocketAttribute.local_port)
+        with anyio.fail_after(10):
+            sock = await connect_socket(host, port)
+            try:
+                assert sock.getpeername()[1] == port
+                assert not sock.getblocking()
+                assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+            finally:
+                sock.close()
+    with anyio.fail_after(10), pytest.raises(OSError) as refused:
+        await connect_socket(host, port)  # nothing listens there any more
+    assert isinstance(refused.value, ConnectionRefusedError) or isinstance(refused.value.__cause__, ConnectionRefusedError)
