@@ -127,6 +127,8 @@ class EnvServer:
                 shared_capacity=worker.capacity,
                 tracer_provider=tracer_provider,
             )
+            instruments = self.ctx.instruments
+            worker.router.on_hand_off = lambda placement: instruments.connection_handed_over(placement.value)
         self.asgi = _Router(self.ctx, create_app(self.ctx))
         self.url: str | None = None
         self._stop = trio.Event()

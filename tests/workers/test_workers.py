@@ -14,6 +14,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from ops.scrape import scrape
 from resume.cutting_proxy import CutPlan, CuttingProxy
 from serve_process import ServeProcess, serve_environment, serve_process
 
@@ -123,12 +124,13 @@ def cut_link(unlimited_fleet: ServeProcess) -> Iterator[CuttingProxy]:
         yield proxy
 
 
-async def test_resumes_reach_the_owner_through_a_cutting_link(cut_link: CuttingProxy) -> None:
+async def test_resumes_reach_the_owner_through_a_cutting_link(cut_link: CuttingProxy, unlimited_fleet: ServeProcess) -> None:
     """EXT-RES-1 with --workers: connections are cut over and over; each resume lands on
-    whichever worker the kernel picks and is handed to the session's owner; every step
-    count is exact."""
+    whichever worker the kernel picks and is handed to the session's owner (the metrics
+    count those hand-offs); every step count is exact."""
     sessions, steps = LIMIT, 12
     proxy, url = cut_link, cut_link.url
+    handed_before = scrape(unlimited_fleet.url).value("openenv_connections_handed_over_total", to="owner")
     slots: Counter[int] = Counter()
     resumes = 0
     all_open = anyio.Event()
@@ -156,6 +158,9 @@ async def test_resumes_reach_the_owner_through_a_cutting_link(cut_link: CuttingP
     assert sum(slots.values()) == sessions
     assert resumes >= sessions // 2, proxy.cuts
     assert sum(proxy.cuts.values()) >= resumes
+    # with two workers about half of the resumes land on the worker that does not own the session
+    handed = scrape(unlimited_fleet.url).value("openenv_connections_handed_over_total", to="owner") - handed_before
+    assert 0 < handed <= resumes + sum(proxy.cuts.values()), (handed, resumes)
 
 
 @pytest.mark.parametrize("anyio_backend", ["trio"])  # a server test; the client is a tool here

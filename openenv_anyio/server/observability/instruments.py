@@ -134,6 +134,14 @@ class Instruments:
             self.metrics.session_closed(close_code)
         log_event(logging.INFO, "connection_refused", None, peer=peer, close_code=close_code, reason=reason)
 
+    # -- worker processes ------------------------------------------------------------------
+
+    def connection_handed_over(self, to: str) -> None:
+        """This worker handed an accepted connection to another worker (``to``: ``owner``
+        or ``least_loaded``, see ``workers.routing``)."""
+        if self.metrics is not None:
+            self.metrics.handed_over_to[to]()
+
     # -- /ws/ui ----------------------------------------------------------------------------
 
     def ui_subscribers_changed(self, count: int) -> None:

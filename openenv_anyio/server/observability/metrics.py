@@ -23,7 +23,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from ...core import CloseCode, ErrorCode
 from .multiprocess import multiprocess_directory
 
-__all__ = ["CONTENT_TYPE", "DURATION_BUCKETS", "REQUEST_TYPES", "ServerMetrics", "exposition"]
+__all__ = ["CONTENT_TYPE", "DURATION_BUCKETS", "HAND_OFF_TARGETS", "REQUEST_TYPES", "ServerMetrics", "exposition"]
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 
@@ -32,6 +32,9 @@ DURATION_BUCKETS: Final = (
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
     1.0, 2.5, 5.0, 10.0, 30.0, 60.0, math.inf,
 )
+
+#: The ``to`` label of ``openenv_connections_handed_over_total`` (``workers.routing.Placement``).
+HAND_OFF_TARGETS: Final = ("owner", "least_loaded")
 
 #: The ``type`` label of ``openenv_request_duration_seconds``: the client frames answered.
 REQUEST_TYPES: Final = ("reset", "step", "state")
@@ -81,6 +84,12 @@ class ServerMetrics:
             "Requests answered from the session's ledger (a repeated request_id), not run again.",
             registry=registry,
         )
+        self.handed_over = Counter(
+            "openenv_connections_handed_over",
+            "Connections a worker of `serve --workers` handed to another worker, by why: `owner` (a resume "
+            "whose session lives there) or `least_loaded` (a new session, to spread sessions).",
+            ["to"], registry=registry,
+        )
         self.step_duration = Histogram(
             "openenv_step_duration_seconds",
             "The environment's own time in step (successful steps).",
@@ -113,6 +122,7 @@ class ServerMetrics:
         self._closed = {int(code): self.sessions_closed.labels(str(int(code))) for code in CloseCode}
         for kind in REQUEST_TYPES:  # every series present from the start (0 until it happens)
             self.request_duration.labels(kind)
+        self.handed_over_to = {to: self.handed_over.labels(to).inc for to in HAND_OFF_TARGETS}
 
     def observe_step_and_count(self, seconds: float) -> None:
         """A step was answered with an observation; the environment took ``seconds``."""

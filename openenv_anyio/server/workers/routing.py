@@ -80,6 +80,10 @@ _SESSION_ID: Final = re.compile(r"(\d+)-(\d+)-[0-9a-f]{32}")
 Handler = Callable[[Any], Awaitable[None]]
 
 
+def _ignore(placement: Placement) -> None:
+    return None
+
+
 def session_prefix(slot: int, generation: int) -> str:
     """What the session ids a worker creates start with: its slot and generation."""
     return f"{slot}-{generation}-"
@@ -199,7 +203,8 @@ class OwnerRouter:
             peer.setblocking(False)
         self._locks = [trio.Lock() for _ in self.peers]
         self._arriving = 0  # connections between accept and placement
-        self.moved: collections.Counter[Placement] = collections.Counter()
+        #: told of every connection handed to another worker (the server's metrics)
+        self.on_hand_off: Callable[[Placement], None] = _ignore
 
     def wrap(self, handler: Handler, listeners: list[Any]) -> tuple[Handler, list[Any]]:
         """Hypercorn's connection handler and listeners, routed (see ``accept_bursts``)."""
@@ -272,7 +277,7 @@ class OwnerRouter:
             case Placement.OWNER | Placement.LEAST_LOADED:
                 if not await self._hand_off(stream, slot):
                     return False
-                self.moved[placement] += 1
+                self.on_hand_off(placement)
                 return True
             case _:
                 assert_never(placement)
