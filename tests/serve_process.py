@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,15 +101,21 @@ class ServeProcess:
 
 @contextlib.contextmanager
 def serve_process(
-    target: str, *args: str, host: str = "127.0.0.1", capture_stdout: bool = False
+    target: str,
+    *args: str,
+    host: str = "127.0.0.1",
+    capture_stdout: bool = False,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> Iterator[ServeProcess]:
-    """Run ``openenv-anyio serve TARGET --port 0 ARGS...`` until the block ends."""
+    """Run ``openenv-anyio serve TARGET --port 0 ARGS...`` until the block ends
+    (``preexec_fn``: runs in the child before it starts, e.g. to lower a resource limit)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "openenv_anyio", "serve", target, "--host", host, "--port", "0", *args],
         stdout=subprocess.PIPE if capture_stdout else None,
         stderr=subprocess.PIPE,
         text=True,
         env=serve_environment(),
+        preexec_fn=preexec_fn,
     )
     served = ServeProcess(process)
     readers = [threading.Thread(target=served._read, name="serve-stderr", daemon=True)]

@@ -116,6 +116,27 @@ def _limit_line(factory: Any, configured: int | None) -> str:
     return f"at most {limit} concurrent {sessions}: {name} allows no more ({why}); more agents are refused with CAPACITY_REACHED"
 
 
+#: the highest soft open-file limit ``serve`` asks for when the hard limit is unlimited
+OPEN_FILES_CEILING = 1 << 20
+
+
+def _raise_open_file_limit() -> tuple[int, int]:
+    """Raise this process's soft open-file limit to its hard limit (worker processes inherit
+    it): every session holds a socket, and the soft limit many systems start with (1,024)
+    would refuse connections far below a large session limit. Returns (before, after)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = OPEN_FILES_CEILING if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):  # e.g. above the kernel's nr_open: keep what we have
+            return soft, soft
+        return soft, target
+    return soft, soft
+
+
 async def _probe_env(factory: Any, inline: bool | None, close_within_s: float) -> None:
     """Build one environment and close it, so a factory that cannot build fails at start.
 
@@ -195,6 +216,7 @@ def run(args: argparse.Namespace) -> int:
     from .observability.tracing import flush_exporter, install_exporter
 
     configure_logging(args.log_format, args.log_level)
+    files_before, files = _raise_open_file_limit()
     try:
         if args.traces is not None:
             install_exporter(args.traces)
@@ -254,7 +276,10 @@ def run(args: argparse.Namespace) -> int:
         else WorkerSupervisor.for_factory(args.target, factory, config, workers)
     )
     try:
-        trio.run(_serve_until_signalled, server, args.log_format, _limit_line(factory, config.max_concurrent_envs))
+        limit_line = _limit_line(factory, config.max_concurrent_envs)
+        if files != files_before:
+            limit_line += f"; open-file limit raised from {files_before} to {files}"
+        trio.run(_serve_until_signalled, server, args.log_format, limit_line)
     except (OSError, BaseExceptionGroup) as exc:  # e.g. the port is taken
         os_error = _first_os_error(exc)
         if os_error is None:

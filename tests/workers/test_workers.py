@@ -239,3 +239,40 @@ async def test_workers_require_the_token_and_never_hold_it_on_a_command_line(tmp
                     async with EnvClient(served.url, ping_interval_s=None, token=token) as env:
                         await env.reset()
     assert len(command_lines) == 2 and all(b"serve_process" not in line and token.encode() not in line for line in command_lines)
+
+
+LOW_OPEN_FILES = 256
+
+
+def _lower_open_file_limit() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (LOW_OPEN_FILES, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+
+def _open_file_limits(pid: int) -> tuple[int, int]:
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            soft, hard = line.split()[3:5]
+            return int(soft), int(hard)
+    raise AssertionError(f"no open-file limit in /proc/{pid}/limits")
+
+
+def _hard_open_file_limit() -> int:
+    import resource
+
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+
+
+@pytest.mark.skipif(
+    not LOW_OPEN_FILES < _hard_open_file_limit() < (1 << 62),
+    reason=f"the hard open-file limit here is at most {LOW_OPEN_FILES} (nothing to raise) or unlimited (/proc shows no number)",
+)
+def test_serve_raises_the_open_file_limit_of_every_worker() -> None:
+    """Each session holds a socket: a soft limit of 256 would refuse connections long before
+    the session limit, so serve raises it to the hard limit, workers included, and says so."""
+    with serve_process(TARGET, "--workers", "2", "--ping-interval", "0", preexec_fn=_lower_open_file_limit) as served:
+        hard = _open_file_limits(served.process.pid)[1]
+        served.wait_for_line(rf"open-file limit raised from {LOW_OPEN_FILES} to {hard}")
+        for pid in [served.process.pid, *served.pids]:
+            assert _open_file_limits(pid) == (hard, hard), pid
