@@ -129,6 +129,22 @@ def tree_status(pid: int) -> dict[str, int]:
     return total
 
 
+_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system, every thread) used so far by ``pid`` and its live descendants."""
+    total = 0.0
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = Path(f"/proc/{current}/stat").read_text().rpartition(")")[2].split()
+            total += (int(fields[11]) + int(fields[12])) / _TICKS_PER_S
+        pending += _children(current)
+    return total
+
+
 def wait_healthy(server: ServerProcess, workers: int, timeout_s: float = 60.0) -> None:
     """Until ``GET /health`` answers 200 ``workers`` times in a row (a multi-process server
     binds its port before its workers serve; each answer may come from another worker)."""

@@ -12,7 +12,7 @@ from typing import Any
 from bench import sessions
 from bench.measure import Context
 from bench.pool import start_server
-from bench.procs import kill_group, spawn, tree_status, wait_healthy
+from bench.procs import kill_group, spawn, tree_cpu_seconds, tree_status, wait_healthy
 from bench.procs import start_server as start_process
 from bench.results import Measurement, Row
 from bench.stacks import StackUnavailable
@@ -64,6 +64,7 @@ def _scaling_run(
     shares = [n // loaders + (1 if i < n % loaders else 0) for i in range(loaders)]
     procs = []
     peak_rss_kb = peak_threads = 0
+    server_cpu_s = math.nan
     outcomes: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-scaling-") as tmp:
         folder = Path(tmp)
@@ -79,11 +80,13 @@ def _scaling_run(
             (folder / "go.tmp").write_text(repr(start_at))
             (folder / "go.tmp").rename(folder / "go")
             hard_deadline = start_at + cap + 15.0
+            cpu_at_start = tree_cpu_seconds(server.pid)
             while any(p.poll() is None for p in procs) and time.time() < hard_deadline:
                 status = tree_status(server.pid)
                 peak_rss_kb = max(peak_rss_kb, status.get("VmRSS", 0))
                 peak_threads = max(peak_threads, status.get("Threads", 0))
                 time.sleep(0.2)
+            server_cpu_s = tree_cpu_seconds(server.pid) - cpu_at_start
             for path in sorted(folder.glob("out-*.json")):
                 outcomes += json.loads(path.read_text())
         except (RuntimeError, TimeoutError) as exc:  # server failed to start, workers never ready
@@ -109,6 +112,7 @@ def _scaling_run(
         "p99_s": sessions.percentile(ok, 99),
         "rss_peak_mb": peak_rss_kb / 1024,
         "threads_peak": float(peak_threads),
+        "server_cpu_s": server_cpu_s,  # every server process, from the start to the last session's end
     }
     return m
 
