@@ -62,4 +62,8 @@ def test_console_format_is_readable_text() -> None:
     assert "serving on http://" in text
     opened = next(line for line in served.lines if "session_opened" in line)
     assert "[info" in opened and "session_id=" in opened and "peer=127.0.0.1:" in opened
+    # A close code reads as its number, whichever library's enum carried it (not
+    # "<CloseReason.NORMAL_CLOSURE: 1000>" beside "<CloseCode.NORMAL: 1000>").
+    closed = next(line for line in served.lines if "session_closed" in line)
+    assert "close_code=1000 " in closed, closed
     assert not any(line.lstrip().startswith("{") for line in served.lines)

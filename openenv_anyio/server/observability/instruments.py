@@ -107,13 +107,14 @@ class Instruments:
         """A resumable session's connection dropped; the session waits ``grace_s`` for its client."""
         if self.metrics is not None:
             self.metrics.session_closed(close_code)
-        log_event(logging.INFO, "session_parked", session, close_code=close_code, grace_s=grace_s)
+        # close codes arrive as wsproto's or our own IntEnum; every log line carries the number
+        log_event(logging.INFO, "session_parked", session, close_code=int(close_code), grace_s=grace_s)
 
     def session_handed_over(self, session: SessionIdentity, close_code: int) -> None:
         """A resumable session's connection was closed: a newer one took the session over."""
         if self.metrics is not None:
             self.metrics.session_closed(close_code)
-        log_event(logging.INFO, "session_handed_over", session, close_code=close_code)
+        log_event(logging.INFO, "session_handed_over", session, close_code=int(close_code))
 
     def session_expired(self, session: SessionIdentity, reason: str) -> None:
         """A parked resumable session ended without its client coming back (or the server stopped)."""
@@ -126,13 +127,14 @@ class Instruments:
         """A ``/ws`` connection that served a session ended with ``close_code``."""
         if self.metrics is not None:
             self.metrics.session_closed(close_code)
-        log_event(logging.INFO, "session_closed", session, close_code=close_code, reason=reason)
+        log_event(logging.INFO, "session_closed", session, close_code=int(close_code), reason=reason)
 
     def connection_refused(self, peer: str | None, close_code: int, reason: str) -> None:
         """A ``/ws`` connection was closed before it had a session (capacity, draining, ...)."""
         if self.metrics is not None:
             self.metrics.session_closed(close_code)
-        log_event(logging.INFO, "connection_refused", None, peer=peer, close_code=close_code, reason=reason)
+        code = int(close_code)
+        log_event(logging.INFO, "connection_refused", None, peer=peer, close_code=code, reason=reason)
 
     # -- worker processes ------------------------------------------------------------------
 
