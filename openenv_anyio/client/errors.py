@@ -34,6 +34,7 @@ __all__ = [
     "ProtocolViolation",
     "ProxyRejected",
     "RequestIdReused",
+    "ServerBusy",
     "RequestValidationError",
     "RpcError",
     "RpcEpisodeMismatch",
@@ -289,6 +290,13 @@ class RequestIdReused(ServerError):
     error_code = ErrorCode.REQUEST_ID_REUSED
 
 
+class ServerBusy(ServerError):
+    """SERVER_BUSY: the server had no room for a large frame (its bound on inbound bytes in
+    flight); the frame was dropped unread and nothing ran: send it again later."""
+
+    error_code = ErrorCode.SERVER_BUSY
+
+
 _BY_CODE: dict[str, type[ServerError]] = {
     cls.error_code.value: cls
     for cls in (
@@ -303,6 +311,7 @@ _BY_CODE: dict[str, type[ServerError]] = {
         SessionNotFound,
         ServerMessageTooLarge,
         RequestIdReused,
+        ServerBusy,
     )
     if cls.error_code is not None
 }

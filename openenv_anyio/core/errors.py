@@ -30,6 +30,7 @@ class ErrorCode(enum.StrEnum):
     SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
     MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE"
     REQUEST_ID_REUSED = "REQUEST_ID_REUSED"
+    SERVER_BUSY = "SERVER_BUSY"
 
 
 class ProtocolError(Exception):

@@ -489,7 +489,16 @@ def _not_on(entry: str, frame: Frame) -> ProtocolError:
 
 def decode_client_frame(payload: str | bytes) -> ClientFrame:
     """Decode a frame a client sent on ``/ws`` (raises :class:`ProtocolError`)."""
-    frame = _codec("client-frame").decode(payload)
+    return _client_frame(_codec("client-frame").decode(payload))
+
+
+def decode_client_text(utf8: bytes | bytearray | memoryview) -> ClientFrame:
+    """Decode a frame a client sent on ``/ws`` as a text message's UTF-8 bytes (no ``str`` of
+    the whole message is made: the way for large frames; raises :class:`ProtocolError`)."""
+    return _client_frame(_codec("client-frame").decode_value(parse_json(utf8)))
+
+
+def _client_frame(frame: Frame) -> ClientFrame:
     match frame:
         case Reset() | Step() | StateRequest() | Close() | Mcp():
             return frame
