@@ -21,7 +21,16 @@ from .connection import (
     TooLarge,
     WebSocketConnection,
 )
-from .splitter import FAST_FRAME_LIMIT, FrameSplitter
+from .splitter import (
+    FAST_FRAME_LIMIT,
+    LARGE_TRANSITIONS,
+    FrameSplitter,
+    InvalidText,
+    LargeFrame,
+    LargeState,
+    LargeText,
+    SplitItem,
+)
 
 __all__ = [
     "TRANSITIONS",
@@ -34,5 +43,11 @@ __all__ = [
     "TooLarge",
     "WebSocketConnection",
     "FAST_FRAME_LIMIT",
+    "LARGE_TRANSITIONS",
+    "InvalidText",
+    "LargeFrame",
+    "LargeState",
+    "LargeText",
+    "SplitItem",
     "generate_accept_token",
     "generate_nonce", "FIN_TEXT", "FrameHeader", "FrameSplitter", "apply_mask", "encode_text_frame", "parse_header"]

@@ -19,15 +19,45 @@ State, per connection:
   final text frame now would be its continuation's protocol error, not a message.
 
 Transitions happen in :meth:`FrameSplitter.feed` only, and only at frame boundaries.
+
+Large text frames (a splitter made with ``collect_large``: the server). A final text frame
+above :data:`FAST_FRAME_LIMIT` and within the limit is not streamed to the general parser,
+which would hand it on as pieces of text to be joined (a copy or two of the whole message in
+``str``): the splitter collects its payload itself into one buffer of the announced size,
+unmasking and checking UTF-8 as the bytes arrive, so the whole message is never copied and a
+text that is not UTF-8 is known at its first bad byte. Its own state, :attr:`large`
+(:class:`LargeState`, transitions in :data:`LARGE_TRANSITIONS`):
+
+- ``NONE``: no large frame under way;
+- ``OFFERED``: a large frame's header is at the head of ``buffer`` and :class:`LargeFrame` was
+  returned (and is returned again by every ``feed`` until then); nothing more is read until
+  the transport calls :meth:`FrameSplitter.admit` (it has room for the message) or
+  :meth:`FrameSplitter.skip` (it has not), then ``feed(b"")``;
+- ``COLLECTING``: the payload goes into the message's buffer; at its end a
+  :class:`LargeText` is returned (back to ``NONE``), or at its first byte that is not UTF-8 an
+  :class:`InvalidText` (then ``SKIPPING``);
+- ``SKIPPING``: the rest of the payload is read and dropped (back to ``NONE`` at its end).
 """
 
 from __future__ import annotations
 
-from typing import Final
+import codecs
+import enum
+from dataclasses import dataclass
+from typing import Final, TypeAlias
 
-from .frames import FIN_TEXT, apply_mask, parse_header
+from .frames import FIN_TEXT, FrameHeader, apply_mask, parse_header
 
-__all__ = ["FAST_FRAME_LIMIT", "FrameSplitter"]
+__all__ = [
+    "FAST_FRAME_LIMIT",
+    "FrameSplitter",
+    "InvalidText",
+    "LARGE_TRANSITIONS",
+    "LargeFrame",
+    "LargeState",
+    "LargeText",
+    "SplitItem",
+]
 
 #: Largest payload worth decoding here: a larger frame arrives in many reads, and the general
 #: parser decodes it as it arrives (faster than buffering it whole, and size-checked early).
@@ -37,32 +67,87 @@ _DATA_OPCODES: Final = frozenset({0x0, 0x1, 0x2})
 _MIN_LENGTH: Final = {2: 0, 4: 126, 10: 65536}  # header size without mask -> smallest length it may carry
 
 
+class LargeState(enum.Enum):
+    NONE = "none"
+    OFFERED = "offered"
+    COLLECTING = "collecting"
+    SKIPPING = "skipping"
+
+
+LARGE_TRANSITIONS: Final[dict[LargeState, frozenset[LargeState]]] = {
+    LargeState.NONE: frozenset({LargeState.OFFERED}),
+    LargeState.OFFERED: frozenset({LargeState.COLLECTING, LargeState.SKIPPING}),
+    LargeState.COLLECTING: frozenset({LargeState.NONE, LargeState.SKIPPING}),
+    LargeState.SKIPPING: frozenset({LargeState.NONE}),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LargeFrame:
+    """A large text frame's header arrived: :meth:`FrameSplitter.admit` or :meth:`~FrameSplitter.skip` it."""
+
+    size: int  # payload bytes the header announces
+
+
+@dataclass(frozen=True, slots=True)
+class LargeText:
+    """The whole payload of an admitted large text frame: UTF-8, unmasked, one buffer."""
+
+    data: bytearray
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidText:
+    """An admitted large text frame is not UTF-8 (RFC 6455 8.1: fail the connection, 1007)."""
+
+    detail: str
+
+
+#: What :meth:`FrameSplitter.feed` returns, in order: fast text messages (``str``), chunks
+#: for the general parser (``bytes``) and the large-frame items.
+SplitItem: TypeAlias = str | bytes | LargeFrame | LargeText | InvalidText
+
+
 class FrameSplitter:
     """Splits one direction's inbound bytes into fast text messages and general-parser bytes.
 
     ``masked``: whether the peer's frames are masked (a server reading a client); frames
     masked the other way go to the general parser, which refuses them. ``limit``: the
     connection's inbound message limit; payloads up to it and :data:`FAST_FRAME_LIMIT` are
-    decoded here, larger ones streamed to the general parser.
+    decoded here, larger ones streamed to the general parser, or with ``collect_large``, larger
+    final text frames within ``limit`` collected here (see the module doc).
     """
 
-    __slots__ = ("buffer", "passthrough", "mid_message", "general_frame_length", "_masked", "_limit")
+    __slots__ = (
+        "buffer", "passthrough", "mid_message", "general_frame_length", "large", "_masked", "_limit",
+        "_large_limit", "_offer", "_message", "_size", "_filled", "_key", "_utf8",
+    )
 
-    def __init__(self, *, masked: bool, limit: int) -> None:
+    def __init__(self, *, masked: bool, limit: int, collect_large: bool = False) -> None:
         self.buffer = bytearray()
         self.passthrough = 0
         self.mid_message = False
         #: payload length the header of the last frame handed to the general parser declared
         self.general_frame_length = 0
+        self.large = LargeState.NONE
         self._masked = masked
         self._limit = min(limit, FAST_FRAME_LIMIT)
+        self._large_limit = limit if collect_large else 0
+        self._offer: FrameHeader | None = None  # the offered large frame's header
+        self._message: bytearray | None = None  # the large message being collected
+        self._size = 0  # the payload size of the large frame under way
+        self._filled = 0  # its payload bytes read so far
+        self._key = b""  # its masking key
+        self._utf8: codecs.IncrementalDecoder | None = None
 
-    def feed(self, data: bytes | bytearray) -> list[str | bytes]:
-        """Take ``data``; return, in order, fast text messages (``str``) and chunks for the
-        general parser (``bytes``)."""
+    def feed(self, data: bytes | bytearray) -> list[SplitItem]:
+        """Take ``data``; return, in order, fast text messages (``str``), chunks for the
+        general parser (``bytes``) and the large-frame items (:data:`SplitItem`)."""
         buf = self.buffer
         buf += data
-        out: list[str | bytes] = []
+        out: list[SplitItem] = []
+        if self.large is not LargeState.NONE and not self._feed_large(out):
+            return out
         while buf:
             if self.passthrough:
                 chunk = bytes(buf[: self.passthrough])
@@ -88,6 +173,16 @@ class FrameSplitter:
                     del buf[:end]
                     out.append(text)
                     continue
+            if (
+                FAST_FRAME_LIMIT < header.length <= self._large_limit
+                and header.first == FIN_TEXT
+                and header.masked is self._masked
+                and not self.mid_message
+            ):
+                self._to(LargeState.OFFERED)
+                self._offer = header
+                out.append(LargeFrame(header.length))
+                break
             if header.first & 0x0F in _DATA_OPCODES:
                 self.mid_message = not header.first & 0x80
             self.general_frame_length = header.length
@@ -111,3 +206,61 @@ class FrameSplitter:
                 return None
             finally:
                 body.release()
+
+    # -- large text frames (collect_large) ----------------------------------------------
+
+    def _to(self, state: LargeState) -> None:
+        assert state in LARGE_TRANSITIONS[self.large], f"{self.large} -> {state}"
+        self.large = state
+
+    def admit(self) -> None:
+        """Collect the offered large frame (OFFERED -> COLLECTING); then ``feed(b"")``."""
+        self._take_offer(LargeState.COLLECTING)
+        self._message = bytearray()  # grows as the bytes arrive (zero-filling it whole would stall)
+
+    def skip(self) -> None:
+        """Drop the offered large frame unread (OFFERED -> SKIPPING); then ``feed(b"")``."""
+        self._take_offer(LargeState.SKIPPING)
+
+    def _take_offer(self, state: LargeState) -> FrameHeader:
+        header = self._offer
+        assert header is not None and self.large is LargeState.OFFERED, "no large frame offered"
+        self._to(state)
+        self._offer = None
+        self._key = bytes(self.buffer[header.size - 4 : header.size]) if header.masked else b""
+        del self.buffer[: header.size]
+        self._size, self._filled, self._message = header.length, 0, None
+        self._utf8 = codecs.getincrementaldecoder("utf-8")() if state is LargeState.COLLECTING else None
+        return header
+
+    def _feed_large(self, out: list[SplitItem]) -> bool:
+        """Take what ``buffer`` holds of the large frame under way; whether the frame ended
+        (the caller goes on with the bytes after it)."""
+        if self.large is LargeState.OFFERED:  # still waiting for admit() or skip(): ask again
+            assert self._offer is not None
+            out.append(LargeFrame(self._offer.length))
+            return False
+        buf, size, start = self.buffer, self._size, self._filled
+        take = min(size - start, len(buf))
+        message, utf8 = self._message, self._utf8
+        if message is not None and utf8 is not None:  # COLLECTING
+            with memoryview(buf) as view, view[:take] as chunk:
+                key = self._key
+                plain = apply_mask(chunk, key[start % 4 :] + key[: start % 4]) if key else bytes(chunk)
+            try:
+                utf8.decode(plain, start + take == size)
+            except UnicodeDecodeError as exc:
+                self._to(LargeState.SKIPPING)
+                self._message = self._utf8 = None
+                out.append(InvalidText(f"a text message is not UTF-8: {exc.reason}"))
+            else:
+                message += plain
+        del buf[:take]
+        self._filled = start + take
+        if self._filled < size:
+            return False
+        if self._message is not None:
+            out.append(LargeText(self._message))
+        self._message = self._utf8 = None
+        self._to(LargeState.NONE)
+        return True
