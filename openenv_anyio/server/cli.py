@@ -39,6 +39,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--session-timeout", type=float, default=None, metavar="S", help="close sessions idle this many seconds")
     parser.add_argument("--max-message-size-mb", type=float, default=100.0, metavar="M", help="inbound frame limit in MiB (default 100)")
+    parser.add_argument(
+        "--max-inflight-bytes", type=int, default=None, metavar="B",
+        help="bytes of large frames (over 1 MiB) read and parsed at once, all connections together; "
+        "a frame beyond it waits up to 10 s, then is answered SERVER_BUSY (default: twice the frame limit; at least the frame limit)",
+    )
     parser.add_argument("--ping-interval", type=float, default=20.0, metavar="S", help="ping quiet connections after S seconds (default 20)")
     parser.add_argument("--ping-timeout", type=float, default=20.0, metavar="S", help="drop a connection whose pong is this late (default 20)")
     parser.add_argument("--resume-grace", type=float, default=60.0, metavar="S", help="keep a resumable session S seconds after its connection drops (default 60; 0: end at once)")
@@ -233,6 +238,7 @@ def run(args: argparse.Namespace) -> int:
             max_concurrent_envs=args.max_concurrent_envs,
             session_timeout_s=args.session_timeout,
             max_message_size_mb=args.max_message_size_mb,
+            max_inflight_bytes=args.max_inflight_bytes,
             ping_interval_s=args.ping_interval or None,
             ping_timeout_s=args.ping_timeout or None,
             inline=args.inline,

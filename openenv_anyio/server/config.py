@@ -22,6 +22,12 @@ class ServerConfig:
     - ``session_timeout_s``: close a session idle this long with 4408 (``WS-IDLE-1``);
       time spent executing a request never counts (``WS-IDLE-2``).
     - ``max_message_size_mb``: inbound frame limit in MiB, over it close 1009 (``WS-ERR-6``).
+    - ``max_inflight_bytes``: bytes of large inbound frames (above 1 MiB) the server reads and
+      parses at once, all connections together (``SRV-MEM-1``); ``None``: twice the frame
+      limit. At least the frame limit, so every frame the limit allows can be taken.
+    - ``inflight_wait_s``: how long a large frame waits for room within that bound before it
+      is dropped unread and answered with ``SERVER_BUSY`` (its connection reads nothing
+      meanwhile).
     - ``ping_interval_s`` / ``ping_timeout_s``: ping a connection quiet this long, and drop
       it when the pong does not come within the timeout (``WS-PING-1``). ``None`` disables.
     - ``send_timeout_s``: drop a connection whose peer takes no data for this long (it
@@ -74,6 +80,8 @@ class ServerConfig:
     max_concurrent_envs: int | None = None
     session_timeout_s: float | None = None
     max_message_size_mb: float = 100.0
+    max_inflight_bytes: int | None = None
+    inflight_wait_s: float = 10.0
     ping_interval_s: float | None = 20.0
     ping_timeout_s: float | None = 20.0
     send_timeout_s: float | None = 20.0
@@ -111,6 +119,13 @@ class ServerConfig:
             raise ValueError("drain_timeout_s must be 0 or more")
         if self.max_message_size_mb <= 0:
             raise ValueError("max_message_size_mb must be positive")
+        if self.max_inflight_bytes is not None and self.max_inflight_bytes < self.max_message_bytes:
+            raise ValueError(
+                f"max_inflight_bytes must be at least the frame limit ({self.max_message_bytes} bytes, "
+                "max_message_size_mb), or None for twice it"
+            )
+        if self.inflight_wait_s < 0:
+            raise ValueError("inflight_wait_s must be 0 or more")
         if self.mode not in SERVER_MODES:
             raise ValueError(f"mode must be one of {', '.join(SERVER_MODES)}, not {self.mode!r}")
         if self.full_gc_threshold is not None and self.full_gc_threshold < 1:
@@ -141,3 +156,8 @@ class ServerConfig:
     def max_message_bytes(self) -> int:
         """The inbound frame limit in bytes."""
         return int(self.max_message_size_mb * 1024 * 1024)
+
+    @property
+    def inflight_limit_bytes(self) -> int:
+        """The bound on bytes of large inbound frames in flight (``max_inflight_bytes``, resolved)."""
+        return 2 * self.max_message_bytes if self.max_inflight_bytes is None else self.max_inflight_bytes

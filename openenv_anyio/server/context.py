@@ -20,6 +20,7 @@ from .observability.events import SessionIdentity
 from .observability.metrics import ServerMetrics
 from .observability.tracing import load_tracer
 from .hosted_sessions import HostedSessions
+from .large_frames import LargeFrames
 from .resumable_store import ResumableSessions
 from .session_registry import SessionRegistry, SharedCapacity
 from .ui_hub import UiHub
@@ -65,6 +66,8 @@ class ServerContext:
     hub: UiHub = field(init=False)
     resumable: ResumableSessions = field(init=False, default_factory=ResumableSessions)
     hosted: HostedSessions = field(init=False)
+    #: the budget of bytes in flight and the parser thread of large frames (SRV-MEM-1, SRV-MEM-2)
+    large_frames: LargeFrames = field(init=False)
     #: what this process's session ids start with (a worker's slot and generation)
     session_prefix: str = ""
     #: the capacity shared with the other workers of the server, when there are any
@@ -81,6 +84,7 @@ class ServerContext:
         self.registry = SessionRegistry(limit, self.shared_capacity, self.instruments.sessions_changed)
         self.hub = UiHub(self.config.max_ui_subscribers, self.instruments)
         self.hosted = HostedSessions(self)
+        self.large_frames = LargeFrames(self.config.inflight_limit_bytes, self.config.inflight_wait_s)
 
     def new_session_id(self) -> str:
         """A fresh session id (``EXT-SES-1``; the worker's prefix first, see ``workers``)."""

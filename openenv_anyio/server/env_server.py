@@ -143,6 +143,7 @@ class EnvServer:
         config.accesslog = None
         config.errorlog = logging.getLogger("hypercorn.error")  # plain logging, no own handler
         setattr(config, hypercorn_adapter.SEND_TIMEOUT_ATTR, self.config.send_timeout_s)
+        setattr(config, hypercorn_adapter.INFLIGHT_BUDGET_ATTR, self.ctx.large_frames.budget)  # SRV-MEM-1
         return config
 
     def shutdown(self) -> None:
@@ -211,6 +212,11 @@ class EnvServer:
     def ui_stats(self) -> dict[str, int]:
         """``/ws/ui`` subscribers connected and updates that could not be encoded as they were (server thread)."""
         return self.ctx.hub.stats()
+
+    def inflight_stats(self) -> dict[str, int]:
+        """The budget of large inbound frames (``SRV-MEM-1``): ``bytes`` held now, frames
+        ``waiting`` for room, frames ``refused`` so far (server thread)."""
+        return self.ctx.large_frames.budget.stats()
 
     def stuck_envs(self) -> list[str]:
         """Environments whose ``close()`` outlived ``shutdown_grace_s`` and still runs, each
@@ -283,6 +289,10 @@ class RunningServer:
     def ui_stats(self) -> dict[str, int]:
         """See :meth:`EnvServer.ui_stats`."""
         return trio.from_thread.run_sync(self.server.ui_stats, trio_token=self.token)
+
+    def inflight_stats(self) -> dict[str, int]:
+        """See :meth:`EnvServer.inflight_stats`."""
+        return trio.from_thread.run_sync(self.server.inflight_stats, trio_token=self.token)
 
     def stuck_envs(self) -> list[str]:
         """See :meth:`EnvServer.stuck_envs`."""

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core import RpcFailure, dumps, read_rpc_request
 from .context import AsgiReceive, AsgiSend, ServerContext
+from .hypercorn_adapter.events import HeldText
 from .mcp_dispatch import answer_rpc
 from .ws_session import WsSession, serve_session
 
@@ -20,7 +21,11 @@ __all__ = ["McpSocket", "serve_mcp_socket"]
 class McpSocket(WsSession):
     """One ``WS /mcp`` connection."""
 
-    async def _handle(self, payload: str | bytes) -> bool:
+    async def _handle(self, payload: str | bytes | HeldText) -> bool:
+        if isinstance(payload, HeldText):  # a large frame collected by a direct stream
+            data = payload.data
+            payload.release()
+            payload = data.decode() if data is not None else ""
         try:
             request = read_rpc_request(payload)
         except RpcFailure as failure:

@@ -36,7 +36,8 @@ from .action_check import relocate
 from .bound_env import BoundEnv, EnvironmentAborted, FactoryFailure
 from .context import AsgiReceive, AsgiSend, ServerContext, log
 from .error_text import public_error
-from .hypercorn_adapter.events import INVALID_TEXT_REPLY, PEER_CLOSE_EVENT
+from .hypercorn_adapter.events import HELD_TEXT, INVALID_TEXT_REPLY, PEER_CLOSE_EVENT, HeldText
+from .large_frames import LARGE_FRAME_CHARS
 from .lifecycle import ServerPhase
 from .observability import peer_of
 from .ping_schedule import PingSchedule
@@ -311,7 +312,9 @@ class WsSession:
             kind = message["type"]
             if kind == "websocket.receive":
                 text = message.get("text")
-                if not await handle(text if text is not None else message.get("bytes") or b""):
+                if text is None:
+                    text = message.get(HELD_TEXT) or message.get("bytes") or b""
+                if not await handle(text):
                     return "close"
             elif kind == "websocket.disconnect":
                 self.close_code = self.peer_close_code or CloseCode.ABNORMAL
@@ -325,11 +328,14 @@ class WsSession:
     async def _reply(self, frame: Any) -> None:
         await self.send({"type": "websocket.send", "text": self.ctx.encode(frame, session=self)})
 
-    async def _handle(self, payload: str | bytes) -> bool:
+    async def _handle(self, payload: str | bytes | HeldText) -> bool:
         """Answer one inbound frame; ``False`` when the session ends."""
         started = _perf_counter()
         try:
-            frame = decode_client_frame(payload)
+            if isinstance(payload, HeldText) or len(payload) > LARGE_FRAME_CHARS:
+                frame = await self.ctx.large_frames.decode(payload)  # SRV-MEM-2: off the event loop
+            else:
+                frame = decode_client_frame(payload)
         except ProtocolError as error:
             await self._reply(Error.from_protocol_error(error))
             return True

@@ -36,13 +36,28 @@ from typing import Any, Final
 
 from . import accept_bursts, connection_guards, direct_ws, keepalive_timer, liveness
 from .accept_bursts import ConnectionRouting, routed_connections
-from .events import DirectHandler, INVALID_TEXT_REPLY, PEER_CLOSE_EVENT, PING_EVENT, PongProbe, SEND_TIMEOUT_ATTR
+from .events import (
+    HELD_TEXT,
+    INFLIGHT_BUDGET_ATTR,
+    INVALID_TEXT_REPLY,
+    PEER_CLOSE_EVENT,
+    PING_EVENT,
+    SEND_TIMEOUT_ATTR,
+    DirectHandler,
+    HeldText,
+    InflightBudget,
+    PongProbe,
+)
 from .inventory import HYPERCORN_SERIES, READ, Patch, missing, resolve
 
 __all__ = [
     "ConnectionRouting",
     "DirectHandler",
+    "HELD_TEXT",
     "HYPERCORN_SERIES",
+    "HeldText",
+    "INFLIGHT_BUDGET_ATTR",
+    "InflightBudget",
     "INVALID_TEXT_REPLY",
     "PATCHES",
     "PEER_CLOSE_EVENT",

@@ -1,0 +1,76 @@
+"""Large ``/ws`` frames: parsed in a worker thread, one at a time, within the server's budget.
+
+Theory of operation. A frame up to :data:`LARGE_FRAME_CHARS` is parsed and validated on the
+event loop, where it costs microseconds. A larger one (tens of MiB of JSON) costs tens to
+hundreds of milliseconds, during which no other session of the server would step; so it is
+parsed in a worker thread (``SRV-MEM-2``), owned by the session that awaits it (a
+cancelled session waits for the parse it started, which ends on its own). The parser holds
+the interpreter's lock (GIL) for as long as one call runs, so a thread alone does not let
+the event loop run meanwhile; what it buys is the rest: the loop is free between calls and
+after them. So parses run one at a time, and each next one starts only after the loop had
+as long again as the last one took: back to back, four large frames held every session off
+for the four parses together; paced, a session waits for at most about one parse.
+
+On the direct ``/ws`` path the frame arrives as :class:`~.hypercorn_adapter.HeldText`: its
+UTF-8 bytes, read against the server's budget of bytes in flight (``SRV-MEM-1``,
+:mod:`.inflight_bytes`), parsed without making a ``str`` of them, and its room in the budget
+is given back as soon as the parse ends. A ``HeldText`` without bytes is a frame the budget
+had no room for: it is answered with ``SERVER_BUSY``. Elsewhere (a plain ASGI server,
+HTTP/2) the frame arrives as text and only the parse moves to the thread.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, Final
+
+import trio
+
+from ..core import ClientFrame, ErrorCode, ProtocolError, decode_client_frame, decode_client_text
+from ..ws import FAST_FRAME_LIMIT
+from .hypercorn_adapter.events import HeldText
+from .inflight_bytes import InflightBytes
+
+__all__ = ["LARGE_FRAME_CHARS", "LargeFrames"]
+
+#: Frames longer than this (characters of text) are parsed off the event loop.
+LARGE_FRAME_CHARS: Final = FAST_FRAME_LIMIT
+
+
+class LargeFrames:
+    """The server's budget of bytes in flight and its one worker thread for large parses."""
+
+    def __init__(self, limit_bytes: int, wait_s: float) -> None:
+        self.budget = InflightBytes(limit_bytes, wait_s)
+        self._parsing = trio.Lock()
+        self._next_parse = -math.inf  # trio clock time before which no parse starts
+
+    async def _parse(self, decode: Callable[[Any], ClientFrame], payload: Any) -> ClientFrame:
+        """``decode(payload)`` in a worker thread, one at a time, paced (see the module doc)."""
+        async with self._parsing:
+            await trio.sleep_until(self._next_parse)
+            started = trio.current_time()
+            try:
+                return await trio.to_thread.run_sync(decode, payload)
+            finally:
+                ended = trio.current_time()
+                self._next_parse = ended + (ended - started)
+
+    async def decode(self, payload: str | bytes | HeldText) -> ClientFrame:
+        """The client frame of a large ``payload``, parsed and validated in a worker thread
+        (raises :class:`ProtocolError`, ``SERVER_BUSY`` for a frame that found no room)."""
+        if not isinstance(payload, HeldText):
+            return await self._parse(decode_client_frame, payload)
+        try:
+            if payload.data is None:
+                budget = self.budget
+                raise ProtocolError(
+                    ErrorCode.SERVER_BUSY,
+                    f"Server busy: no room for a frame of {payload.size} bytes within the {budget.limit} bytes of "
+                    "large frames the server holds at once (SRV-MEM-1); it was dropped unread, nothing ran: "
+                    "send it again later",
+                )
+            return await self._parse(decode_client_text, payload.data)
+        finally:
+            payload.release()

@@ -1,0 +1,142 @@
+"""Large inbound frames on a real server (``SRV-MEM-1``, ``SRV-MEM-2``): answered whole and in
+order, held against the server-wide budget of bytes in flight, refused with ``SERVER_BUSY``
+when no room comes within the wait (the session goes on), and never holding room after
+their connection is gone."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from openenv_anyio.server import ServerConfig
+from openenv_anyio.ws import FAST_FRAME_LIMIT
+
+from .conftest import ask, wait_for, ws_connect
+from .test_direct_ws import RESET, EchoText, RawClient, client_frame, step_frame
+
+MIB = 1024 * 1024
+#: a frame limit of 2 MiB and a budget of one such frame: a second large frame finds no room
+TIGHT = {"max_message_size_mb": 2, "max_inflight_bytes": 2 * MIB}
+
+
+def large_step(char: str = "€", size: int = FAST_FRAME_LIMIT + 200_000) -> tuple[str, bytes]:
+    """A step whose message makes the frame ``size`` bytes or so, as UTF-8 text (multi-byte
+    characters cut across the server's reads); (message, frame)."""
+    message = char * (size // len(char.encode()))
+    return message, client_frame(json.dumps({"type": "step", "data": {"message": message}}, ensure_ascii=False).encode())
+
+
+def started(client: RawClient) -> RawClient:
+    client.sock.sendall(RESET)
+    assert client.answer()["type"] == "observation"
+    return client
+
+
+def test_a_large_frame_is_answered_whole_and_the_session_goes_on(serve) -> None:
+    with serve(EchoText) as server:
+        raw = started(RawClient(server.url))
+        try:
+            message, frame = large_step()
+            raw.sock.sendall(frame + step_frame("small after"))
+            assert raw.answer()["data"]["observation"]["echo"] == message
+            assert raw.answer()["data"]["observation"]["echo"] == "small after"
+            assert server.inflight_stats() == {"bytes": 0, "waiting": 0, "refused": 0}
+        finally:
+            raw.close()
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [
+        ('{"type": "step", "data": {"message": "' + "x" * (FAST_FRAME_LIMIT + 10) + '"', "INVALID_JSON"),
+        (json.dumps({"type": "step", "data": {"message": "x" * (FAST_FRAME_LIMIT + 10)}, "extra": 1}), "VALIDATION_ERROR"),
+        (json.dumps({"type": "nope", "data": "x" * (FAST_FRAME_LIMIT + 10)}), "UNKNOWN_TYPE"),
+    ],
+    ids=["invalid-json", "invalid-frame", "unknown-type"],
+)
+def test_a_large_invalid_frame_is_answered_like_a_small_one(serve, payload: str, code: str) -> None:
+    with serve(EchoText) as server, ws_connect(server) as ws:
+        ask(ws, {"type": "reset"})
+        answer = ask(ws, payload)
+        assert answer["type"] == "error" and answer["data"]["code"] == code, answer["data"]
+        assert ask(ws, {"type": "step", "data": {"message": "still here"}})["data"]["observation"]["echo"] == "still here"
+
+
+def test_served_as_plain_asgi_a_large_frame_is_answered_too(serve) -> None:
+    with serve(EchoText, hypercorn_patches=False) as server, ws_connect(server, max_size=None) as ws:
+        ask(ws, {"type": "reset"})
+        message = "é" * FAST_FRAME_LIMIT
+        assert ask(ws, {"type": "step", "data": {"message": message}})["data"]["observation"]["echo"] == message
+
+
+def _hold_room(server: Any) -> tuple[RawClient, bytes]:
+    """A connection that has sent the start of a large frame (so it holds its room); the rest."""
+    holder = started(RawClient(server.url))
+    _, frame = large_step("x")
+    holder.sock.sendall(frame[:100_000])
+    wait_for(lambda: server.inflight_stats()["bytes"] > 0)
+    return holder, frame[100_000:]
+
+
+def test_no_room_within_the_wait_is_answered_server_busy_and_the_session_goes_on(serve) -> None:
+    with serve(EchoText, **TIGHT, inflight_wait_s=0.0) as server:
+        holder, rest = _hold_room(server)
+        other = started(RawClient(server.url))
+        try:
+            message, frame = large_step()
+            other.sock.sendall(frame + step_frame("small after"))
+            busy = other.answer()
+            assert busy["type"] == "error" and busy["data"]["code"] == "SERVER_BUSY", busy
+            assert "SRV-MEM-1" in busy["data"]["message"]
+            assert other.answer()["data"]["observation"]["echo"] == "small after"
+            assert server.inflight_stats()["refused"] == 1
+
+            holder.sock.sendall(rest)  # the holder's frame completes: answered, room given back
+            assert holder.answer()["type"] == "observation"
+            wait_for(lambda: server.inflight_stats()["bytes"] == 0)
+            other.sock.sendall(frame)  # sent again, it is taken
+            assert other.answer()["data"]["observation"]["echo"] == message
+        finally:
+            holder.close()
+            other.close()
+
+
+def test_a_frame_waits_for_room_and_is_then_taken(serve) -> None:
+    with serve(EchoText, **TIGHT, inflight_wait_s=60.0) as server:
+        holder, rest = _hold_room(server)
+        other = started(RawClient(server.url))
+        try:
+            message, frame = large_step()
+            other.sock.sendall(frame)
+            wait_for(lambda: server.inflight_stats()["waiting"] == 1)
+            holder.sock.sendall(rest)
+            assert holder.answer()["type"] == "observation"
+            assert other.answer()["data"]["observation"]["echo"] == message
+            assert server.inflight_stats() == {"bytes": 0, "waiting": 0, "refused": 0}
+        finally:
+            holder.close()
+            other.close()
+
+
+def test_a_connection_gone_mid_frame_gives_its_room_back(serve) -> None:
+    with serve(EchoText, **TIGHT, inflight_wait_s=60.0) as server:
+        holder, _ = _hold_room(server)
+        other = started(RawClient(server.url))
+        try:
+            message, frame = large_step()
+            other.sock.sendall(frame)
+            wait_for(lambda: server.inflight_stats()["waiting"] == 1)
+            holder.close()  # its frame never ends
+            assert other.answer()["data"]["observation"]["echo"] == message
+            wait_for(lambda: server.inflight_stats()["bytes"] == 0)
+        finally:
+            other.close()
+
+
+def test_the_budget_is_never_below_the_frame_limit() -> None:
+    with pytest.raises(ValueError, match="max_inflight_bytes must be at least the frame limit"):
+        ServerConfig(max_message_size_mb=2, max_inflight_bytes=MIB)
+    assert ServerConfig(max_message_size_mb=2).inflight_limit_bytes == 4 * MIB
+    assert ServerConfig(max_message_size_mb=2, max_inflight_bytes=3 * MIB).inflight_limit_bytes == 3 * MIB
