@@ -40,7 +40,7 @@ import trio
 
 from openenv_anyio.client import EnvClient
 
-from .procs import HOST, ServerProcess, free_port, proc_status, spawn
+from .procs import HOST, ServerProcess, proc_status, start_server
 
 MIB = 1024 * 1024
 #: what fills the big string: ASCII (one byte a character) or a 3-byte UTF-8 character
@@ -189,15 +189,7 @@ async def _run(server: ServerProcess, frame: bytes, frames: int, sessions: int) 
 
 @contextlib.contextmanager
 def _server(variant: Variant) -> Iterator[ServerProcess]:
-    port = free_port()
-    argv = ["ours", "echo", "--port", str(port)]
-    if variant.pythonpath:  # ahead of the working directory, which ``-m`` would put first
-        launch = ["-c", f"import runpy, sys; sys.path.insert(0, {variant.pythonpath!r}); sys.argv[1:] = {argv!r}; "
-                  "runpy.run_module('bench.serve', run_name='__main__')"]
-    else:
-        launch = ["-m", "bench.serve", *argv]
-    proc, stderr_path = spawn(launch)
-    server = ServerProcess(variant.name, f"http://{HOST}:{port}", port, proc, stderr_path).wait_ready()
+    server = start_server(variant.name, ["ours", "echo"], pythonpath=variant.pythonpath)
     try:
         yield server
     finally:

@@ -234,13 +234,21 @@ class ServerProcess:
             self.stderr_path.unlink()
 
 
-def start_server(name: str, argv: Sequence[str], *, wait: bool = True) -> ServerProcess:
+def start_server(name: str, argv: Sequence[str], *, wait: bool = True, pythonpath: str | None = None) -> ServerProcess:
     """Run ``python -m bench.serve ...argv --port P``; with ``wait``, until it accepts connections.
 
     ``wait=False`` returns at once (start several servers together, then ``wait_ready`` each).
+    ``pythonpath``: a directory put first on the server's ``sys.path``, ahead of the working
+    directory that ``-m`` would put first (another checkout of ``openenv_anyio``).
     """
     port = free_port()
-    proc, stderr_path = spawn(["-m", "bench.serve", *argv, "--port", str(port)])
+    argv = [*argv, "--port", str(port)]
+    if pythonpath:
+        launch = ["-c", f"import runpy, sys; sys.path.insert(0, {pythonpath!r}); sys.argv[1:] = {argv!r}; "
+                  "runpy.run_module('bench.serve', run_name='__main__')"]
+    else:
+        launch = ["-m", "bench.serve", *argv]
+    proc, stderr_path = spawn(launch)
     server = ServerProcess(name, f"http://{HOST}:{port}", port, proc, stderr_path)
     if wait:
         server.wait_ready()

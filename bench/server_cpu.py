@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from bench.envs import ENV_KINDS
-from bench.procs import HOST, ServerProcess, free_port, raise_fd_limit, spawn
+from bench.procs import ServerProcess, raise_fd_limit, start_server
 from bench.serve import STACKS
 from bench.stacks.registry import client_stack
 
@@ -83,15 +83,7 @@ def cpu_seconds(pid: int) -> float:
 def serve(variant: Variant) -> Iterator[ServerProcess]:
     """Start the variant's server (with its own PYTHONPATH first, if any); stop it after."""
     argv = [variant.server] if variant.server.startswith("echo-") else [variant.server, variant.kind]
-    port = free_port()
-    argv += ["--port", str(port)]
-    if variant.pythonpath:  # ahead of the working directory, which ``-m`` would put first
-        launch = ["-c", f"import runpy, sys; sys.path.insert(0, {variant.pythonpath!r}); sys.argv[1:] = {argv!r}; "
-                  "runpy.run_module('bench.serve', run_name='__main__')"]
-    else:
-        launch = ["-m", "bench.serve", *argv]
-    proc, stderr_path = spawn(launch)
-    server = ServerProcess(variant.label, f"http://{HOST}:{port}", port, proc, stderr_path).wait_ready()
+    server = start_server(variant.label, argv, pythonpath=variant.pythonpath)
     try:
         yield server
     finally:
