@@ -27,12 +27,13 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import functools
 import os
 import socket
 import statistics
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import orjson
@@ -196,7 +197,10 @@ def _server(variant: Variant) -> Iterator[ServerProcess]:
         server.stop()
 
 
-def measure(variants: list[Variant], frame_counts: list[int], frame_mib: float, text: str, sessions: int, repeats: int) -> Results:
+def measure(
+    variants: list[Variant], frame_counts: list[int], frame_mib: float, text: str, sessions: int, repeats: int,
+    log: Callable[[str], None] = functools.partial(print, flush=True),
+) -> Results:
     frame = big_frame(int(frame_mib * MIB), TEXTS[text])
     results = Results()
     for repeat in range(repeats):
@@ -205,13 +209,12 @@ def measure(variants: list[Variant], frame_counts: list[int], frame_mib: float, 
                 with _server(variant) as server:
                     figures, rss_before = trio.run(_run, server, frame, frames, sessions)
                     if not server.alive():
-                        print(f"  {variant.name}: the server died: {server.last_error_line()}", flush=True)
+                        log(f"  {variant.name}: the server died: {server.last_error_line()}")
                 results.runs.setdefault((variant.name, frames), []).append(figures)
-                print(
+                log(
                     f"  run {repeat + 1}/{repeats} {variant.name:>8} {frames} x {frame_mib:g} MiB: "
                     f"stall {figures.stall_s:.3f} s (quiet {figures.quiet_s:.3f}), rss +{figures.rss_multiple:.2f} x "
-                    f"(from {rss_before / 1024:.0f} MiB), answered in {figures.answered_s:.2f} s, refused {figures.refused}",
-                    flush=True,
+                    f"(from {rss_before / 1024:.0f} MiB), answered in {figures.answered_s:.2f} s, refused {figures.refused}"
                 )
     return results
 

@@ -28,6 +28,10 @@ _FORMATS: dict[str, str] = {
     "rss_peak_mb": "RSS peak {:.0f} MB",
     "threads_peak": "{:.0f} threads",
     "us": "{:,.3f} us/call",
+    "stall_s": "longest step {:.3f} s",
+    "rss_multiple": "RSS +{:.2f} x frame",
+    "answered_s": "answered in {:.2f} s",
+    "refused": "{:.0f} refused",
     "frame_bytes": "{:,.0f} B",
 }
 _HIDDEN = {"sessions_held", "ratio_to_jsonschema"}  # in the JSON; the ratio column says it

@@ -1,4 +1,4 @@
-"""The ten scenarios by id and name; each returns rows of side-by-side measurements."""
+"""The eleven scenarios by id and name; each returns rows of side-by-side measurements."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from bench.measure import Context
 from bench.results import Row
+from bench.scenario_frames import scenario_frames
 from bench.scenario_idle import scenario_idle
 from bench.scenario_scaling import scenario_scaling
 from bench.scenario_throughput import (
@@ -40,6 +41,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("8", "validation", "frame validation cost", scenario_validation),
     Scenario("9", "scaling", "OpenEnv's scaling experiment (1 s blocking steps)", scenario_scaling),
     Scenario("10", "adapter", "an openenv-core env through our adapter vs the same logic in our env API", scenario_adapter),
+    Scenario("11", "frames", "valid 90 MiB frames: the longest step of the other sessions, peak RSS", scenario_frames),
 )
 
 

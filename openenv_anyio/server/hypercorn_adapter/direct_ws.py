@@ -167,13 +167,17 @@ class _DirectIO:
 
     def release_held(self) -> None:
         """The application is done: give back the budget of what it never took."""
-        if self._reserved and self._budget is not None:
-            self._budget.release(self._reserved)
-            self._reserved = 0
+        self._release_reservation()
         for message in self._inbox:
             held = message.get(HELD_TEXT)
             if held is not None:
                 held.release()
+
+    def _release_reservation(self) -> None:
+        """Give back the room of the large frame being read (it will not be delivered)."""
+        if self._reserved and self._budget is not None:
+            self._budget.release(self._reserved)
+        self._reserved = 0
 
     async def _read(self) -> bytes:
         """Wait for bytes on the socket; ``b""`` when the peer or the socket is gone."""
@@ -217,7 +221,7 @@ class _DirectIO:
                 self._reserved = 0
                 self._deliver(held)
             case InvalidText():
-                self.release_held()
+                self._release_reservation()
                 await self._fail(CloseCode.INVALID_PAYLOAD)
             case str() | bytes():
                 raise AssertionError("fast and general-parser items are handled by _split")

@@ -1,0 +1,35 @@
+"""Scenario 11: what valid frames of tens of MiB cost the other sessions (``bench.big_frames``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+
+from bench.big_frames import RunFigures, Variant, measure
+from bench.measure import Context
+from bench.results import Measurement, Row
+
+#: four small sessions step while the big frames are taken
+SESSIONS = 4
+
+
+def scenario_frames(ctx: Context) -> list[Row]:
+    """11. One and four valid big frames at once (90 MiB; quick: 30 MiB) while 4 sessions step:
+    the longest step of those sessions, and the server's peak RSS over one frame's size."""
+    mib = 30.0 if ctx.profile.quick else 90.0
+    repeats = 1 if ctx.profile.quick else 3
+    results = measure([Variant("ours", None)], [1, 4], mib, "ascii", SESSIONS, repeats, log=ctx.log)
+    row = Row(
+        "11", f"{mib:g} MiB frames while {SESSIONS} sessions step: longest step", "stall_s", "no frame",
+        higher_is_better=False, note="rss_multiple: peak RSS growth / one frame's size",
+    )
+    quiet = [run for runs in results.runs.values() for run in runs]
+    row.measurements.append(Measurement("no frame", {"stall_s": statistics.median(run.quiet_s for run in quiet)}, len(quiet)))
+    for (_, frames), runs in sorted(results.runs.items(), key=lambda item: item[0][1]):
+        metrics = {
+            name: statistics.median(getattr(run, name) for run in runs)
+            for name in (field.name for field in dataclasses.fields(RunFigures))
+            if name != "quiet_s"
+        }
+        row.measurements.append(Measurement(f"{frames} frame{'s' if frames > 1 else ''}", metrics, len(runs)))
+    return [row]
