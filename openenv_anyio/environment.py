@@ -93,6 +93,8 @@ class LiftedObservation(NamedTuple):
     def sent_metadata(self) -> Mapping[str, Any] | None:
         """The metadata an observation frame carries (WS-OBS-2): a non-empty mapping, else None."""
         metadata = self.metadata
+        if metadata is None:  # the usual case, without the abstract-class check
+            return None
         return metadata if isinstance(metadata, Mapping) and metadata else None
 
     def frame_data(self) -> dict[str, Any]:

@@ -500,7 +500,7 @@ def decode_client_text(utf8: bytes | bytearray | memoryview) -> ClientFrame:
 
 def _client_frame(frame: Frame) -> ClientFrame:
     match frame:
-        case Reset() | Step() | StateRequest() | Close() | Mcp():
+        case Step() | Reset() | StateRequest() | Close() | Mcp():  # the usual frame first
             return frame
         case Observation() | State() | Error() | Session() | StateUpdate() | SessionClosed():
             raise _not_on("client-frame", frame)

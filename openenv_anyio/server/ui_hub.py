@@ -49,13 +49,6 @@ def _iso(timestamp: float) -> str:
     return datetime.datetime.fromtimestamp(timestamp, datetime.UTC).isoformat()
 
 
-def _numeric(reward: Any) -> float | None:
-    """A reward as a number for sums and curves: booleans count 0/1, anything else is None."""
-    if isinstance(reward, (int, float)):
-        return float(reward)
-    return None
-
-
 class EpisodeView:
     """The dashboard's picture of one session's episode."""
 
@@ -119,7 +112,8 @@ class EpisodeView:
         self.step_count += 1
         self.current_observation = observation
         self.reward, self.done, self.busy = reward, done, False
-        value = _numeric(reward)
+        # the reward as a number for sums and curves: booleans count 0/1, anything else is None
+        value = float(reward) if isinstance(reward, (int, float)) else None
         self.rewards.append(value)
         if value is not None:
             self.episode_return += value

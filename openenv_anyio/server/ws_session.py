@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Awaitable
 from dataclasses import replace
-from typing import Any, Final, TypeAlias, assert_never
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, assert_never
 
 import trio
 
@@ -45,6 +47,9 @@ from .session_registry import Slot
 from .mcp_dispatch import answer_rpc
 from .ui_hub import EpisodeView
 
+if TYPE_CHECKING:
+    from .observability.tracing import SessionTracer
+
 __all__ = [
     "ACCEPT", "GOODBYE_CODES", "Request", "serve_ws", "WsSession", "close_websocket", "refuse_at_capacity",
     "refuse_while_closing",
@@ -67,11 +72,6 @@ _perf_counter: Final = time.perf_counter
 
 async def close_websocket(send: AsgiSend, code: CloseCode, reason: str = "") -> None:
     await send({"type": "websocket.close", "code": int(code), "reason": reason})
-
-
-async def serve_ws(ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
-    """ASGI handler of one ``/ws`` connection."""
-    await serve_session(ctx, scope, receive, send, WsSession)
 
 
 async def serve_session(
@@ -251,11 +251,14 @@ class WsSession:
             attributes["client.address"] = self.peer
         return attributes
 
-    async def _serve_traced(self) -> str:
-        """:meth:`_serve`, inside the session's span when tracing."""
-        tracer = self.ctx.instruments.tracer
-        if tracer is None:
-            return await self._serve()
+    def _serve_traced(self) -> Awaitable[str]:
+        """:meth:`_serve`, inside the session's span when tracing. (Not a coroutine itself
+        when not tracing: every frame's wait resumes each coroutine above it.)"""
+        if self.ctx.instruments.tracer is None:
+            return self._serve()
+        return self._serve_in_span(self.ctx.instruments.tracer)
+
+    async def _serve_in_span(self, tracer: SessionTracer) -> str:
         with tracer.session(self.scope.get("headers") or (), self.span_attributes()) as span:
             reason = await self._serve()
             span.set_attribute("openenv.close_code", self.close_code)
@@ -265,65 +268,65 @@ class WsSession:
         """Serve frames until the connection ends; return why: ``close``, ``goodbye`` (the
         client closed the WebSocket with 1000 or 1001), ``disconnect`` (any other loss of the
         connection), ``idle``, ``ping`` or a stop reason (``shutdown``, ...). :meth:`abort`
-        ends it at once, closing with 1001."""
+        ends it at once, closing with 1001.
+
+        One coroutine (the loop is not a call of its own): each frame's wait resumes every
+        coroutine above it, so the per-frame path stays shallow."""
+        config = self.ctx.config
+        receive, send, handle = self.receive, self.send, self._handle
+        idle_limit = config.session_timeout_s or math.inf
+        pings = PingSchedule(config.ping_interval_s, config.ping_timeout_s)
+        idle_deadline = trio.current_time() + idle_limit
         with trio.CancelScope() as self._abort_scope:
-            return await self._serve_frames()
+            while True:
+                with trio.CancelScope(deadline=min(idle_deadline, pings.deadline())) as scope:
+                    self._wait_scope = scope
+                    if self._stop is not None:
+                        scope.cancel()
+                    message = await receive()
+                self._wait_scope = None
+                if self._stop is not None:
+                    code, reason = self._STOPS[self._stop]
+                    self._ending(self._stop)
+                    self.close_code = code
+                    await close_websocket(send, code, reason)
+                    return self._stop
+                if scope.cancelled_caught:
+                    now = trio.current_time()
+                    if now >= idle_deadline:  # WS-IDLE-1
+                        self._ending("idle")
+                        self.close_code = CloseCode.IDLE_TIMEOUT
+                        await close_websocket(send, CloseCode.IDLE_TIMEOUT, f"session idle for {config.session_timeout_s:g} s (session_timeout)")
+                        return "idle"
+                    if not await pings.on_deadline(send, now):  # WS-PING-1: the peer is gone
+                        log.info("session %s: no pong within %g s, closing", self.session_id, pings.timeout)
+                        self._ending("ping")
+                        self.close_code = CloseCode.INTERNAL_ERROR
+                        with trio.move_on_after(1.0):
+                            await close_websocket(send, CloseCode.INTERNAL_ERROR, "ping timeout")
+                        return "ping"
+                    continue
+                kind = message["type"]
+                if kind == "websocket.receive":
+                    text = message.get("text")
+                    if text is None:
+                        text = message.get(HELD_TEXT) or message.get("bytes") or b""
+                    if not await handle(text):
+                        return "close"
+                elif kind == "websocket.disconnect":
+                    self.close_code = self.peer_close_code or CloseCode.ABNORMAL
+                    ended = self._disconnect_reason()
+                    self._ending(ended)
+                    return ended
+                now = trio.current_time()
+                idle_deadline = now + idle_limit
+                pings.heard(now)
         self._abort_scope = None
         self._ending("shutdown")
         self.close_code = CloseCode.GOING_AWAY
         with trio.CancelScope(shield=True), trio.move_on_after(1.0):
             await close_websocket(self.send, CloseCode.GOING_AWAY, "server shutting down")
         return "shutdown"
-
-    async def _serve_frames(self) -> str:
-        config = self.ctx.config
-        receive, send, handle = self.receive, self.send, self._handle
-        idle_limit = config.session_timeout_s or math.inf
-        pings = PingSchedule(config.ping_interval_s, config.ping_timeout_s)
-        idle_deadline = trio.current_time() + idle_limit
-        while True:
-            with trio.CancelScope(deadline=min(idle_deadline, pings.deadline())) as scope:
-                self._wait_scope = scope
-                if self._stop is not None:
-                    scope.cancel()
-                message = await receive()
-            self._wait_scope = None
-            if self._stop is not None:
-                code, reason = self._STOPS[self._stop]
-                self._ending(self._stop)
-                self.close_code = code
-                await close_websocket(send, code, reason)
-                return self._stop
-            if scope.cancelled_caught:
-                now = trio.current_time()
-                if now >= idle_deadline:  # WS-IDLE-1
-                    self._ending("idle")
-                    self.close_code = CloseCode.IDLE_TIMEOUT
-                    await close_websocket(send, CloseCode.IDLE_TIMEOUT, f"session idle for {config.session_timeout_s:g} s (session_timeout)")
-                    return "idle"
-                if not await pings.on_deadline(send, now):  # WS-PING-1: the peer is gone
-                    log.info("session %s: no pong within %g s, closing", self.session_id, pings.timeout)
-                    self._ending("ping")
-                    self.close_code = CloseCode.INTERNAL_ERROR
-                    with trio.move_on_after(1.0):
-                        await close_websocket(send, CloseCode.INTERNAL_ERROR, "ping timeout")
-                    return "ping"
-                continue
-            kind = message["type"]
-            if kind == "websocket.receive":
-                text = message.get("text")
-                if text is None:
-                    text = message.get(HELD_TEXT) or message.get("bytes") or b""
-                if not await handle(text):
-                    return "close"
-            elif kind == "websocket.disconnect":
-                self.close_code = self.peer_close_code or CloseCode.ABNORMAL
-                ended = self._disconnect_reason()
-                self._ending(ended)
-                return ended
-            now = trio.current_time()
-            idle_deadline = now + idle_limit
-            pings.heard(now)
 
     async def _reply(self, frame: Any) -> None:
         await self.send({"type": "websocket.send", "text": self.ctx.encode(frame, session=self)})
@@ -411,17 +414,18 @@ class WsSession:
                 view.set_status(busy=False)
                 hub.publish_status(view)
 
-    async def _execute(self, frame: Request, request_id: str | None) -> str:
-        """:meth:`_answer`'s work: run the request on the environment, encode the answer."""
+    def _execute(self, frame: Request, request_id: str | None) -> Awaitable[str]:
+        """:meth:`_answer`'s work: run the request on the environment, encode the answer.
+        (It picks the coroutine that does it and is not one itself: one frame less per step.)"""
         match frame:
             case Step():
-                return await self._answer_step(frame, request_id)
+                return self._answer_step(frame, request_id)
             case Reset():
-                return await self._answer_reset(frame, request_id)
+                return self._answer_reset(frame, request_id)
             case StateRequest():
-                return await self._answer_state()
+                return self._answer_state()
             case Mcp():
-                return await self._answer_mcp(frame)
+                return self._answer_mcp(frame)
             case _:
                 assert_never(frame)
 
@@ -503,3 +507,8 @@ class WsSession:
             return encode(State(await self._env_call("state", env.state)))
         except Exception as exc:
             return self._failure(exc)
+
+
+#: ASGI handler of one ``/ws`` connection (a partial, not a coroutine of its own: each
+#: frame's wait resumes every coroutine above the session's loop).
+serve_ws: Final = partial(serve_session, kind=WsSession)

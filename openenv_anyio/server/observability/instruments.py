@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Final
 
 from ...core import Error
@@ -38,6 +39,7 @@ class Instruments:
     def __init__(self, metrics: ServerMetrics | None, tracer: SessionTracer | None) -> None:
         self.metrics = metrics
         self.tracer = tracer
+        self.step_done: Callable[[float], None]
         if metrics is None:
             self.step_done = self._ignore_duration
             self.reset_done = self._ignore
@@ -64,7 +66,7 @@ class Instruments:
         if observe is None:
             if self.metrics is None:
                 return
-            observe = self._observe_request[kind] = self.metrics.request_duration.labels(kind).observe
+            observe = self._observe_request[kind] = self.metrics.request_observer(kind)
         observe(seconds)
 
     def replayed(self) -> None:

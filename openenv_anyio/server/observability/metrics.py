@@ -6,13 +6,16 @@ before ``prometheus_client`` is imported, see :mod:`.multiprocess`) every worker
 values to that directory and :func:`exposition` reads all of them, so one scrape of any
 worker sees the whole server.
 
-The hot path (one step) costs one counter increment and two histogram observations; the
-labelled children the server uses are looked up once, here, never per request.
+The hot path (one step) costs one counter increment and two histogram observations. In one
+process these three are plain numbers read at scrape time (:mod:`.request_counts`, several
+times cheaper than prometheus-client's locked values); under multi-process serving they are
+prometheus-client's own, whose labelled children are looked up once, here, never per request.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
@@ -22,6 +25,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from ...core import CloseCode, ErrorCode
 from .multiprocess import multiprocess_directory
+from .request_counts import REQUEST_DURATION_HELP, STEP_DURATION_HELP, STEPS_HELP, DurationCounts, RequestCountsCollector
 
 __all__ = ["CONTENT_TYPE", "DURATION_BUCKETS", "HAND_OFF_TARGETS", "REQUEST_TYPES", "ServerMetrics", "exposition"]
 
@@ -54,6 +58,7 @@ class ServerMetrics:
                 "interpreters after openenv_anyio.server.observability.multiprocess.enable()"
             )
         registry = self.registry
+        local = multiprocess_directory() is None
         self.sessions_active = Gauge(
             "openenv_sessions_active",
             "Sessions holding a capacity slot (a resumable session waiting for its client included).",
@@ -71,7 +76,6 @@ class ServerMetrics:
             "(spec/v1/close-codes.json; sent by the server, or by the client; 1006: dropped without a close frame).",
             ["code"], registry=registry,
         )
-        self.steps = Counter("openenv_steps", "step requests answered with an observation.", registry=registry)
         self.resets = Counter("openenv_resets", "reset requests answered with an observation.", registry=registry)
         self.errors = Counter(
             "openenv_errors", "Error frames sent, by error code.", ["code"], registry=registry
@@ -90,16 +94,6 @@ class ServerMetrics:
             "whose session lives there) or `least_loaded` (a new session, to spread sessions).",
             ["to"], registry=registry,
         )
-        self.step_duration = Histogram(
-            "openenv_step_duration_seconds",
-            "The environment's own time in step (successful steps).",
-            registry=registry, buckets=DURATION_BUCKETS,
-        )
-        self.request_duration = Histogram(
-            "openenv_request_duration_seconds",
-            "From a request frame read to its answer written: the environment's time plus the protocol's.",
-            ["type"], registry=registry, buckets=DURATION_BUCKETS,
-        )
         self.handshake_duration = Histogram(
             "openenv_handshake_duration_seconds",
             "From a /ws upgrade accepted to the session ready to serve (its environment created).",
@@ -113,21 +107,46 @@ class ServerMetrics:
             "state_update frames a /ws/ui subscriber never got: replaced by a newer one while it was slow.",
             registry=registry,
         )
-        # the children the hot path uses, bound once
         self.reset_done = self.resets.inc
-        self._count_step = self.steps.inc
-        self._observe_step = self.step_duration.observe
-        self.observe_request = {kind: self.request_duration.labels(kind).observe for kind in REQUEST_TYPES}
         self._errors = {code.value: self.errors.labels(code.value) for code in ErrorCode}
         self._closed = {int(code): self.sessions_closed.labels(str(int(code))) for code in CloseCode}
-        for kind in REQUEST_TYPES:  # every series present from the start (0 until it happens)
-            self.request_duration.labels(kind)
         self.handed_over_to = {to: self.handed_over.labels(to).inc for to in HAND_OFF_TARGETS}
+        # the hot path: steps, their durations, request durations (every request type's series
+        # present from the start, 0 until it happens)
+        self.observe_step_and_count: Callable[[float], None]
+        self.observe_request: dict[str, Callable[[float], None]]
+        if local:
+            steps = DurationCounts(DURATION_BUCKETS)
+            self._request_counts = {kind: DurationCounts(DURATION_BUCKETS) for kind in REQUEST_TYPES}
+            registry.register(RequestCountsCollector(steps, self._request_counts))
+            self.observe_step_and_count = steps.observe  # the step count is the histogram's count
+            self._request_duration = None
+        else:
+            self._request_duration = Histogram(
+                "openenv_request_duration_seconds", REQUEST_DURATION_HELP, ["type"],
+                registry=registry, buckets=DURATION_BUCKETS,
+            )
+            self._steps = Counter("openenv_steps", STEPS_HELP, registry=registry)
+            self._step_duration = Histogram(
+                "openenv_step_duration_seconds", STEP_DURATION_HELP, registry=registry, buckets=DURATION_BUCKETS
+            )
+            self.observe_step_and_count = self._count_and_observe_step
+        self.observe_request = {kind: self.request_observer(kind) for kind in REQUEST_TYPES}
 
-    def observe_step_and_count(self, seconds: float) -> None:
+    def _count_and_observe_step(self, seconds: float) -> None:
         """A step was answered with an observation; the environment took ``seconds``."""
-        self._count_step()
-        self._observe_step(seconds)
+        self._steps.inc()
+        self._step_duration.observe(seconds)
+
+    def request_observer(self, kind: str) -> Callable[[float], None]:
+        """What records a request of type ``kind`` answered after so many seconds (its
+        series appears on first use; the server binds one per type and keeps it)."""
+        if self._request_duration is not None:
+            return self._request_duration.labels(kind).observe
+        series = self._request_counts.get(kind)
+        if series is None:
+            series = self._request_counts[kind] = DurationCounts(DURATION_BUCKETS)
+        return series.observe
 
     def error_sent(self, code: str) -> None:
         child = self._errors.get(code)
