@@ -59,24 +59,24 @@ def encode_text_frame(text: str, *, masked: bool) -> bytes:
     return header + key + apply_mask(payload, key)
 
 
-def parse_header(buf: bytes | bytearray) -> FrameHeader | None:
-    """The header at the start of ``buf``, or ``None`` until all of it has arrived."""
-    if len(buf) < 2:
+def parse_header(buf: bytes | bytearray, offset: int = 0) -> FrameHeader | None:
+    """The header at ``buf[offset:]``, or ``None`` until all of it has arrived."""
+    if len(buf) - offset < 2:
         return None
-    second = buf[1]
+    second = buf[offset + 1]
     masked = bool(second & _MASKED)
     length = second & 0x7F
     size = 2
     if length == 126:
-        if len(buf) < 4:
+        if len(buf) - offset < 4:
             return None
-        length, size = _LEN16.unpack_from(buf, 2)[0], 4
+        length, size = _LEN16.unpack_from(buf, offset + 2)[0], 4
     elif length == 127:
-        if len(buf) < 10:
+        if len(buf) - offset < 10:
             return None
-        length, size = _LEN64.unpack_from(buf, 2)[0], 10
+        length, size = _LEN64.unpack_from(buf, offset + 2)[0], 10
     if masked:
         size += 4
-        if len(buf) < size:
+        if len(buf) - offset < size:
             return None
-    return FrameHeader(buf[0], masked, length, size)
+    return FrameHeader(buf[offset], masked, length, size)

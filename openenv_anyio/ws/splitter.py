@@ -144,8 +144,14 @@ class FrameSplitter:
         """Take ``data``; return, in order, fast text messages (``str``), chunks for the
         general parser (``bytes``) and the large-frame items (:data:`SplitItem`)."""
         buf = self.buffer
-        buf += data
         out: list[SplitItem] = []
+        if buf or self.passthrough or self.large is not LargeState.NONE:
+            buf += data
+        else:  # the usual read: nothing waits here, so its whole fast frames are read in place
+            taken = self._fast_frames(data, out)
+            if taken == len(data):
+                return out
+            buf += memoryview(data)[taken:]  # only what is left is copied
         if self.large is not LargeState.NONE and not self._feed_large(out):
             return out
         while buf:
@@ -159,13 +165,7 @@ class FrameSplitter:
             if header is None:
                 break
             end = header.size + header.length
-            if (
-                header.first == FIN_TEXT
-                and header.masked is self._masked
-                and header.length <= self._limit
-                and not self.mid_message
-                and header.length >= _MIN_LENGTH[header.size - 4 * header.masked]
-            ):
+            if self._is_fast(header):
                 if len(buf) < end:
                     break
                 text = self._decode(buf, header.size, end, header.masked)
@@ -191,6 +191,46 @@ class FrameSplitter:
             self.passthrough = end - len(chunk)
             out.append(chunk)
         return out
+
+    def _is_fast(self, header: FrameHeader) -> bool:
+        """Whether the frame is decoded here: a final text frame, masked as expected, within
+        the fast limit, minimally encoded, and not inside a fragmented message."""
+        return (
+            header.first == FIN_TEXT
+            and header.masked is self._masked
+            and header.length <= self._limit
+            and not self.mid_message
+            and header.length >= _MIN_LENGTH[header.size - 4 * header.masked]
+        )
+
+    def _fast_frames(self, data: bytes | bytearray, out: list[SplitItem]) -> int:
+        """Decode the whole fast frames at the start of ``data`` into ``out`` (``data`` is
+        read, not kept); return how many bytes they took. Stops at the first frame that is
+        not one (or not whole): the rest goes through the buffer."""
+        size = len(data)
+        pos = 0
+        while pos < size:
+            header = parse_header(data, pos)
+            if header is None or not self._is_fast(header):
+                break
+            start = pos + header.size
+            end = start + header.length
+            if size < end:
+                break
+            if header.masked:
+                body = data[start:end]  # a copy: small (the fast limit), and nothing holds data
+                try:
+                    text = str(apply_mask(body, data[start - 4 : start]), "utf-8")
+                except UnicodeDecodeError:
+                    break  # the general parser refuses it (1007)
+            else:
+                try:
+                    text = str(data[start:end], "utf-8")
+                except UnicodeDecodeError:
+                    break
+            out.append(text)
+            pos = end
+        return pos
 
     @staticmethod
     def _decode(buf: bytearray, start: int, end: int, masked: bool) -> str | None:
