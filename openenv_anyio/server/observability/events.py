@@ -42,8 +42,9 @@ class SessionIdentity(Protocol):
     def peer(self) -> str | None: ...
 
 
+_stdlib_logger: Final = logging.getLogger(LOGGER_NAME)
 logger: Final = structlog.wrap_logger(
-    logging.getLogger(LOGGER_NAME),
+    _stdlib_logger,
     wrapper_class=structlog.stdlib.BoundLogger,
     processors=[structlog.stdlib.filter_by_level, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
 )
@@ -57,7 +58,8 @@ def _ids(session: SessionIdentity | None) -> dict[str, Any]:
 
 def log_event(level: int, event: str, session: SessionIdentity | None = None, **fields: Any) -> None:
     """Log ``event`` at ``level`` with the session's identity and ``fields``."""
-    if logger.isEnabledFor(level):
+    # asked of the standard logger itself: structlog's lazy proxy binds a new logger per call
+    if _stdlib_logger.isEnabledFor(level):
         logger.log(level, event, **_ids(session), **fields)
 
 
