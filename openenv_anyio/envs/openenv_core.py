@@ -87,6 +87,10 @@ class OpenEnvCoreEnv:
     state_model: Any = None
 
     _factory: Callable[[], Any]
+    #: a step's data (a dict) -> the Action instance (pydantic's ValidationError if invalid)
+    _validate: Callable[[dict[str, Any]], Any]
+    #: where the installed release puts an observation's metadata: see :func:`_upstream_split`
+    _split: tuple[bool, bool] = (False, False)
 
     @classmethod
     def wrap(
@@ -143,6 +147,8 @@ class OpenEnvCoreEnv:
             "observation_schema": observation.model_json_schema(),
             "state_schema": state.model_json_schema(),
             "metadata": _class_metadata(env, env_class, core_environment),
+            "_validate": staticmethod(_action_validator(action)),
+            "_split": _upstream_split(),
             "reset": cls._reset_async if overridden_reset else cls._reset_sync,
             "step": cls._step_async if overridden_step else cls._step_sync,
         }
@@ -160,6 +166,8 @@ class OpenEnvCoreEnv:
             raise TypeError("OpenEnvCoreEnv is not served directly: use OpenEnvCoreEnv.wrap(MyEnvironment)")
         self._env = type(self)._factory()
         self._closed = False
+        #: method name -> the keywords it accepts (None: any), learnt on its first call
+        self._keywords: dict[str, frozenset[str] | None] = {}
         self.metadata = typing.cast(Mapping[str, Any], to_jsonable(self._env.get_metadata()))
 
     @property
@@ -168,28 +176,40 @@ class OpenEnvCoreEnv:
         return self._env
 
     def _reset_sync(self, **kwargs: Any) -> LiftedObservation:
-        return _lifted(self._env.reset(**_accepted(self._env.reset, kwargs)))
+        return _lifted(self._env.reset(**self._accepted("reset", kwargs)), self._split)
 
     async def _reset_async(self, **kwargs: Any) -> LiftedObservation:
-        return _lifted(await self._env.reset_async(**_accepted(self._env.reset_async, kwargs)))
+        return _lifted(await self._env.reset_async(**self._accepted("reset_async", kwargs)), self._split)
+
+    def _accepted(self, name: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The members of ``kwargs`` that the environment's method ``name`` accepts (all of
+        them if it takes ``**kwargs``)."""
+        try:
+            keywords = self._keywords[name]
+        except KeyError:
+            keywords = self._keywords[name] = _keywords(getattr(self._env, name))
+        if keywords is None:
+            return dict(kwargs)
+        return {key: value for key, value in kwargs.items() if key in keywords}
 
     def _step_sync(self, action: Mapping[str, Any]) -> LiftedObservation:
-        return _lifted(self._env.step(self.parse_action(action)))
+        return _lifted(self._env.step(self.parse_action(action)), self._split)
 
     async def _step_async(self, action: Mapping[str, Any]) -> LiftedObservation:
-        return _lifted(await self._env.step_async(self.parse_action(action)))
+        return _lifted(await self._env.step_async(self.parse_action(action)), self._split)
 
     def parse_action(self, data: Any) -> Any:
         """The Action model instance for a step's data; :class:`ActionRejected` if it does not validate.
 
-        openenv-core's own ``deserialize_action`` does the work, so the result is exactly what
-        its server would pass (including its routing of MCP tool actions).
+        The result is exactly what upstream's server would pass: see :func:`_action_validator`.
         """
-        if not isinstance(data, Mapping):
-            raise ActionRejected(f"expected an object, got {type(data).__name__}", keyword="type")
+        if type(data) is not dict:  # a frame's data is a dict already: no copy then
+            if not isinstance(data, Mapping):
+                raise ActionRejected(f"expected an object, got {type(data).__name__}", keyword="type")
+            data = dict(data)
         try:
-            return _deserialize_action()(dict(data), self.action_model)
-        except _pydantic_errors()[0] as exc:
+            return self._validate(data)
+        except _pydantic_errors()[0] as exc:  # evaluated only when something was raised
             raise _rejection(exc) from None
 
     def _list_tools(self) -> list[dict[str, Any]]:
@@ -271,16 +291,20 @@ def _plain_result(result: Any) -> Any:
     return result
 
 
-def _lifted(observation: Any) -> LiftedObservation:
+def _lifted(observation: Any, split: tuple[bool, bool]) -> LiftedObservation:
     """The observation frame's parts exactly as the installed upstream release's own server
-    sends them (openenv 0.10 keeps ``metadata`` inside ``observation`` and sends it beside
-    it when non-empty; openenv-core 0.3 drops it: :func:`_upstream_split`), dumped in one
-    pass by pydantic's JSON mode; a model holding values that mode cannot dump (numpy
-    arrays) falls back to :func:`to_jsonable` (WS-OBS-2)."""
-    inside, beside = _upstream_split()
+    sends them (``split``, learnt by :func:`_upstream_split`: openenv 0.10 keeps ``metadata``
+    inside ``observation`` and sends it beside it when non-empty; openenv-core 0.3 drops it),
+    dumped in one pass by pydantic's JSON mode; a model holding values that mode cannot dump
+    (numpy arrays) falls back to :func:`to_jsonable` (WS-OBS-2)."""
+    inside, beside = split
     exclude = _EXCLUDE_KEEPING_METADATA if inside else _EXCLUDE
+    to_python = _json_dump(typing.cast(Any, type(observation)))
     try:
-        fields = observation.model_dump(mode="json", exclude=exclude)
+        if to_python is None:
+            fields = observation.model_dump(mode="json", exclude=exclude)
+        else:
+            fields = to_python(observation, mode="json", exclude=exclude)
     except _pydantic_errors()[1]:
         fields = typing.cast(dict[str, Any], to_jsonable(observation.model_dump(exclude=exclude)))
     metadata = None
@@ -289,8 +313,24 @@ def _lifted(observation: Any) -> LiftedObservation:
     return LiftedObservation(fields, plain_reward(observation.reward), bool(observation.done), metadata or None)
 
 
-_EXCLUDE: Final = frozenset({"reward", "done", "metadata"})
-_EXCLUDE_KEEPING_METADATA: Final = frozenset({"reward", "done"})
+# Sets, not frozensets: pydantic-core takes a set's members directly and converts any other
+# collection on every call (measured: a frozenset costs a third more per dump). Never mutated.
+_EXCLUDE: Final[set[str]] = {"reward", "done", "metadata"}
+_EXCLUDE_KEEPING_METADATA: Final[set[str]] = {"reward", "done"}
+
+
+@functools.cache
+def _json_dump(model: type) -> Callable[..., Any] | None:
+    """The ``to_python`` of ``model``'s pydantic serializer when its ``model_dump`` is
+    pydantic's own (which calls it with the same arguments, after a round of argument
+    handling that cost a third of a step's dump), else None: a model that overrides
+    ``model_dump`` is dumped through its override, as upstream's server does."""
+    from pydantic import BaseModel
+
+    if getattr(model, "model_dump", None) is not BaseModel.model_dump:
+        return None
+    serializer = getattr(model, "__pydantic_serializer__", None)
+    return getattr(serializer, "to_python", None)
 
 
 @functools.cache
@@ -314,12 +354,32 @@ def _pydantic_errors() -> tuple[type[Exception], type[Exception]]:
     return ValidationError, PydanticSerializationError
 
 
-@functools.cache
-def _deserialize_action() -> Callable[[dict[str, Any], type], Any]:
-    """Upstream's ``deserialize_action`` (imported once, when the first action arrives)."""
-    from openenv.core.env_server.serialization import deserialize_action
+def _action_validator(action: Any) -> Callable[[dict[str, Any]], Any]:
+    """How a step's data becomes the Action instance upstream's server would pass.
 
-    return typing.cast(Callable[[dict[str, Any], type], Any], deserialize_action)
+    Upstream's ``deserialize_action`` routes ``list_tools``/``call_tool`` data to its MCP
+    actions only when the Action model is the generic base or an MCP action; otherwise it is
+    the model's ``model_validate``. So the model's own validator does the work for every
+    other model (the same call ``model_validate`` makes, without its round of argument
+    handling, which cost as much as the validation), unless the model overrides
+    ``model_validate``; upstream's function is kept wherever its routing can apply.
+    """
+    from openenv.core.env_server.serialization import deserialize_action
+    from openenv.core.env_server.types import Action
+    from pydantic import BaseModel
+
+    try:
+        from openenv.core.env_server.mcp_types import CallToolAction, ListToolsAction
+    except ImportError:  # a release without MCP actions
+        mcp_actions: tuple[Any, ...] = ()
+    else:
+        mcp_actions = (CallToolAction, ListToolsAction)
+    validator = getattr(action, "__pydantic_validator__", None)
+    base_validate: Any = BaseModel.model_validate
+    own_validation = getattr(action.model_validate, "__func__", None) is base_validate.__func__
+    if action is Action or action in mcp_actions or not own_validation or validator is None:
+        return functools.partial(deserialize_action, action_cls=action)
+    return typing.cast(Callable[[dict[str, Any]], Any], validator.validate_python)
 
 
 def _environment_class(env: Callable[[], Any], core_environment: Any) -> Any:
@@ -395,12 +455,12 @@ def _class_metadata(env: Callable[[], Any], env_class: Any, core_environment: An
         probe.close()
 
 
-def _accepted(method: Callable[..., Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """The members of ``kwargs`` that ``method`` accepts (all of them if it takes ``**kwargs``)."""
-    parameters = inspect.signature(method).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return dict(kwargs)
-    return {key: value for key, value in kwargs.items() if key in parameters}
+def _keywords(method: Callable[..., Any]) -> frozenset[str] | None:
+    """The keyword names ``method`` accepts; None when it takes ``**kwargs``."""
+    parameters = inspect.signature(method).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return frozenset(p.name for p in parameters)
 
 
 def _rejection(exc: Any) -> ActionRejected:

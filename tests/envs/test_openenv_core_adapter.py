@@ -8,6 +8,7 @@ same schemas, the same state, the same refusal of an invalid action (WS-STEP-2, 
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 import pytest
 import trio
@@ -175,3 +176,40 @@ def test_detection_needs_no_import() -> None:
     assert is_openenv_core_environment(EchoEnv)
     assert not is_openenv_core_environment(EchoEnv())
     assert not is_openenv_core_environment(dict)
+
+
+class _ShoutingAction(EchoAction):
+    """An Action model with its own ``model_validate``: upstream's server calls it."""
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Any:
+        return super().model_validate({**obj, "message": str(obj.get("message", "")).upper()}, **kwargs)
+
+
+class _RedactingObservation(EchoObservation):
+    """An Observation model with its own ``model_dump``: upstream's server dumps through it."""
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        return {**super().model_dump(**kwargs), "echoed": "<redacted>"}
+
+
+class _OverridingEnv(EchoEnv):
+    def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Any:
+        self.received.append(action)
+        return _RedactingObservation(echoed=action.message, length=len(action.message), reward=1.0)
+
+
+def test_model_overrides_are_honoured_like_upstream_honours_them() -> None:
+    """The adapter's fast paths (the model's validator and serializer called directly) give
+    way to a model's own ``model_validate`` and ``model_dump``, which upstream calls."""
+    served = OpenEnvCoreEnv.wrap(_OverridingEnv, action_model=_ShoutingAction, observation_model=_RedactingObservation)
+    env = served()
+    env.reset()
+    reply = env.step({"message": "hi"})
+    action = env.env.received[-1]
+    assert isinstance(action, _ShoutingAction) and action.message == "HI"
+    assert reply.observation == {"echoed": "<redacted>", "length": 2}
+    assert reply.frame_data() == serialize_observation(_RedactingObservation(echoed="HI", length=2, reward=1.0))
+    plain = OpenEnvCoreEnv.wrap(EchoEnv)()
+    plain.reset()
+    assert plain.step({"message": "hi"}).observation == {"echoed": "hi", "length": 2}
