@@ -48,8 +48,6 @@ def _figures(m: Measurement, n: int) -> dict[str, Any]:
     figures: dict[str, Any] = {
         key: metrics.get(key) for key in ("success_pct", "wall_s", "p50_s", "p99_s", "rss_peak_mb", "threads_peak", "server_cpu_s")
     }
-    if metrics.get("rss_peak_mb") and n:
-        figures["rss_kb_per_session"] = metrics["rss_peak_mb"] * 1024 / n
     if metrics.get("server_cpu_s") and n:
         figures["server_cpu_ms_per_session"] = metrics["server_cpu_s"] * 1000 / n
     figures["note"] = m.note or m.unavailable
@@ -72,6 +70,14 @@ def scaling(ctx: Context, sessions: list[int], ours_only: list[int]) -> list[dic
         row = {"n": n, "ours": _figures(_scaling_run(ctx, "ours", n, workers=2), n)}
         rows.append(row)
         _log(f"[9 x2] {n}: {json.dumps(row)}")
+    # memory per session: the peak's growth from one size to the next (the processes' fixed
+    # memory cancels out); CPU per session is in each run's figures
+    ours = sorted((row["n"], row["ours"].get("rss_peak_mb")) for row in rows if row["ours"].get("rss_peak_mb"))
+    for (small, small_mb), (large, large_mb) in zip(ours, ours[1:]):
+        if large > small:
+            growth = {"from": small, "to": large, "kb_per_session": (large_mb - small_mb) * 1024 / (large - small)}
+            _log(f"[9 x2] ours, server memory per added session: {json.dumps(growth)}")
+            next(row for row in rows if row["n"] == large)["ours"]["rss_kb_per_added_session"] = growth["kb_per_session"]
     return rows
 
 
@@ -223,7 +229,9 @@ def main(argv: list[str] | None = None) -> int:
         figures["scaling"] = scaling(ctx, args.sessions, args.ours_only)
     print(json.dumps(figures, indent=2))
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(figures, indent=2))
+        _log(f"figures written to {args.json}")
     return 0
 
 
