@@ -25,6 +25,9 @@ from pathlib import Path
 HOST = "127.0.0.1"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _PR_SET_PDEATHSIG = 1
+#: How long a server process may take to listen: openenv-core's imports alone took 34-45 s on
+#: a busy 2-core machine (a quiet one: a few seconds), so 30 s failed healthy runs.
+START_TIMEOUT_S = 120.0
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|ExceptionGroup|Exit)\b")
 
 
@@ -213,7 +216,7 @@ class ServerProcess:
         lines = [line for line in lines if line]
         return lines[-1] if lines else f"exit code {self.proc.poll()}"
 
-    def wait_ready(self, timeout_s: float = 30.0) -> ServerProcess:
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> ServerProcess:
         """Block until the server accepts TCP connections; stop it and raise if it cannot."""
         deadline = time.monotonic() + timeout_s
         try:
