@@ -12,7 +12,7 @@ from typing import Any
 from bench import sessions
 from bench.measure import Context
 from bench.pool import start_server
-from bench.procs import kill_group, spawn, tree_cpu_seconds, tree_status, wait_healthy
+from bench.procs import START_TIMEOUT_S, kill_group, spawn, tree_cpu_seconds, tree_status, wait_healthy
 from bench.procs import start_server as start_process
 from bench.results import Measurement, Row
 from bench.stacks import StackUnavailable
@@ -73,7 +73,7 @@ def _scaling_run(
                 argv = ["-m", "bench.loadgen", stack, server.url, "--sessions", str(share), "--steps",
                         str(steps), "--dir", tmp, "--cap", repr(cap), "--out", str(folder / f"out-{i}.json")]
                 procs.append(spawn(argv)[0])
-            server.wait_ready(timeout_s=30.0 if workers == 1 else 180.0)  # uvicorn's workers listen once imported
+            server.wait_ready(timeout_s=START_TIMEOUT_S if workers == 1 else 180.0)  # uvicorn's workers listen once imported
             wait_healthy(server, workers)
             _wait_for_files(folder, "ready-", procs, timeout_s=60.0)
             start_at = time.time() + 0.2
