@@ -106,3 +106,22 @@ def scenario_adapter(ctx: Context) -> list[Row]:
             row.note += f"; adapter cost {100 * (1 - ratio):.1f} %"
         rows.append(row)
     return rows
+
+
+def scenario_isolate(ctx: Context) -> list[Row]:
+    """12. The cost of process isolation: the same env, the same client (ours, asyncio), the
+    server running each session's environment on a thread (or inline) vs in a process of
+    its own (``--isolate process``)."""
+    rows = []
+    for thread_kind, process_kind, what in (("echo", "echo_isolated", "sync env"), ("echo_inline", "echo_inline_isolated", "non-blocking env")):
+        variants = [Variant("thread", "ours", "ours", thread_kind), Variant("process", "ours", "ours", process_kind)]
+        for n in ctx.profile.session_counts[:2]:
+            row = measure_throughput(
+                ctx, "12", f"isolate process vs thread, {what}, {n} sessions", variants, n, baseline="thread",
+                note="our client (asyncio); process / thread steps/s",
+            )
+            ratio = row.ratio("process")
+            if not math.isnan(ratio) and ratio > 0:
+                row.note += f"; a step costs {1 / ratio:.2f}x the thread's"
+            rows.append(row)
+    return rows

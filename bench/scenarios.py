@@ -1,4 +1,4 @@
-"""The eleven scenarios by id and name; each returns rows of side-by-side measurements."""
+"""The twelve scenarios by id and name; each returns rows of side-by-side measurements."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from bench.scenario_throughput import (
     scenario_big,
     scenario_ceiling,
     scenario_inline,
+    scenario_isolate,
     scenario_sync,
 )
 from bench.scenario_validation import scenario_validation
@@ -42,6 +43,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("9", "scaling", "OpenEnv's scaling experiment (1 s blocking steps)", scenario_scaling),
     Scenario("10", "adapter", "an openenv-core env through our adapter vs the same logic in our env API", scenario_adapter),
     Scenario("11", "frames", "valid 90 MiB frames: the longest step of the other sessions, peak RSS", scenario_frames),
+    Scenario("12", "isolate", "process isolation vs thread execution, same env and client", scenario_isolate),
 )
 
 

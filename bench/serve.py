@@ -4,7 +4,8 @@ STACK is ``openenv`` (openenv-core's FastAPI app on uvicorn), ``ours`` (openenv-
 EnvServer), ``ours-nometrics`` (the same with ``ServerConfig.metrics`` off),
 ``ours-mpmetrics`` (metrics in prometheus-client's multiprocess mode, as under several
 workers), ``echo-hypercorn`` or ``echo-uvicorn`` (the bare ASGI echo). KIND names an env of
-``bench.envs.ENV_KINDS``. Always binds 127.0.0.1.
+``bench.envs.ENV_KINDS``, or one of ``ISOLATED_KINDS`` (the same env under ``--isolate
+process``). Always binds 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ STACKS = ("openenv", "ours", "ours-nometrics", "ours-mpmetrics", "echo-hypercorn
 #: env kinds our server serves as openenv-core ``Environment`` classes through its adapter
 #: (``openenv_anyio.envs.openenv_core``): the OpenEnv side's class of the named kind
 ADAPTED_KINDS = {"echo_adapted": "echo"}
+#: env kinds our server runs with process isolation (``ServerConfig(isolate="process")``):
+#: each session's environment, of the named kind, in a process of its own
+ISOLATED_KINDS = {"echo_isolated": "echo", "echo_inline_isolated": "echo_inline"}
 
 
 def openenv_app() -> object:
@@ -62,7 +66,9 @@ def serve_ours(kind: str, port: int, max_concurrent_envs: int | None, workers: i
 
     from bench.envs import ENV_KINDS
 
-    config = ServerConfig(host=HOST, port=port, max_concurrent_envs=max_concurrent_envs, metrics=metrics)
+    isolate = "process" if kind in ISOLATED_KINDS else "thread"
+    kind = ISOLATED_KINDS.get(kind, kind)
+    config = ServerConfig(host=HOST, port=port, max_concurrent_envs=max_concurrent_envs, metrics=metrics, isolate=isolate)
     if kind in ADAPTED_KINDS:  # the OpenEnv side's environment class, served through our adapter
         from openenv_anyio.envs.openenv_core import OpenEnvCoreEnv
 

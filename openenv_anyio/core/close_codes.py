@@ -28,6 +28,7 @@ class CloseCode(enum.IntEnum):
     SESSION_NOT_FOUND = 4404  # EXT-RES-4, MCP-SES-3
     IDLE_TIMEOUT = 4408  # WS-IDLE-1
     TAKEN_OVER = 4409  # EXT-RES-5, MCP-SES-3
+    ENVIRONMENT_LOST = 4410  # SRV-ISO-2
 
 
 #: Codes after which a client of the resume extension may resume (the registry's

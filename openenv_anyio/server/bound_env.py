@@ -23,12 +23,13 @@ from typing import Any
 
 import trio
 
+from ..core import CloseCode
 from ..environment import EnvFactory, LiftedObservation, lift_observation, normalise_state
 from .action_check import ActionCheck, action_check_for
 from .env_runner import EnvRunner, InlineRunner, ThreadRunner
 from .error_text import exception_text
 
-__all__ = ["BoundEnv", "EnvironmentAborted", "FactoryFailure", "aborted_by", "declared_non_blocking"]
+__all__ = ["BoundEnv", "EnvironmentAborted", "EnvironmentLost", "FactoryFailure", "aborted_by", "declared_non_blocking"]
 
 _METHODS = ("reset", "step", "close")
 log = logging.getLogger("openenv_anyio.server")
@@ -47,11 +48,30 @@ class FactoryFailure(Exception):
 
 class EnvironmentAborted(Exception):
     """Environment code raised ``cause``, a ``BaseException`` that is not an ``Exception``:
-    the request fails and the session ends (``SRV-FAULT-1``); the server goes on."""
+    the request fails and the session ends (``SRV-FAULT-1``); the server goes on.
+
+    ``close_code`` and ``close_reason`` are what the session's connection is closed with."""
+
+    close_code: CloseCode = CloseCode.INTERNAL_ERROR
+    close_reason: str = "environment aborted"
 
     def __init__(self, cause: BaseException) -> None:
         self.cause = cause
         super().__init__(exception_text(cause))
+
+
+class EnvironmentLost(EnvironmentAborted):
+    """The environment's own process is gone (``--isolate process``): it died (a signal, an
+    ``os._exit``) or was stopped after the step timeout. The request fails and the session
+    ends with close 4410 (``SRV-ISO-2``); ``reason`` says what happened, in the server's own
+    words (it carries nothing of the environment's, so clients always see it)."""
+
+    close_code = CloseCode.ENVIRONMENT_LOST
+    close_reason = "environment lost"
+
+    def __init__(self, reason: str) -> None:
+        Exception.__init__(self, reason)
+        self.cause = self
 
 
 def _is_cancellation(exc: BaseException) -> bool:

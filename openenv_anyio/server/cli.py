@@ -51,6 +51,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shutdown-grace", type=float, default=3.0, metavar="S", help="wait at most S seconds for running requests and each environment's close() (default 3); a close() still running after it makes the exit status 1")
     parser.add_argument("--mode", choices=("simulation", "production"), default="simulation", help="production leaves out the stateless HTTP /reset, /step and /state (agents use /ws and /mcp); default simulation")
     parser.add_argument("--inline", action="store_true", default=None, help="run every sync environment call on the event loop (no worker thread)")
+    parser.add_argument(
+        "--isolate", choices=("thread", "process"), default="thread",
+        help="where each session's environment runs. thread (default): in the server process, on a worker thread "
+        "per session (or inline): cheapest per step, but a segfault, os._exit or busy loop in environment code "
+        "takes the whole server (every session) with it. process: in a process of its own per session: such a "
+        "fault ends only that session (EXECUTION_ERROR, close 4410); costs a process per session, a few ms to "
+        "start one, and an inter-process round trip per call (see bench/README.md for the measured ratio)",
+    )
+    parser.add_argument(
+        "--step-timeout", type=float, default=None, metavar="S",
+        help="with --isolate process: an environment call (reset, step, state, a tool) running longer than S "
+        "seconds fails, its process is killed and the session ends (close 4410); default: no limit",
+    )
     access = parser.add_argument_group("access (see SECURITY.md)")
     access.add_argument(
         "--token", metavar="TOKEN", default=None,
@@ -142,18 +155,19 @@ def _raise_open_file_limit() -> tuple[int, int]:
     return soft, soft
 
 
-async def _probe_env(factory: Any, inline: bool | None, close_within_s: float) -> None:
-    """Build one environment and close it, so a factory that cannot build fails at start.
+async def _probe_env(factory: Any, config: Any) -> None:
+    """Build one environment as a session would and close it, so a factory that cannot
+    build fails at start (under ``--isolate process`` this also starts the fork server).
 
-    A ``close()`` that does not return within ``close_within_s`` is left running (its thread
+    A ``close()`` that does not return within the shutdown grace is left running (its thread
     does not keep the process alive), as a session's would be at shutdown.
     """
     import trio
 
-    from .bound_env import BoundEnv
+    from .context import open_env
 
-    env = await BoundEnv.create(factory, inline=inline)
-    with trio.move_on_after(close_within_s):
+    env = await open_env(factory, config)
+    with trio.move_on_after(config.shutdown_grace_s):
         await env.aclose()
 
 
@@ -230,8 +244,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         from ..envs.loading import resolve_env_target
+        from .isolation import ProcessIsolated
 
-        factory = resolve_env_target(args.target)
+        local = resolve_env_target(args.target)
+        factory: Any = ProcessIsolated(args.target, local) if args.isolate == "process" else local
         config = ServerConfig(
             host=args.host,
             port=args.port,
@@ -242,6 +258,8 @@ def run(args: argparse.Namespace) -> int:
             ping_interval_s=args.ping_interval or None,
             ping_timeout_s=args.ping_timeout or None,
             inline=args.inline,
+            isolate=args.isolate,
+            step_timeout_s=args.step_timeout,
             resume_grace_s=args.resume_grace,
             full_gc_threshold=args.full_gc_threshold or None,
             shutdown_grace_s=args.shutdown_grace,
@@ -265,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
     from .bound_env import FactoryFailure
 
     try:
-        trio.run(_probe_env, factory, config.inline, config.shutdown_grace_s)
+        trio.run(_probe_env, factory, config)
     except FactoryFailure as failure:
         print(f"openenv-anyio serve: {args.target}: {failure}", file=sys.stderr)
         return 2
@@ -279,10 +297,10 @@ def run(args: argparse.Namespace) -> int:
     server: Any = (
         EnvServer(factory, config)
         if workers == 1
-        else WorkerSupervisor.for_factory(args.target, factory, config, workers)
+        else WorkerSupervisor.for_factory(args.target, local, config, workers)
     )
     try:
-        limit_line = _limit_line(factory, config.max_concurrent_envs)
+        limit_line = _limit_line(local, config.max_concurrent_envs)
         if files != files_before:
             limit_line += f"; open-file limit raised from {files_before} to {files}"
         trio.run(_serve_until_signalled, server, args.log_format, limit_line)

@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 from ..core.addresses import is_loopback_host
 from .access import AccessPolicy
 
-__all__ = ["SERVER_MODES", "ServerConfig"]
+__all__ = ["ISOLATION_MODES", "SERVER_MODES", "ServerConfig"]
 
 #: ``simulation`` serves the stateless HTTP simulation routes, ``production`` does not (HTTP-10).
 SERVER_MODES = ("simulation", "production")
+#: Where a session's environment runs: a thread of the server, or a process of its own (SRV-ISO-1).
+ISOLATION_MODES = ("thread", "process")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,14 @@ class ServerConfig:
     - ``mode``: ``"simulation"`` (default) serves the stateless HTTP ``/reset``, ``/step``
       and ``/state``; ``"production"`` leaves them out (``HTTP-10``), as upstream OpenEnv's
       production mode does: agents use ``/ws`` and the MCP surface only.
+    - ``isolate``: ``"thread"`` (default) runs environments in the server process (a
+      worker thread per session, or inline); ``"process"`` runs each session's environment
+      in a process of its own (``SRV-ISO-1``): a crash, ``os._exit`` or busy loop there ends
+      only that session (close 4410). The factory must be importable by name (a
+      :class:`~openenv_anyio.server.isolation.ProcessIsolated`, or a top-level class or function).
+    - ``step_timeout_s``: with ``isolate="process"``, an environment call (reset, step,
+      state, a tool) running longer than this fails and its process is killed (``SRV-ISO-3``);
+      ``None`` waits forever. Threads cannot be stopped, so it needs process isolation.
     - ``full_gc_threshold``: while serving, the process's oldest-generation collection
       threshold is at least this (``gc.set_threshold``'s third value; Python's default is
       10): full collections walk every object of every session, and with thousands of
@@ -98,6 +108,8 @@ class ServerConfig:
     metrics: bool = True
     traces: bool = False
     mode: str = "simulation"
+    isolate: str = "thread"
+    step_timeout_s: float | None = None
     allowed_origins: tuple[str, ...] = ()
     token: str | None = field(default=None, repr=False)
     agent_tokens: tuple[str, ...] = field(default=(), repr=False)
@@ -128,6 +140,13 @@ class ServerConfig:
             raise ValueError("inflight_wait_s must be 0 or more")
         if self.mode not in SERVER_MODES:
             raise ValueError(f"mode must be one of {', '.join(SERVER_MODES)}, not {self.mode!r}")
+        if self.isolate not in ISOLATION_MODES:
+            raise ValueError(f"isolate must be one of {', '.join(ISOLATION_MODES)}, not {self.isolate!r}")
+        if self.step_timeout_s is not None:
+            if self.step_timeout_s <= 0:
+                raise ValueError("step_timeout_s must be positive (or None for no timeout)")
+            if self.isolate != "process":
+                raise ValueError("a step timeout needs process isolation (a thread running a step cannot be stopped)")
         if self.full_gc_threshold is not None and self.full_gc_threshold < 1:
             raise ValueError("full_gc_threshold must be at least 1 (or None to leave gc alone)")
         policy = AccessPolicy.build(

@@ -20,12 +20,13 @@ from .observability.events import SessionIdentity
 from .observability.metrics import ServerMetrics
 from .observability.tracing import load_tracer
 from .hosted_sessions import HostedSessions
+from .isolation import IsolatedEnv, ProcessIsolated
 from .large_frames import LargeFrames
 from .resumable_store import ResumableSessions
 from .session_registry import SessionRegistry, SharedCapacity
 from .ui_hub import UiHub
 
-__all__ = ["AsgiReceive", "AsgiSend", "AtCapacity", "OutboundFrameError", "ServerContext", "log"]
+__all__ = ["AsgiReceive", "AsgiSend", "AtCapacity", "OutboundFrameError", "ServerContext", "log", "open_env"]
 
 log = logging.getLogger("openenv_anyio.server")
 
@@ -57,6 +58,16 @@ def session_limit(factory: EnvFactory, configured: int | None) -> int | None:
     return cap if configured is None else min(configured, cap)
 
 
+async def open_env(factory: EnvFactory, config: ServerConfig) -> BoundEnv:
+    """A new environment as ``config`` says sessions get theirs: in a process of its own
+    for a :class:`~openenv_anyio.server.isolation.ProcessIsolated` factory (``SRV-ISO-1``),
+    else on a worker thread or inline (``SRV-EXEC-1``). Raises
+    :class:`~openenv_anyio.server.bound_env.FactoryFailure` when it cannot be built."""
+    if isinstance(factory, ProcessIsolated):
+        return await IsolatedEnv.start(factory, step_timeout_s=config.step_timeout_s, grace_s=config.shutdown_grace_s)
+    return await BoundEnv.create(factory, inline=config.inline)
+
+
 @dataclass(eq=False)
 class ServerContext:
     factory: EnvFactory
@@ -76,6 +87,8 @@ class ServerContext:
     tracer_provider: Any = None
 
     def __post_init__(self) -> None:
+        if self.config.isolate == "process":
+            self.factory = ProcessIsolated.of(self.factory)
         limit = session_limit(self.factory, self.config.max_concurrent_envs)
         self.instruments = Instruments(
             ServerMetrics(limit) if self.config.metrics else None,
@@ -85,6 +98,10 @@ class ServerContext:
         self.hub = UiHub(self.config.max_ui_subscribers, self.instruments)
         self.hosted = HostedSessions(self)
         self.large_frames = LargeFrames(self.config.inflight_limit_bytes, self.config.inflight_wait_s)
+
+    async def create_env(self) -> BoundEnv:
+        """A new environment for a session or a request (:func:`open_env`)."""
+        return await open_env(self.factory, self.config)
 
     def new_session_id(self) -> str:
         """A fresh session id (``EXT-SES-1``; the worker's prefix first, see ``workers``)."""
@@ -135,7 +152,7 @@ class ServerContext:
         if counted and slot is None:
             raise AtCapacity(self.registry.sessions, self.registry.max_sessions)
         try:
-            bound = await BoundEnv.create(self.factory, inline=self.config.inline)
+            bound = await self.create_env()
             self.registry.env_opened()
             try:
                 yield bound

@@ -22,7 +22,9 @@ import secrets
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["MAX_MESSAGE_CHARS", "PublicError", "exception_text", "printable", "public_error", "scrub_paths"]
+__all__ = [
+    "MAX_MESSAGE_CHARS", "EnvironmentRaised", "PublicError", "exception_text", "printable", "public_error", "scrub_paths",
+]
 
 log = logging.getLogger("openenv_anyio.server")
 
@@ -40,6 +42,23 @@ def printable(text: str) -> str:
     return text
 
 
+class EnvironmentRaised(Exception):
+    """An exception raised in an environment's own process (``--isolate process``), raised
+    again in the server: it is put into words by the original type's name and text, and the
+    original traceback is a note on it (for the server's log)."""
+
+    def __init__(self, type_name: str, message: str, traceback_text: str = "") -> None:
+        super().__init__(message)
+        self.type_name = type_name
+        if traceback_text:
+            self.add_note("in the environment's process:\n" + traceback_text.rstrip())
+
+
+def _type_name(exc: BaseException) -> str:
+    name = exc.type_name if isinstance(exc, EnvironmentRaised) else type(exc).__name__
+    return printable(name)
+
+
 def _message(exc: BaseException) -> str:
     """``str(exc)``, encodable as UTF-8, never raising."""
     try:
@@ -52,7 +71,7 @@ def _message(exc: BaseException) -> str:
 def exception_text(exc: BaseException) -> str:
     """``"TypeName: message"`` (or ``"TypeName"`` when the message is empty), always
     encodable as UTF-8, never raising. For the server's own log, not for clients."""
-    name = printable(type(exc).__name__)
+    name = _type_name(exc)
     message = _message(exc)
     return f"{name}: {message}" if message else name
 
@@ -76,7 +95,7 @@ def public_error(exc: BaseException, *, expose: bool, during: str) -> PublicErro
     ``during`` says what failed (``"step"``, ``"POST /reset"``...), for the log.
     """
     error_id = secrets.token_hex(8)
-    name = printable(type(exc).__name__)
+    name = _type_name(exc)
     log.warning("error %s during %s: %s", error_id, during, name, exc_info=exc)
     if not expose:
         return PublicError(f"internal error {error_id} (the server's log has the details)", error_id)

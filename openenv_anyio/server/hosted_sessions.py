@@ -116,7 +116,7 @@ class HostedSessions:
         Raises :class:`~openenv_anyio.server.bound_env.FactoryFailure` (the slot is still the caller's).
         """
         ctx = self._ctx
-        env = await BoundEnv.create(ctx.factory, inline=ctx.config.inline)
+        env = await ctx.create_env()
         ctx.registry.env_opened()
         session = HostedSession(
             secrets.token_urlsafe(SESSION_ID_BYTES), env, EpisodeView(ctx.new_session_id(), ctx.config.action_log_size), slot

@@ -35,7 +35,7 @@ from ..core import (
     decode_rpc_request,
 )
 from .action_check import relocate
-from .bound_env import BoundEnv, EnvironmentAborted, FactoryFailure
+from .bound_env import BoundEnv, EnvironmentAborted, EnvironmentLost, FactoryFailure
 from .context import AsgiReceive, AsgiSend, ServerContext, log
 from .error_text import public_error
 from .hypercorn_adapter.events import HELD_TEXT, INVALID_TEXT_REPLY, PEER_CLOSE_EVENT, HeldText
@@ -202,7 +202,7 @@ class WsSession:
         """The session's environment; ``None`` after telling the client it failed (``WS-FACT-1``)."""
         ctx = self.ctx
         try:
-            return await BoundEnv.create(ctx.factory, inline=ctx.config.inline)
+            return await ctx.create_env()
         except FactoryFailure as failure:
             public = public_error(failure.cause, expose=ctx.config.errors_exposed, during="environment creation")
             error = Error(
@@ -360,10 +360,11 @@ class WsSession:
                 self.ctx.instruments.request_done(kind, _perf_counter() - started)
             case _:
                 assert_never(frame)
-        if self.aborted is not None:  # SRV-FAULT-1
+        aborted = self.aborted
+        if aborted is not None:  # SRV-FAULT-1, SRV-ISO-2
             self._ending("aborted")
-            self.close_code = CloseCode.INTERNAL_ERROR
-            await close_websocket(self.send, CloseCode.INTERNAL_ERROR, "environment aborted")
+            self.close_code = aborted.close_code
+            await close_websocket(self.send, aborted.close_code, aborted.close_reason)
             return False
         return True
 
@@ -389,10 +390,13 @@ class WsSession:
         """The ``EXECUTION_ERROR`` answer for an environment that raised ``exc`` (``WS-ERR-7``);
         an aborted environment also ends the session after it (``SRV-FAULT-1``)."""
         cause: BaseException = exc
+        expose = self.ctx.config.errors_exposed
         if isinstance(exc, EnvironmentAborted):
             self.aborted, cause = exc, exc.cause
-            log.error("session %s: the environment raised %s; ending the session", self.session_id, exc)
-        public = public_error(cause, expose=self.ctx.config.errors_exposed, during=f"session {self.session_id}")  # SEC-ERR-1
+            log.error("session %s: %s; ending the session", self.session_id,
+                      exc if isinstance(exc, EnvironmentLost) else f"the environment raised {exc}")
+            expose = expose or isinstance(exc, EnvironmentLost)  # the server's own words: nothing to hide
+        public = public_error(cause, expose=expose, during=f"session {self.session_id}")  # SEC-ERR-1
         error = Error(ErrorCode.EXECUTION_ERROR.value, public.message, {"error_id": public.error_id}, request_id)
         return self.ctx.encode(error, session=self)
 

@@ -14,8 +14,9 @@ import sys
 
 import trio
 
-from ...envs.loading import resolve_env_target
 from ..env_server import EnvServer
+from ...envs.loading import resolve_env_target
+from ..isolation import ProcessIsolated
 from ..observability.log_setup import configure_logging_from_environment
 from ..observability.tracing import TRACES_ENV_VAR, flush_exporter, install_exporter
 from .role import WorkerRole, WorkerSpec
@@ -69,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     if traces:
         install_exporter(traces)
     role = WorkerRole(spec)
-    server = EnvServer(resolve_env_target(spec.target), config, worker=role)
+    local = resolve_env_target(spec.target)
+    factory = ProcessIsolated(spec.target, local) if config.isolate == "process" else local
+    server = EnvServer(factory, config, worker=role)
     try:
         trio.run(run_worker, server, role, spec.ready_fd)
     finally:
