@@ -11,8 +11,12 @@ Three worst cases, each run side by side in one process against our server on lo
   abandoned step ends).
 - ``http``: ``--requests`` concurrent ``POST /step`` against ``--max-concurrent-envs 2``:
   the most threads the server process ran at once, and how many requests were refused (503).
+- ``crash``: ``openenv-anyio serve`` as a process, ``--sessions`` sessions; one step
+  segfaults (then, on a fresh server, one calls ``os._exit``) under ``--isolate thread`` and
+  ``--isolate process``: how many of the other sessions still step, and whether the server
+  process survived.
 
-Usage: ``python -m bench.faults [--only ui abandon http] [--stalled 1000]``. Nothing here
+Usage: ``python -m bench.faults [--only ui abandon http crash] [--stalled 1000]``. Nothing here
 asserts: the tests check the behaviour, this reports what it costs.
 """
 
@@ -20,8 +24,12 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
+import ctypes
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -29,7 +37,7 @@ from typing import Any
 import httpx
 import trio
 
-from openenv_anyio.client import CapacityReached, EnvClient, MessageTimeout
+from openenv_anyio.client import CapacityReached, EnvClient, EnvClientError, MessageTimeout
 from openenv_anyio.server import EnvServer, ServerConfig
 
 from .envs import EchoEnv
@@ -40,6 +48,18 @@ class SlowEchoEnv(EchoEnv):
 
     def step(self, action: dict[str, Any]) -> dict[str, Any]:
         time.sleep(float(action.get("sleep", 0)))
+        return super().step({"message": action["message"]})
+
+
+class CrashingEchoEnv(EchoEnv):
+    """``{"message": ..., "crash": "segfault" | "exit"}`` ends the process the step runs in."""
+
+    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        crash = action.get("crash")
+        if crash == "segfault":
+            ctypes.string_at(0)
+        elif crash == "exit":
+            os._exit(3)
         return super().step({"message": action["message"]})
 
 
@@ -166,13 +186,83 @@ def http(requests: int) -> None:
     )
 
 
+async def _crash_round(url: str, sessions: int, fault: str) -> int:
+    """Open ``sessions`` sessions, crash one, return how many of the others still step."""
+    alive = 0
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_exit(_ignore_client_errors)  # called last: sees what closing the clients raised
+        victim = await stack.enter_async_context(EnvClient(url, reconnect=False))
+        others = [await stack.enter_async_context(EnvClient(url, reconnect=False)) for _ in range(sessions - 1)]
+        for client in (victim, *others):
+            await client.reset()
+        try:
+            await victim.step({"message": "x", "crash": fault})
+        except EnvClientError:
+            pass
+        for client in others:
+            try:
+                with trio.fail_after(10):
+                    for _ in range(3):
+                        await client.step({"message": "x"})
+                alive += 1
+            except (EnvClientError, trio.TooSlowError):
+                pass
+    return alive
+
+
+async def _ignore_client_errors(kind: Any, error: Any, traceback: Any) -> bool:
+    """Closing the sessions of a server that died fails: that is the case being measured."""
+    return isinstance(error, EnvClientError)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def crash(sessions: int) -> None:
+    for fault in ("segfault", "exit"):
+        for isolate in ("thread", "process"):
+            port = _free_port()
+            server = subprocess.Popen(
+                [sys.executable, "-m", "openenv_anyio", "serve", "bench.faults:CrashingEchoEnv", "--port", str(port),
+                 "--isolate", isolate, "--log-level", "error"],
+                stderr=subprocess.DEVNULL,
+            )
+            try:
+                url = f"http://127.0.0.1:{port}"
+                deadline = time.monotonic() + 120
+                while True:
+                    try:
+                        if httpx.get(url + "/health", timeout=1).status_code == 200:
+                            break
+                    except httpx.HTTPError:
+                        pass
+                    if time.monotonic() > deadline or server.poll() is not None:
+                        raise SystemExit(f"the {isolate} server did not start")
+                    time.sleep(0.2)
+                try:
+                    kept = trio.run(_crash_round, url, sessions, fault)
+                except EnvClientError:
+                    kept = 0
+                status = server.poll()
+                fate = "server alive" if status is None else f"server exited ({status})"
+                print(f"crash   {fault:8} --isolate {isolate:7}: {kept}/{sessions - 1} other sessions still stepping, {fate}")
+            finally:
+                if server.poll() is None:
+                    server.terminate()
+                server.wait(30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="+", choices=("ui", "abandon", "http"), default=("ui", "abandon", "http"))
+    parser.add_argument("--only", nargs="+", choices=("ui", "abandon", "http", "crash"), default=("ui", "abandon", "http", "crash"))
     parser.add_argument("--stalled", type=int, default=1000, help="stalled /ws/ui subscribers (default 1000)")
     parser.add_argument("--seconds", type=float, default=2.0, help="stepping time per ui row (default 2)")
     parser.add_argument("--slots", type=int, default=8, help="slots and abandoning clients (default 8)")
     parser.add_argument("--requests", type=int, default=300, help="concurrent HTTP requests (default 300)")
+    parser.add_argument("--sessions", type=int, default=8, help="sessions of the crash case, the crashing one included (default 8)")
     args = parser.parse_args()
     if "ui" in args.only:
         ui(args.stalled, args.seconds)
@@ -180,6 +270,8 @@ def main() -> None:
         abandon(args.slots)
     if "http" in args.only:
         http(args.requests)
+    if "crash" in args.only:
+        crash(args.sessions)
 
 
 if __name__ == "__main__":
