@@ -5,7 +5,6 @@ anyio backends; once its process has died, the session cannot be resumed (4410).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -22,35 +21,22 @@ pytestmark = pytest.mark.anyio
 TIMEOUT_S = 60
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
 @pytest.fixture
-def isolated_server() -> Iterator[RunningServer]:
+def server() -> Iterator[RunningServer]:
+    """The resume tests' server (behind their cutting ``proxy``), with process isolation."""
     config = ServerConfig(isolate="process", ping_interval_s=None, ping_timeout_s=None, validate_outbound=True)
     with EnvServer(ProcessIsolated("server.isolated_envs:Crashing"), config).run_in_thread() as running:
         yield running
 
 
-@pytest.fixture
-def isolated_proxy(isolated_server: RunningServer) -> Iterator[CuttingProxy]:
-    parts = urlsplit(isolated_server.url)
-    cutting = CuttingProxy((parts.hostname or "127.0.0.1", parts.port or 80))
-    with cutting.running() as url:
-        cutting.url = url
-        yield cutting
-
-
-async def test_an_isolated_session_is_resumed_with_its_process(isolated_proxy: CuttingProxy) -> None:
+async def test_an_isolated_session_is_resumed_with_its_process(proxy: CuttingProxy) -> None:
     """EXT-RES-1: the connection is cut between steps; the resumed session steps on in the
     same process, no step lost or doubled."""
     with anyio.fail_after(TIMEOUT_S):
-        async with EnvClient(isolated_proxy.url, ping_interval_s=None) as env:
+        async with EnvClient(proxy.url, ping_interval_s=None) as env:
             pid = (await env.reset(episode_id="kept")).observation["pid"]
             await env.step({})
-            await anyio.to_thread.run_sync(isolated_proxy.cut_all)
+            await anyio.to_thread.run_sync(proxy.cut_all)
             result = await env.step({})
             assert result.observation == {"steps": 2, "pid": pid}
             assert env.resumes == 1
@@ -58,11 +44,11 @@ async def test_an_isolated_session_is_resumed_with_its_process(isolated_proxy: C
             assert state.episode_id == "kept" and state.step_count == 2
 
 
-async def test_a_dead_process_ends_the_session_for_good(isolated_proxy: CuttingProxy) -> None:
+async def test_a_dead_process_ends_the_session_for_good(proxy: CuttingProxy) -> None:
     """SRV-ISO-2: after the crash the client is told once (EnvExecutionError), then the
     connection is closed with 4410, which the client does not try to resume."""
     with anyio.fail_after(TIMEOUT_S):
-        async with EnvClient(isolated_proxy.url, ping_interval_s=None) as env:
+        async with EnvClient(proxy.url, ping_interval_s=None) as env:
             await env.reset()
             with pytest.raises(EnvExecutionError, match="killed by SIGSEGV"):
                 await env.step({"crash": "segfault"})

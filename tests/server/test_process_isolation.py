@@ -271,3 +271,19 @@ def test_serve_help_explains_the_trade_off() -> None:
     text = " ".join(result.stdout.split())
     assert "--isolate {thread,process}" in text and "--step-timeout S" in text
     assert "takes the whole server" in text and "ends only that session" in text
+
+
+def test_workers_and_process_isolation_combine() -> None:
+    """SRV-ISO-2 under ``--workers 2``: each worker forks its sessions' processes; a crash
+    in one session leaves the other stepping."""
+    with (
+        serve_process("server.isolated_envs:Crashing", "--isolate", "process", "--workers", "2") as served,
+        _connect(served.ws_url) as victim,
+        _connect(served.ws_url) as bystander,
+    ):
+        pids = [ask(ws, {"type": "reset"})["data"]["observation"]["pid"] for ws in (victim, bystander)]
+        assert set(pids) <= children_of(served.process.pid)
+        answer = ask(victim, {"type": "step", "data": {"crash": "segfault"}})
+        assert "killed by SIGSEGV" in answer["data"]["message"]
+        assert closed_code(victim)[0] == 4410
+        assert ask(bystander, {"type": "step", "data": {}})["data"]["observation"]["steps"] == 1
