@@ -5,6 +5,7 @@ session go on, and no process is left behind."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -195,17 +196,13 @@ def test_http_routes_metadata_and_schema_use_isolated_environments() -> None:
 
 def test_server_shutdown_leaves_no_process_behind() -> None:
     """SRV-ISO-4: open sessions (one mid-step) are closed and their processes reaped."""
-    sockets = []
-    try:
+    with contextlib.ExitStack() as connections:  # closed after the server stopped
         with running(Crashing, isolate="process", drain_timeout_s=0.5) as server:
-            sockets = [ws_connect(server) for _ in range(3)]
+            sockets = [connections.enter_context(ws_connect(server)) for _ in range(3)]
             pids = [ask(ws, {"type": "reset"})["data"]["observation"]["pid"] for ws in sockets]
             sockets[0].send(json.dumps({"type": "step", "data": {"sleep": 30}}))
             assert all(alive(pid) for pid in pids)
-    finally:
-        for ws in sockets:
-            ws.close()
-    assert not [pid for pid in pids if alive(pid)]
+        assert not [pid for pid in pids if alive(pid)]
 
 
 def test_an_unimportable_factory_is_refused_at_once() -> None:
