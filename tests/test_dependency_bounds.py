@@ -41,6 +41,7 @@ FLOORS: dict[str, tuple[str, str]] = {
     ),
     "h11": ("0.16", "0.16 fixes request smuggling through lenient chunked bodies (CVE-2025-43859)"),
     "quart-trio": ("0.11.1", TESTED),
+    "quart": ("0.19", "imported directly (Response, request, redirect), not only through quart-trio; quart-trio 0.11.1's own floor"),
     "hypercorn": ("0.18", "the server adapts Hypercorn 0.18's internals (server/hypercorn_adapter/inventory.py)"),
     "jsonschema": ("4.26", NOT_LOWERED),
     "referencing": ("0.37", NOT_LOWERED),
