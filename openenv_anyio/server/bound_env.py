@@ -17,7 +17,7 @@ import contextlib
 import inspect
 import logging
 import weakref
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from functools import partial
 from typing import Any
 
@@ -88,6 +88,14 @@ def aborted_by(exc: BaseException) -> EnvironmentAborted | None:
     if isinstance(exc, Exception) or _is_cancellation(exc):
         return None
     return EnvironmentAborted(exc)
+
+
+@trio.lowlevel.enable_ki_protection
+async def _awaited_on_loop(call: Awaitable[Any]) -> Any:
+    """An async env method's coroutine, awaited with trio's KeyboardInterrupt protection (as
+    :class:`~.env_runner.InlineRunner` runs sync calls): a Ctrl-C is the process's, delivered
+    to the main task, never raised inside env code as if the env had raised it."""
+    return await call
 
 
 def declared_non_blocking(factory: Any) -> bool | None:
@@ -197,7 +205,7 @@ class BoundEnv:
     async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         method = getattr(self.env, name)
         if self._async[name]:
-            return await method(*args, **kwargs)
+            return await _awaited_on_loop(method(*args, **kwargs))
         return await self.runner.run(partial(method, *args, **kwargs))
 
     async def reset(self, kwargs: Mapping[str, Any]) -> tuple[LiftedObservation, dict[str, Any] | None]:
@@ -207,7 +215,7 @@ class BoundEnv:
             kwargs = {key: value for key, value in kwargs.items() if key in accepted}
         try:
             if self._async["reset"]:
-                observation = await self.env.reset(**kwargs)
+                observation = await _awaited_on_loop(self.env.reset(**kwargs))
                 state = None
             else:
                 observation, state = await self.runner.run(partial(_reset_then_state, self.env, kwargs))
@@ -272,7 +280,7 @@ class BoundEnv:
         on_loop = callable(close) and self._async["close"]
         try:
             if on_loop and close is not None:
-                await close()
+                await _awaited_on_loop(close())
             # a sync close() is the runner's last call: with a thread, one hand-off for both
             await self.runner.aclose(close if callable(close) and not on_loop else None)
         except BaseException as exc:

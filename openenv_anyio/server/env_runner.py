@@ -44,10 +44,17 @@ class EnvRunner(Protocol):
 
 
 class InlineRunner:
-    """Runs calls directly on the event loop (no thread hop)."""
+    """Runs calls directly on the event loop (no thread hop).
+
+    The calls run with trio's KeyboardInterrupt protection: a Ctrl-C that arrives while env
+    code holds the loop's thread is delivered to the main task at its next checkpoint, as the
+    process's, and never raised inside the env's code, where it would read as the env raising
+    ``KeyboardInterrupt`` (SRV-FAULT-1: that session's end, and the process going on).
+    """
 
     __slots__ = ()
 
+    @trio.lowlevel.enable_ki_protection
     async def run(self, fn: Callable[[], Any]) -> Any:
         result = fn()
         if inspect.isawaitable(result):

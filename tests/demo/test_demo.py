@@ -101,6 +101,36 @@ def test_ctrl_c_stops_server_and_agents_cleanly() -> None:
     assert set(summary_rows(stdout)) == {"0", "1", "2", "3", "all"}, stdout  # the episodes so far
 
 
+@pytest.mark.parametrize("env", ["SlowInlineEnv", "SlowAsyncEnv"])
+def test_ctrl_c_while_env_code_runs_on_the_loop_stops_the_demo(env: str) -> None:
+    """Ctrl-C is the user's, not the environment's: arriving while an inline or async env's own
+    code runs on the event loop's thread, it stops everything (exit 130) instead of being taken
+    for that env raising KeyboardInterrupt (SRV-FAULT-1), which ended one session and left the
+    demo running."""
+    import signal
+    import time
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "openenv_anyio", "demo", "--env", f"tests.demo.slow_env:{env}",
+         "--agents", "1", "--episodes", "1000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+    )
+    try:
+        assert process.stderr is not None
+        deadline = time.monotonic() + 60
+        while "episodes" not in process.stderr.readline():  # the first progress line
+            assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.05)  # well inside the next step's 0.2 s of env code
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, stderr
+    assert "raised KeyboardInterrupt" not in stderr, stderr
+
+
 def test_the_summary_names_the_env_and_policy_and_why_agents_failed() -> None:
     """Against a one-session server, the agents beyond the limit are refused: the summary says
     so (their first error), and which environment and policy ran."""
