@@ -2,7 +2,9 @@
 
 One item per case ID (``openenv-conformance::WS-ERR-01``); the whole run happens once, at
 the first item, because the synthetic ``SCHEMA-01`` checks every frame of the run. A
-failed required case fails its item; a not-applicable case is skipped; an optional case
+failed required case fails its item (as does the case in which the server stopped answering,
+optional or not); a not-applicable case is skipped, and so is a case not run because the
+server had stopped answering; an optional case
 that fails and a baselined failure (``--openenv-expected-failures``) are xfailed; a
 baselined case that passes fails. Without ``--openenv-url`` the plugin adds nothing, and
 loading it imports nothing but pytest.
@@ -97,14 +99,14 @@ class ConformanceItem(pytest.Item):
         result = self.run.report().result(self.case.id)
         if result.baseline == "unexpected-pass":
             raise ConformanceFailure(f"{self.case.id} is listed in the expected failures but now passes")
-        if result.verdict.value == "not-applicable":
-            pytest.skip(result.reason or "not applicable")
+        if result.verdict.value in ("not-applicable", "not-run"):
+            pytest.skip(result.reason or result.verdict.value)
         if result.verdict.is_failure:
             evidence = "\n".join(str(event) for event in result.evidence[-12:])
             message = f"{result.verdict.value}: {result.reason}\n{evidence}"
             if result.baseline == "expected-failure":
                 pytest.xfail(f"expected failure (baseline): {result.reason}")
-            if not result.required:
+            if not result.fails_run:
                 pytest.xfail(f"optional case failed: {result.reason}")
             raise ConformanceFailure(message)
 

@@ -3,15 +3,17 @@
 JSON report (``--json FILE``), described exactly by :data:`REPORT_SCHEMA` (tests validate
 real reports against it)::
 
-    {"format": "openenv-anyio-conformance", "format_version": 1,
+    {"format": "openenv-anyio-conformance", "format_version": 2,
      "tool": {"name": "openenv-anyio", "version": "0.1.0"}, "spec_version": "v1",
      "target": "http://127.0.0.1:8000", "started_at": "2026-01-01T00:00:00+00:00",
      "duration_s": 1.2, "passed": true,
+     "stopped": null | {"case": "WS-CONN-02", "after": "WS-ERR-03" | null,
+                        "probe": "GET /health gave no answer within 5 s"},
      "setup": {"action": {...} | null, "action_source": "option" | "schema" | "none",
                "action_problem": str | null, "invalid_action": {...} | null,
                "timeout_s": 10.0, "frame_limit_mb": 16 | null, "max_sessions": 8 | null},
      "summary": {"total": 28, "pass": 20, "non-strict": 1, "fail": 2, "timeout": 0,
-                 "not-applicable": 2, "informational": 1,
+                 "not-applicable": 2, "informational": 1, "not-run": 0,
                  "expected-failures": 2, "unexpected-passes": 0},
      "cases": [{"id": "WS-ERR-02", "title": "...", "requirements": ["WS-ERR-2"],
                 "required": true, "verdict": "fail", "reason": str | null,
@@ -26,9 +28,13 @@ real reports against it)::
                               "faults": [{"pointer": "/data/done", "keyword": "required",
                                           "message": str}]}]}]}
 
+``stopped`` is set when the server stopped answering during the run: ``case`` timed out and
+the liveness probe that followed (``probe``) got no answer either; the cases after it that
+need the server have the verdict ``not-run`` (format version 2 added both).
+
 JUnit XML (``--junit FILE``): one ``testcase`` per case (``classname`` is the case group,
 ``name`` the ID and title); a ``failure`` exactly when the case fails the run, ``skipped``
-for not-applicable cases and baselined failures, the wire log in ``system-out``.
+for not-applicable and not-run cases and baselined failures, the wire log in ``system-out``.
 """
 
 from __future__ import annotations
@@ -81,10 +87,13 @@ REPORT_SCHEMA: dict[str, Any] = {
     "title": "openenv-anyio conformance report",
     "type": "object",
     "additionalProperties": False,
-    "required": ["format", "format_version", "tool", "spec_version", "target", "started_at", "duration_s", "passed", "setup", "summary", "cases"],
+    "required": [
+        "format", "format_version", "tool", "spec_version", "target", "started_at", "duration_s", "passed", "stopped",
+        "setup", "summary", "cases",
+    ],
     "properties": {
         "format": {"const": "openenv-anyio-conformance"},
-        "format_version": {"const": 1},
+        "format_version": {"const": 2},
         "tool": {
             "type": "object",
             "required": ["name", "version"],
@@ -95,6 +104,17 @@ REPORT_SCHEMA: dict[str, Any] = {
         "started_at": {"type": "string"},
         "duration_s": {"type": "number", "minimum": 0},
         "passed": {"type": "boolean"},
+        "stopped": {
+            "oneOf": [
+                {"type": "null"},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["case", "after", "probe"],
+                    "properties": {"case": {"type": "string"}, "after": _NULLABLE_STR, "probe": {"type": "string"}},
+                },
+            ]
+        },
         "setup": {
             "type": "object",
             "additionalProperties": False,
@@ -175,13 +195,16 @@ def to_json(report: RunReport) -> dict[str, Any]:
     setup = report.setup
     return {
         "format": "openenv-anyio-conformance",
-        "format_version": 1,
+        "format_version": 2,
         "tool": {"name": "openenv-anyio", "version": _tool_version()},
         "spec_version": SPEC_VERSION,
         "target": setup.target.http_base,
         "started_at": report.started_at,
         "duration_s": round(report.duration_s, 6),
         "passed": report.passed,
+        "stopped": None if report.stopped is None else {
+            "case": report.stopped.case_id, "after": report.stopped.after, "probe": report.stopped.probe,
+        },
         "setup": {
             "action": None if setup.action is None else dict(setup.action),
             "action_source": setup.action_source,
@@ -200,6 +223,10 @@ def _evidence_text(result: CaseResult) -> str:
     return "\n".join(str(event) for event in result.evidence)
 
 
+#: verdicts reported as skipped test cases (no verdict on the server's behaviour)
+_SKIPPED = (Verdict.NOT_APPLICABLE, Verdict.NOT_RUN)
+
+
 def to_junit_xml(report: RunReport) -> str:
     """JUnit XML for CI systems: a failure exactly where the run fails."""
     counts = summary_counts(report)
@@ -209,7 +236,7 @@ def to_junit_xml(report: RunReport) -> str:
         tests=str(counts["total"]),
         failures=str(sum(r.fails_run for r in report.results)),
         errors="0",
-        skipped=str(sum(r.verdict is Verdict.NOT_APPLICABLE or r.baseline == "expected-failure" for r in report.results)),
+        skipped=str(sum(r.verdict in _SKIPPED or r.baseline == "expected-failure" for r in report.results)),
         time=f"{report.duration_s:.3f}",
         timestamp=report.started_at,
     )
@@ -230,8 +257,8 @@ def to_junit_xml(report: RunReport) -> str:
                 message = "listed in the expected failures but now passes: remove it from the baseline"
             failure = ET.SubElement(testcase, "failure", message=message, type=result.verdict.value)
             failure.text = _evidence_text(result)
-        elif result.verdict is Verdict.NOT_APPLICABLE:
-            ET.SubElement(testcase, "skipped", message=result.reason or "not applicable")
+        elif result.verdict in _SKIPPED:
+            ET.SubElement(testcase, "skipped", message=result.reason or result.verdict.value)
         elif result.baseline == "expected-failure":
             ET.SubElement(testcase, "skipped", message=f"expected failure (baseline): {result.reason}")
         out = [f"verdict: {result.verdict.value}" + ("" if result.required else " (optional)"), f"requirements: {', '.join(result.requirements)}"]
@@ -253,6 +280,7 @@ _COLOURS = {
     Verdict.TIMEOUT: "31",
     Verdict.NOT_APPLICABLE: "2",
     Verdict.INFORMATIONAL: "36",
+    Verdict.NOT_RUN: "2",
 }
 _EVIDENCE_LINES = 8
 
@@ -281,7 +309,7 @@ def render_terminal(report: RunReport, *, colour: bool = False, evidence: bool =
             f"{result.case_id:<{width}}  {paint(f'{label:<14}', _COLOURS[result.verdict])}  "
             f"{kind:<8}  {result.title}  [{', '.join(result.requirements)}]"
         )
-        if result.reason and result.verdict is not Verdict.PASS:
+        if result.reason and result.verdict is not Verdict.PASS and not (report.stopped and result.verdict is Verdict.NOT_RUN):
             lines.append(f"{'':<{width}}    {result.reason}")
         for note in result.notes:
             lines.append(f"{'':<{width}}    note: {note}")
@@ -291,6 +319,11 @@ def render_terminal(report: RunReport, *, colour: bool = False, evidence: bool =
                 lines.append(f"{'':<{width}}    ... {len(result.evidence) - len(shown)} earlier event(s)")
             lines += [f"{'':<{width}}    {line}" for event in shown for line in str(event).splitlines()]
     counts = summary_counts(report)
+    if report.stopped is not None:  # said once, not on each case it left unrun
+        lines.append(
+            f"{report.stopped.describe()} (found in {report.stopped.case_id}); "
+            f"{counts[Verdict.NOT_RUN.value]} later case(s) not run"
+        )
     parts = [f"{counts[v.value]} {v.value}" for v in Verdict if counts[v.value]]
     if counts["expected-failures"]:
         parts.append(f"{counts['expected-failures']} expected failure(s)")

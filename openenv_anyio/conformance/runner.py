@@ -1,6 +1,14 @@
 """Run conformance cases against a server: learn its schema, then each case under its own
 timeout (a trio cancel scope), so a hanging server costs one timeout verdict per case and
 the run always ends.
+
+A case that times out may mean the server is slow at that one thing, or that it stopped
+answering altogether. The runner tells them apart with a liveness probe, ``GET /health`` under
+a short cancel scope (any HTTP status is an answer): a server that still answers keeps the
+per-case behaviour; one that does not is said to have stopped answering, once, in the verdict
+of the case where it was found (:class:`ServerStopped`), and every later case that needs the
+server gets ``not-run`` instead of its own timeout. Cases that only judge what the run
+recorded (``SCHEMA-01``) still run.
 """
 
 from __future__ import annotations
@@ -25,7 +33,29 @@ from .driver import DriverError, HttpProbe, Target, check_reachable
 from .evidence import Recorder, WireEvent
 from .verdicts import CaseFailed, CaseResult, NotApplicable, Verdict
 
-__all__ = ["CheckOptions", "RunReport", "run_checks", "run_checks_sync"]
+__all__ = ["CheckOptions", "RunReport", "ServerStopped", "run_checks", "run_checks_sync"]
+
+#: the liveness probe's bound after a timed-out case (at most the per-case timeout)
+PROBE_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStopped:
+    """The server stopped answering: found in ``case_id`` (which timed out, and whose liveness
+    probe got no answer: ``probe``), after ``after`` (the last case before it, or None)."""
+
+    case_id: str
+    after: str | None
+    probe: str
+
+    def describe(self) -> str:
+        """``the server stopped answering after WS-ERR-03: GET /health gave no answer within 5 s``"""
+        when = f"after {self.after}" if self.after else f"during {self.case_id}, the first case"
+        return f"the server stopped answering {when}: {self.probe}"
+
+    def not_run_reason(self) -> str:
+        return f"not run: the server stopped answering during {self.case_id}"
+
 
 @dataclass(slots=True)
 class RunReport:
@@ -36,6 +66,8 @@ class RunReport:
     started_at: str
     duration_s: float = 0.0
     results: list[CaseResult] = field(default_factory=list)
+    #: set when the server stopped answering during the run (the later cases were not run)
+    stopped: ServerStopped | None = None
 
     @property
     def passed(self) -> bool:
@@ -158,6 +190,29 @@ def _frame_type(preview: str) -> str:
     return found.group(1) if found else ""
 
 
+async def _probe_liveness(http: HttpProbe, bound: float) -> str | None:
+    """None when the server answers ``GET /health`` (any status) within ``bound`` seconds;
+    otherwise what happened instead. The probe is recorded with the current case's evidence."""
+    with trio.move_on_after(bound):
+        try:
+            await http.request("GET", "/health")
+        except DriverError as exc:  # refused, reset: nothing answers either
+            return str(exc)
+        return None
+    return f"GET /health gave no answer within {bound:g} s"
+
+
+def _not_run(case: Case, stopped: ServerStopped) -> CaseResult:
+    return CaseResult(
+        case_id=case.id,
+        title=case.title,
+        requirements=case.requirements,
+        required=case.required,
+        verdict=Verdict.NOT_RUN,
+        reason=stopped.not_run_reason(),
+    )
+
+
 def _timeout_reason(evidence: list[WireEvent], timeout_s: float) -> str:
     """Say what the case was waiting for when its time ran out."""
     last = evidence[-1] if evidence else None
@@ -186,7 +241,19 @@ async def run_checks(options: CheckOptions) -> RunReport:
             setup = await _learn_setup(options, target, http)
         report = RunReport(options=options, setup=setup, started_at=started_at)
         for case in cases:
-            report.results.append(await _run_case(case, setup, recorder, http))
+            if report.stopped is not None and not case.offline:
+                report.results.append(_not_run(case, report.stopped))
+                continue
+            result = await _run_case(case, setup, recorder, http)
+            if result.verdict is Verdict.TIMEOUT and report.stopped is None and not case.offline:
+                silence = await _probe_liveness(http, min(PROBE_TIMEOUT_S, setup.timeout_s))
+                if silence is not None:
+                    after = report.results[-1].case_id if report.results else None
+                    report.stopped = ServerStopped(case.id, after, silence)
+                    result.reason = f"{report.stopped.describe()}; {result.reason}"
+                    result.ended_run = True
+                    result.evidence = recorder.for_case(case.id)
+            report.results.append(result)
     report.duration_s = time.monotonic() - started
     return report
 

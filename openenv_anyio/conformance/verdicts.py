@@ -26,6 +26,7 @@ class Verdict(enum.StrEnum):
     TIMEOUT = "timeout"  # the case did not finish in time: a failure
     NOT_APPLICABLE = "not-applicable"
     INFORMATIONAL = "informational"
+    NOT_RUN = "not-run"  # the server had stopped answering before the case's turn: no verdict
 
     @property
     def is_failure(self) -> bool:
@@ -59,10 +60,14 @@ class CaseResult:
     evidence: list[WireEvent] = field(default_factory=list)
     #: None, "expected-failure" (listed in the baseline and failed) or "unexpected-pass"
     baseline: str | None = None
+    #: the server stopped answering during this case: the cases after it were not run
+    ended_run: bool = False
 
     @property
     def fails_run(self) -> bool:
-        """True when this result alone makes the run fail."""
+        """True when this result alone makes the run fail (a server that stopped answering
+        fails the run in whichever case it stopped: the required cases after it went unjudged)."""
         if self.baseline == "unexpected-pass":
             return True
-        return self.required and self.verdict.is_failure and self.baseline != "expected-failure"
+        counts = self.required or self.ended_run
+        return counts and self.verdict.is_failure and self.baseline != "expected-failure"

@@ -66,6 +66,9 @@ class Flaws:
     close_code: int = 1000  # the code used after `close`
     binary_closes: bool = False  # a binary frame closes the connection silently
     future_member: bool = False  # observation data carries a member v1 does not name (not a flaw: COMPAT-1)
+    #: after this many /ws connections, nothing is answered any more, HTTP included (connections
+    #: are still accepted): what openenv-core 0.3.0's template server does after ~11 sessions
+    stops_answering_after: int | None = None
 
 
 @dataclass
@@ -101,8 +104,14 @@ class MinimalServer:
         self.sessions: dict[int, EchoEnv] = {}
         self.subscribers: set[trio.MemorySendChannel[str]] = set()
         self._ids = itertools.count(1)
+        self.ws_connections = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        limit = self.flaws.stops_answering_after
+        if scope["type"] in ("http", "websocket") and limit is not None and self.ws_connections >= limit:
+            await trio.sleep_forever()  # wedged: the request is read by the server, never answered
+        if scope["type"] == "websocket" and scope["path"] == "/ws":
+            self.ws_connections += 1
         if scope["type"] == "http":
             await self.http(scope, receive, send)
         elif scope["type"] == "websocket":

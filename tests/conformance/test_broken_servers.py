@@ -90,3 +90,41 @@ def test_failure_survives_a_server_that_never_answers_close() -> None:
     assert report.verdicts() == {"WS-CONN-01": "fail", "WS-ERR-04": "fail"}
     assert "expected a state frame" in (report.result("WS-CONN-01").reason or "")
     assert report.result("WS-CONN-01").evidence[-1].faults[0].keyword in ("enum", "const", "if", "type")
+
+
+def test_a_server_that_stops_answering_is_said_once_and_the_rest_is_not_run() -> None:
+    """After its second session the server answers nothing, HTTP included: the case that got
+    no answer says the server stopped (GET /health, bounded, got no answer either), the cases
+    after it are not run, and SCHEMA-01 still judges the frames the run recorded."""
+    only = ["WS-CONN-01", "WS-RESET-01", "WS-STEP-01", "WS-STATE-01", "HTTP-01", "HTTP-02", "SCHEMA-01"]
+    with serve_in_thread(MinimalServer(Flaws(stops_answering_after=2))) as url:
+        report = run_checks_sync(CheckOptions(url, only=only, timeout_s=2))
+    assert report.verdicts() == {
+        "WS-CONN-01": "pass",
+        "WS-RESET-01": "pass",
+        "WS-STEP-01": "timeout",
+        "WS-STATE-01": "not-run",
+        "HTTP-01": "not-run",
+        "HTTP-02": "not-run",
+        "SCHEMA-01": "pass",
+    }
+    stopped = report.result("WS-STEP-01")
+    assert stopped.reason is not None
+    assert stopped.reason.startswith("the server stopped answering after WS-RESET-01: GET /health gave no answer within ")
+    assert "no verdict within 2 s" in stopped.reason  # what the case itself was waiting for
+    assert [e.preview for e in stopped.evidence if e.channel == "http"] == ["GET /health"]  # the probe, unanswered
+    assert stopped.fails_run and not report.passed
+    assert report.stopped is not None and report.stopped.case_id == "WS-STEP-01"
+    for case_id in ("WS-STATE-01", "HTTP-01", "HTTP-02"):
+        result = report.result(case_id)
+        assert result.reason == "not run: the server stopped answering during WS-STEP-01"
+        assert not result.evidence and not result.fails_run
+
+
+def test_an_optional_case_the_server_stops_answering_in_fails_the_run() -> None:
+    """The cases left unjudged are required ones: stopping is a failure even in an optional case."""
+    only = ["WS-CONN-01", "WS-RESET-04", "HTTP-01"]
+    with serve_in_thread(MinimalServer(Flaws(stops_answering_after=1))) as url:
+        report = run_checks_sync(CheckOptions(url, only=only, timeout_s=2))
+    assert report.verdicts() == {"WS-CONN-01": "pass", "WS-RESET-04": "timeout", "HTTP-01": "not-run"}
+    assert report.result("WS-RESET-04").fails_run and not report.passed

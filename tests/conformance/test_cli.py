@@ -17,6 +17,7 @@ from openenv_anyio.cli import main
 from openenv_anyio.conformance.reports import REPORT_SCHEMA
 
 from .conftest import EXTENSION_CASES
+from .minimal_server import Flaws, MinimalServer, serve_in_thread
 
 
 def check(*args: str) -> int:
@@ -145,3 +146,22 @@ def test_a_loopback_server_is_never_checked_through_a_proxy(minimal_url: str, tm
     verdicts = {c["id"]: c["verdict"] for c in json.loads(report_file.read_text())["cases"]}
     assert done.returncode == 0, (verdicts, done.stdout[-2000:])
     assert verdicts["HTTP-01"] == "pass"
+
+
+def test_a_server_that_stops_answering_in_every_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The stop is said once (terminal line, JSON ``stopped``); the cases after it are
+    ``not-run`` in the JSON and skipped in JUnit; the case where it stopped is the failure."""
+    report_file, junit = tmp_path / "report.json", tmp_path / "report.xml"
+    with serve_in_thread(MinimalServer(Flaws(stops_answering_after=1))) as url:
+        status = check(url, "--only", "WS-CONN-01", "WS-RESET-01", "HTTP", "--timeout", "2", "--json", str(report_file), "--junit", str(junit))
+    assert status == 1
+    out = capsys.readouterr().out
+    assert out.count("the server stopped answering after WS-CONN-01: GET /health gave no answer within 2 s") == 2  # case + summary
+    assert "(found in WS-RESET-01); 7 later case(s) not run" in out
+    assert out.count("not run: the server stopped answering") == 0  # not repeated on each case
+    report = json.loads(report_file.read_text())
+    jsonschema.validate(report, REPORT_SCHEMA, cls=jsonschema.Draft202012Validator)
+    assert report["stopped"] == {"case": "WS-RESET-01", "after": "WS-CONN-01", "probe": "GET /health gave no answer within 2 s"}
+    assert report["summary"]["not-run"] == 7 and report["summary"]["timeout"] == 1
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == "1" and suite.get("skipped") == "7"
