@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from .minimal_server import Flaws, MinimalServer, serve_in_thread
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = "openenv_anyio.conformance.pytest_plugin"
@@ -73,6 +74,16 @@ def test_expected_failures_become_xfail(tmp_path: Path, openenv_core_url: str) -
     done = run_pytest(tmp_path, "--openenv-url", openenv_core_url, "--openenv-expected-failures", str(baseline))
     assert done.returncode == 0, done.stdout
     assert outcome_counts(done.stdout) == {"passed": 28, **_vector_dependent(skipped=7, xfailed=3)}
+
+
+def test_a_server_that_stops_answering_fails_one_item_and_skips_the_rest(tmp_path: Path) -> None:
+    with serve_in_thread(MinimalServer(Flaws(stops_answering_after=1))) as url:
+        done = run_pytest(tmp_path, "--openenv-url", url, "--openenv-timeout", "2")
+    assert done.returncode == 1
+    # the project's own test, WS-CONN-01 and SCHEMA-01 pass; the 35 other cases are not run
+    assert outcome_counts(done.stdout) == {"failed": 1, "passed": 3, "skipped": 35}
+    assert re.findall(r"FAILED \S*openenv-conformance::(\S+)", done.stdout) == ["WS-RESET-01"]
+    assert "the server stopped answering after WS-CONN-01: GET /health gave no answer within 2 s" in done.stdout
 
 
 @pytest.mark.parametrize("module", ["trio", "httpx", "trio_websocket"])
