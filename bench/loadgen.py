@@ -46,6 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, required=True, help="where the ready and go files live")
     parser.add_argument("--cap", type=float, required=True)
     parser.add_argument("--backend", default=None)
+    parser.add_argument(
+        "--connect-timeout", type=float, default=None,
+        help="the client's bound on connect + opening handshake, in seconds (ours only; default: the client's own)",
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     raise_fd_limit()
@@ -54,6 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     except StackUnavailable as exc:
         print(str(exc), file=sys.stderr)
         return 2
+    opener = stack.open_session
+    if args.connect_timeout is not None:
+        if args.stack != "ours":
+            print("--connect-timeout applies to our client only", file=sys.stderr)
+            return 2
+        opener = functools.partial(stack.open_session, connect_timeout_s=args.connect_timeout)
     (args.dir / f"ready-{os.getpid()}").touch()
     start_at = _wait_for_go(args.dir / "go", timeout_s=120.0)
     if start_at is None:
@@ -61,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     burst = functools.partial(
         sessions.run_burst,
-        stack.open_session,
+        opener,
         args.url,
         args.sessions,
         args.steps,

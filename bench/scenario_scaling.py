@@ -45,10 +45,19 @@ def scenario_scaling(ctx: Context) -> list[Row]:
 
 
 def _scaling_run(
-    ctx: Context, stack: str, n: int, *, workers: int = 1, kind: str = "sleep", steps: int = SCALING_STEPS, clients: int | None = None
+    ctx: Context,
+    stack: str,
+    n: int,
+    *,
+    workers: int = 1,
+    kind: str = "sleep",
+    steps: int = SCALING_STEPS,
+    clients: int | None = None,
+    connect_timeout_s: float | None = None,
 ) -> Measurement:
     """One burst of ``n`` sessions of ``stack``'s client against a fresh ``stack`` server
-    (``workers`` server processes: ours ``--workers``, OpenEnv uvicorn's ``workers``)."""
+    (``workers`` server processes: ours ``--workers``, OpenEnv uvicorn's ``workers``);
+    ``connect_timeout_s``: our client's bound on connect + handshake (default: its own)."""
     m = Measurement(stack if workers == 1 else f"{stack} x{workers}")
     try:
         client_stack(stack)
@@ -72,6 +81,8 @@ def _scaling_run(
             for i, share in enumerate(shares):  # workers import their client while the server starts
                 argv = ["-m", "bench.loadgen", stack, server.url, "--sessions", str(share), "--steps",
                         str(steps), "--dir", tmp, "--cap", repr(cap), "--out", str(folder / f"out-{i}.json")]
+                if connect_timeout_s is not None:
+                    argv += ["--connect-timeout", repr(connect_timeout_s)]
                 procs.append(spawn(argv)[0])
             server.wait_ready(timeout_s=START_TIMEOUT_S if workers == 1 else 180.0)  # uvicorn's workers listen once imported
             wait_healthy(server, workers)

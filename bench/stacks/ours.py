@@ -50,12 +50,13 @@ def start_server(kind: str, *, max_concurrent_envs: int | None = None, wait: boo
 
 
 @asynccontextmanager
-async def open_session(url: str) -> AsyncIterator[Any]:
-    """One ``EnvClient`` connection (works under asyncio and trio)."""
+async def open_session(url: str, **options: Any) -> AsyncIterator[Any]:
+    """One ``EnvClient`` connection (works under asyncio and trio); ``options`` are
+    ``EnvClient``'s keyword arguments (its defaults when none)."""
     check_client()
     from openenv_anyio.client import EnvClient
 
-    async with EnvClient(url) as env:
+    async with EnvClient(url, **options) as env:
         yield env
 
 

@@ -182,3 +182,36 @@ def test_connection_cpu_measures_each_server_and_rejects_bad_input() -> None:
             cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60,
         )
         assert refused.returncode == 2 and "Traceback" not in refused.stderr, (bad, refused.stderr)
+
+
+def test_loadgen_connect_timeout_reaches_our_client_and_only_ours() -> None:
+    """bench.loadgen --connect-timeout: our client's bound on connect + handshake is the one
+    given (a listener that never answers the handshake: the session fails naming it); the
+    option is refused for another stack's client."""
+    import json
+    import socket
+    import tempfile
+    from pathlib import Path
+
+    _require_ours()
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    with socket.socket() as silent, tempfile.TemporaryDirectory() as tmp:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # accepts (in the kernel) and never answers
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        (Path(tmp) / "go").write_text(repr(time.time()))
+        out = Path(tmp) / "out.json"
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.loadgen", "ours", url, "--sessions", "1", "--steps", "1", "--dir", tmp,
+             "--cap", "60", "--connect-timeout", "0.25", "--out", str(out)],
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        [outcome] = json.loads(out.read_text())
+        assert not outcome["ok"] and "connect_timeout_s=0.25 s" in outcome["error"], outcome
+        refused = subprocess.run(
+            [sys.executable, "-m", "bench.loadgen", "openenv", url, "--sessions", "1", "--dir", tmp,
+             "--cap", "60", "--connect-timeout", "30", "--out", str(out)],
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
+        )
+        assert refused.returncode == 2 and "our client only" in refused.stderr, refused.stderr
