@@ -12,13 +12,14 @@ from typing import Any
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from ..core import FrameCodec, ProtocolError, Reset, dumps, parse_json
+from ..core import ErrorCode, FrameCodec, ProtocolError, Reset, dumps, parse_json
 from ..core.openapi import openapi_document
 from .bound_env import EnvironmentAborted, FactoryFailure
 from .context import AtCapacity, ServerContext
 from .env_profile import EnvProfile
 from .access import ACCESS_ROUTE, presented_role
 from .error_text import public_error
+from .large_frames import LARGE_FRAME_CHARS
 from .web_page import add_web_routes
 from .observability.metrics import CONTENT_TYPE, exposition
 from .mcp_http import add_mcp_route
@@ -73,14 +74,32 @@ class _BadBody(Exception):
         self.response = response
 
 
-async def _json_body(*, default: Any) -> Any:
-    raw = await request.get_data()
-    if not raw.strip():
-        return default
+async def _json_body(ctx: ServerContext, *, default: Any) -> Any:
+    """The request's JSON body (``default`` when blank); a body over 1 MiB is held to the
+    server's budget of bytes in flight and parsed off the event loop (``SRV-MEM-1``, ``SRV-MEM-2``)."""
+
+    def parse(raw: bytes) -> Any:
+        return parse_json(raw) if raw.strip() else default
+
+    size = request.content_length
     try:
-        return parse_json(raw)
+        if size is not None and size > LARGE_FRAME_CHARS:
+            return await ctx.large_frames.parse_body(size, request.get_data, parse)
+        raw = await request.get_data()
+        if len(raw) > LARGE_FRAME_CHARS:  # a chunked body: its size is known once read
+            return await ctx.large_frames.parse_body(len(raw), lambda: _read(raw), parse)
+        return parse(raw)
     except ProtocolError as error:
+        if error.code is ErrorCode.SERVER_BUSY:
+            busy = _json({"detail": error.message, "code": error.code.value}, 503)
+            busy.headers["Retry-After"] = "1"
+            busy.headers["Connection"] = "close"  # the body was not read: this connection takes no next request
+            raise _BadBody(busy) from None
         raise _BadBody(_json({"detail": [{"loc": ["body"], "msg": error.message, "type": "json_invalid"}]}, 422)) from None
+
+
+async def _read(raw: bytes) -> bytes:
+    return raw
 
 
 def _server_error(ctx: ServerContext, exc: BaseException) -> Response:
@@ -179,7 +198,7 @@ def create_app(ctx: ServerContext) -> QuartTrio:
 
     @app.post("/reset")
     async def reset() -> Response:  # HTTP-4
-        body = await _json_body(default={})
+        body = await _json_body(ctx, default={})
         try:
             frame = codec.decode_value({"type": "reset", "data": body})
         except ProtocolError as error:
@@ -194,7 +213,7 @@ def create_app(ctx: ServerContext) -> QuartTrio:
 
     @app.post("/step")
     async def step() -> Response:  # HTTP-4
-        body = await _json_body(default=None)
+        body = await _json_body(ctx, default=None)
         if not isinstance(body, dict) or not isinstance(body.get("action"), dict):
             missing = {"loc": ["body", "action"], "msg": "Field required: an object", "type": "missing"}
             return _json({"detail": [missing]}, 422)

@@ -16,14 +16,16 @@ UTF-8 bytes, read against the server's budget of bytes in flight (``SRV-MEM-1``,
 :mod:`.inflight_bytes`), parsed without making a ``str`` of them, and its room in the budget
 is given back as soon as the parse ends. A ``HeldText`` without bytes is a frame the budget
 had no room for: it is answered with ``SERVER_BUSY``. Elsewhere (a plain ASGI server,
-HTTP/2) the frame arrives as text and only the parse moves to the thread.
+HTTP/2) the frame arrives as text and only the parse moves to the thread. A large HTTP
+request body (``POST /reset``, ``POST /step``) takes the same way (:meth:`LargeFrames.parse_body`):
+its declared size reserved before it is read, its parse in the thread, taking its turn.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, TypeVar
 
 import trio
 
@@ -37,6 +39,8 @@ __all__ = ["LARGE_FRAME_CHARS", "LargeFrames"]
 #: Frames longer than this (characters of text) are parsed off the event loop.
 LARGE_FRAME_CHARS: Final = FAST_FRAME_LIMIT
 
+_Parsed = TypeVar("_Parsed")
+
 
 class LargeFrames:
     """The server's budget of bytes in flight and its one worker thread for large parses."""
@@ -46,7 +50,7 @@ class LargeFrames:
         self._parsing = trio.Lock()
         self._next_parse = -math.inf  # trio clock time before which no parse starts
 
-    async def _parse(self, decode: Callable[[Any], ClientFrame], payload: Any) -> ClientFrame:
+    async def _parse(self, decode: Callable[[Any], _Parsed], payload: Any) -> _Parsed:
         """``decode(payload)`` in a worker thread, one at a time, paced (see the module doc)."""
         async with self._parsing:
             await trio.sleep_until(self._next_parse)
@@ -64,13 +68,27 @@ class LargeFrames:
             return await self._parse(decode_client_frame, payload)
         try:
             if payload.data is None:
-                budget = self.budget
-                raise ProtocolError(
-                    ErrorCode.SERVER_BUSY,
-                    f"Server busy: no room for a frame of {payload.size} bytes within the {budget.limit} bytes of "
-                    "large frames the server holds at once (SRV-MEM-1); it was dropped unread, nothing ran: "
-                    "send it again later",
-                )
+                raise self._busy(f"a frame of {payload.size} bytes", "it was dropped unread")
             return await self._parse(decode_client_text, payload.data)
         finally:
             payload.release()
+
+    async def parse_body(self, size: int, read: Callable[[], Awaitable[bytes]], parse: Callable[[bytes], _Parsed]) -> _Parsed:
+        """``parse(await read())`` for an HTTP request body of ``size`` bytes: its room in the
+        budget reserved before it is read, and given back once ``parse`` (in a worker thread,
+        taking its turn with the ``/ws`` frames) is done. Raises ``parse``'s errors, and
+        :class:`ProtocolError` ``SERVER_BUSY`` when the budget had no room within its wait."""
+        budget = self.budget
+        if not await budget.reserve(size):
+            raise self._busy(f"a request body of {size} bytes", "it was not parsed")
+        try:
+            return await self._parse(parse, await read())
+        finally:
+            budget.release(size)
+
+    def _busy(self, what: str, fate: str) -> ProtocolError:
+        return ProtocolError(
+            ErrorCode.SERVER_BUSY,
+            f"Server busy: no room for {what} within the {self.budget.limit} bytes of large frames the server "
+            f"holds at once (SRV-MEM-1); {fate}, nothing ran: send it again later",
+        )

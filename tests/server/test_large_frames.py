@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 import pytest
 
 from openenv_anyio.server import ServerConfig
 from openenv_anyio.ws import FAST_FRAME_LIMIT
 
-from .conftest import ask, wait_for, ws_connect
+from .conftest import TIMEOUT, ask, wait_for, ws_connect
 from .test_direct_ws import RESET, EchoText, RawClient, client_frame, step_frame
 
 MIB = 1024 * 1024
@@ -140,3 +141,39 @@ def test_the_budget_is_never_below_the_frame_limit() -> None:
         ServerConfig(max_message_size_mb=2, max_inflight_bytes=MIB)
     assert ServerConfig(max_message_size_mb=2).inflight_limit_bytes == 4 * MIB
     assert ServerConfig(max_message_size_mb=2, max_inflight_bytes=3 * MIB).inflight_limit_bytes == 3 * MIB
+
+
+def _large_step_body(message: str) -> bytes:
+    return json.dumps({"action": {"message": message}}).encode()
+
+
+def test_a_large_http_body_is_held_to_the_same_budget(serve) -> None:
+    """``POST /step`` and ``POST /reset`` bodies over 1 MiB count against the budget of bytes
+    in flight like ``/ws`` frames (``SRV-MEM-1``): no room within the wait is 503 ``SERVER_BUSY``."""
+    with serve(EchoText, **TIGHT, inflight_wait_s=0.0) as server:
+        holder, rest = _hold_room(server)
+        try:
+            message = "x" * (FAST_FRAME_LIMIT + 200_000)
+            with httpx.Client(base_url=server.url, timeout=TIMEOUT) as http:
+                for path, body in (("/step", _large_step_body(message)), ("/reset", json.dumps({"blob": message}).encode())):
+                    busy = http.post(path, content=body, headers={"content-type": "application/json"})
+                    assert busy.status_code == 503, (path, busy.status_code, busy.text[:200])
+                    assert busy.json()["code"] == "SERVER_BUSY" and "SRV-MEM-1" in busy.json()["detail"]
+                    assert busy.headers["retry-after"]
+                assert server.inflight_stats()["refused"] == 2
+
+                holder.sock.sendall(rest)  # the holder's frame completes: room given back
+                assert holder.answer()["type"] == "observation"
+                wait_for(lambda: server.inflight_stats()["bytes"] == 0)
+                taken = http.post("/step", content=_large_step_body(message), headers={"content-type": "application/json"})
+                assert taken.status_code == 200 and taken.json()["observation"]["echo"] == message
+                assert server.inflight_stats() == {"bytes": 0, "waiting": 0, "refused": 2}
+        finally:
+            holder.close()
+
+
+def test_a_large_http_body_that_is_not_json_is_still_422(serve) -> None:
+    with serve(EchoText) as server, httpx.Client(base_url=server.url, timeout=TIMEOUT) as http:
+        answer = http.post("/step", content=b'{"action": {"message": "' + b"x" * (FAST_FRAME_LIMIT + 10), headers={"content-type": "application/json"})
+        assert answer.status_code == 422 and answer.json()["detail"][0]["type"] == "json_invalid"
+        assert server.inflight_stats()["bytes"] == 0
