@@ -97,7 +97,9 @@ class ServerContext:
         self.registry = SessionRegistry(limit, self.shared_capacity, self.instruments.sessions_changed)
         self.hub = UiHub(self.config.max_ui_subscribers, self.instruments)
         self.hosted = HostedSessions(self)
-        self.large_frames = LargeFrames(self.config.inflight_limit_bytes, self.config.inflight_wait_s)
+        self.large_frames = LargeFrames(
+            self.config.inflight_limit_bytes, self.config.inflight_wait_s, self.instruments.inflight_bytes_changed
+        )
 
     async def create_env(self) -> BoundEnv:
         """A new environment for a session or a request (:func:`open_env`)."""

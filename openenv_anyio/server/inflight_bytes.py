@@ -12,12 +12,14 @@ then the frame is refused: dropped unread and answered with ``SERVER_BUSY``. A f
 than the whole budget is refused at once.
 
 Every reservation is one :class:`Waiter` in the queue until granted; the queue is served in
-order (a large reservation is not overtaken by smaller ones that arrive after it).
+order (a large reservation is not overtaken by smaller ones that arrive after it). Every
+change of the bytes held is reported to ``on_change`` (the ``openenv_inflight_bytes`` gauge).
 """
 
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import trio
@@ -34,11 +36,12 @@ class Waiter:
 class InflightBytes:
     """At most ``limit`` bytes reserved at once; a reservation waits at most ``wait_s``."""
 
-    def __init__(self, limit: int, wait_s: float) -> None:
+    def __init__(self, limit: int, wait_s: float, on_change: Callable[[int], None] | None = None) -> None:
         if limit < 1:
             raise ValueError("the budget of bytes in flight must be positive")
         self.limit = limit
         self.wait_s = wait_s
+        self._on_change = on_change
         #: bytes reserved now
         self.held = 0
         #: reservations refused since the server started (no room within ``wait_s``, or larger than the budget)
@@ -57,6 +60,7 @@ class InflightBytes:
             return False
         if not self._queue and self.held + size <= self.limit:
             self.held += size
+            self._changed()
             return True
         waiter = Waiter(size)
         self._queue.append(waiter)
@@ -77,6 +81,11 @@ class InflightBytes:
         self.held -= size
         assert self.held >= 0, "released more than was reserved"
         self._grant()
+        self._changed()
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            self._on_change(self.held)
 
     def _withdraw(self, waiter: Waiter) -> None:
         if waiter.granted.is_set():
@@ -91,3 +100,4 @@ class InflightBytes:
             waiter = queue.popleft()
             self.held += waiter.size
             waiter.granted.set()
+            self._changed()

@@ -45,8 +45,8 @@ _Parsed = TypeVar("_Parsed")
 class LargeFrames:
     """The server's budget of bytes in flight and its one worker thread for large parses."""
 
-    def __init__(self, limit_bytes: int, wait_s: float) -> None:
-        self.budget = InflightBytes(limit_bytes, wait_s)
+    def __init__(self, limit_bytes: int, wait_s: float, on_change: Callable[[int], None] | None = None) -> None:
+        self.budget = InflightBytes(limit_bytes, wait_s, on_change)
         self._parsing = trio.Lock()
         self._next_parse = -math.inf  # trio clock time before which no parse starts
 

@@ -14,6 +14,8 @@ import pytest
 from openenv_anyio.server import ServerConfig
 from openenv_anyio.ws import FAST_FRAME_LIMIT
 
+from tests.ops.scrape import scrape
+
 from .conftest import TIMEOUT, ask, wait_for, ws_connect
 from .test_direct_ws import RESET, EchoText, RawClient, client_frame, step_frame
 
@@ -177,3 +179,20 @@ def test_a_large_http_body_that_is_not_json_is_still_422(serve) -> None:
         answer = http.post("/step", content=b'{"action": {"message": "' + b"x" * (FAST_FRAME_LIMIT + 10), headers={"content-type": "application/json"})
         assert answer.status_code == 422 and answer.json()["detail"][0]["type"] == "json_invalid"
         assert server.inflight_stats()["bytes"] == 0
+
+
+def test_bytes_in_flight_are_a_metric(serve) -> None:
+    """``openenv_inflight_bytes`` follows the budget: the room a frame being read holds, 0
+    once it was parsed and answered."""
+    with serve(EchoText, **TIGHT, inflight_wait_s=60.0) as server:
+        assert scrape(server.url).value("openenv_inflight_bytes") == 0
+        holder, rest = _hold_room(server)
+        try:
+            held = server.inflight_stats()["bytes"]
+            assert held > FAST_FRAME_LIMIT
+            assert scrape(server.url).value("openenv_inflight_bytes") == held
+            holder.sock.sendall(rest)
+            assert holder.answer()["type"] == "observation"
+            wait_for(lambda: scrape(server.url).value("openenv_inflight_bytes") == 0)
+        finally:
+            holder.close()

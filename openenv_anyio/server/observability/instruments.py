@@ -146,6 +146,12 @@ class Instruments:
         if self.metrics is not None:
             self.metrics.handed_over_to[to]()
 
+    # -- large frames (SRV-MEM-1) ------------------------------------------------------------
+
+    def inflight_bytes_changed(self, held: int) -> None:
+        if self.metrics is not None:
+            self.metrics.inflight_bytes.set(held)
+
     # -- /ws/ui ----------------------------------------------------------------------------
 
     def ui_subscribers_changed(self, count: int) -> None:

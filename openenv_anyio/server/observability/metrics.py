@@ -99,6 +99,12 @@ class ServerMetrics:
             "From a /ws upgrade accepted to the session ready to serve (its environment created).",
             registry=registry, buckets=DURATION_BUCKETS,
         )
+        self.inflight_bytes = Gauge(
+            "openenv_inflight_bytes",
+            "Bytes of large inbound frames and request bodies (over 1 MiB) held against the server's budget "
+            "(--max-inflight-bytes, SRV-MEM-1): reserved when they start arriving, given back once parsed.",
+            registry=registry, multiprocess_mode="livesum",
+        )
         self.ui_subscribers = Gauge(
             "openenv_ui_subscribers", "Open /ws/ui connections.", registry=registry, multiprocess_mode="livesum"
         )
