@@ -81,11 +81,16 @@ async def _json_body(ctx: ServerContext, *, default: Any) -> Any:
     def parse(raw: bytes) -> Any:
         return parse_json(raw) if raw.strip() else default
 
+    async def read() -> bytes:
+        data = await request.get_data(as_text=False)
+        assert isinstance(data, bytes)
+        return data
+
     size = request.content_length
     try:
         if size is not None and size > LARGE_FRAME_CHARS:
-            return await ctx.large_frames.parse_body(size, request.get_data, parse)
-        raw = await request.get_data()
+            return await ctx.large_frames.parse_body(size, read, parse)
+        raw = await read()
         if len(raw) > LARGE_FRAME_CHARS:  # a chunked body: its size is known once read
             return await ctx.large_frames.parse_body(len(raw), lambda: _read(raw), parse)
         return parse(raw)
