@@ -19,7 +19,7 @@ import logging
 import weakref
 from collections.abc import Awaitable, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 import trio
 
@@ -262,6 +262,15 @@ class BoundEnv:
     def name(self) -> str:
         """The environment's class name, for log lines."""
         return type(self.env).__qualname__
+
+    async def watch_lost(self) -> EnvironmentLost | None:
+        """Return once the environment is found gone between requests (``SRV-ISO-2``; only
+        an environment in a process of its own can be: :attr:`WATCHED`); ``None`` when it
+        will not be (it ended otherwise). Its session runs it beside its requests."""
+        return None
+
+    #: whether :meth:`watch_lost` can ever find the environment gone (a session runs it only then)
+    WATCHED: ClassVar[bool] = False
 
     def still_closing(self) -> bool:
         """Whether a ``close()`` that :meth:`aclose` stopped waiting for still runs (on the

@@ -68,6 +68,8 @@ ACCEPT: Final = {"type": "websocket.accept", INVALID_TEXT_REPLY: INVALID_UTF8_AN
 Request: TypeAlias = Reset | Step | StateRequest | Mcp
 
 _perf_counter: Final = time.perf_counter
+#: the longest close reason a close frame carries (RFC 6455: 125 bytes of payload, 2 of them the code)
+_CLOSE_REASON_MAX: Final = 123
 
 
 async def close_websocket(send: AsgiSend, code: CloseCode, reason: str = "") -> None:
@@ -139,7 +141,10 @@ class WsSession:
     """
 
     #: why the loop stops when asked from outside: (reason, close code, close reason)
-    _STOPS = {"shutdown": (CloseCode.GOING_AWAY, "server shutting down")}
+    _STOPS = {
+        "shutdown": (CloseCode.GOING_AWAY, "server shutting down"),
+        "lost": (CloseCode.ENVIRONMENT_LOST, "environment lost"),  # SRV-ISO-2, between requests
+    }
     #: ends of the connection after which the session lives on (and holds its slot)
     _KEEPS_SLOT: frozenset[str] = frozenset()
 
@@ -252,8 +257,33 @@ class WsSession:
         return attributes
 
     def _serve_traced(self) -> Awaitable[str]:
-        """:meth:`_serve`, inside the session's span when tracing. (Not a coroutine itself
-        when not tracing: every frame's wait resumes each coroutine above it.)"""
+        """:meth:`_serve`, inside the session's span when tracing, and beside the watch of its
+        environment's process when it has one. (Not a coroutine itself otherwise: every
+        frame's wait resumes each coroutine above it.)"""
+        env = self.env
+        if env is not None and env.WATCHED:
+            return self._serve_watched(env)
+        return self._serve_spanned()
+
+    async def _serve_watched(self, env: BoundEnv) -> str:
+        """Serve while a task of the session's watches ``env``: found gone between requests
+        (its process died while the session waited for the client), it ends the session
+        then, with the close code of a lost environment (``SRV-ISO-2``)."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._watch_env, env)
+            reason = await self._serve_spanned()
+            nursery.cancel_scope.cancel()
+        return reason
+
+    async def _watch_env(self, env: BoundEnv) -> None:
+        lost = await env.watch_lost()
+        if lost is None or self.aborted is not None:
+            return
+        log.error("session %s: %s; ending the session", self.session_id, lost)
+        self.aborted = lost
+        self._request_stop("lost")
+
+    def _serve_spanned(self) -> Awaitable[str]:
         if self.ctx.instruments.tracer is None:
             return self._serve()
         return self._serve_in_span(self.ctx.instruments.tracer)
@@ -287,6 +317,8 @@ class WsSession:
                 self._wait_scope = None
                 if self._stop is not None:
                     code, reason = self._STOPS[self._stop]
+                    if self._stop == "lost" and self.aborted is not None:
+                        reason = str(self.aborted)[:_CLOSE_REASON_MAX]  # how the process ended
                     self._ending(self._stop)
                     self.close_code = code
                     await close_websocket(send, code, reason)

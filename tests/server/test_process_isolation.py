@@ -20,6 +20,8 @@ from websockets.sync.client import ClientConnection, connect
 
 from openenv_anyio.server.isolation import ProcessIsolated
 
+from tests.ops.scrape import scrape
+
 from .conftest import TIMEOUT, ask, running, wait_for, ws_connect
 from .isolated_envs import AsyncCrashing, Crashing, CrashingFactory, RaisingFactory
 from .test_sessions import closed_code
@@ -284,3 +286,20 @@ def test_workers_and_process_isolation_combine() -> None:
         assert "killed by SIGSEGV" in answer["data"]["message"]
         assert closed_code(victim)[0] == 4410
         assert ask(bystander, {"type": "step", "data": {}})["data"]["observation"]["steps"] == 1
+
+
+def test_a_process_killed_while_its_session_is_idle_ends_the_session_at_once(caplog: pytest.LogCaptureFixture) -> None:
+    """SRV-ISO-2 between requests: a process that dies while its session waits for the
+    client's next frame ends the session then, not at that next frame: closed with 4410
+    whose reason says how, a log line, the close counted; the other session goes on."""
+    with running(Crashing, isolate="process") as server, ws_connect(server) as bystander, ws_connect(server) as victim:
+        ask(bystander, {"type": "reset"})
+        victim_pid = ask(victim, {"type": "reset"})["data"]["observation"]["pid"]
+        with caplog.at_level("ERROR", logger="openenv_anyio.server"):
+            os.kill(victim_pid, signal.SIGKILL)
+            code, reason = closed_code(victim)  # the client sent nothing: the server closed on its own
+            assert code == 4410 and "killed by SIGKILL" in reason, (code, reason)
+        assert any("killed by SIGKILL" in record.getMessage() and "idle" in record.getMessage() for record in caplog.records)
+        assert scrape(server.url).value("openenv_sessions_closed_total", code="4410") == 1
+        assert ask(bystander, {"type": "step", "data": {}})["data"]["observation"]["steps"] == 1
+        wait_for(lambda: server.stats()["active_sessions"] == 1)

@@ -10,7 +10,12 @@ Failure is read from the channel, never guessed: a reply that never comes becaus
 channel closed means the process died (its exit status says how: a signal such as SIGSEGV,
 or ``os._exit``); a reply later than the step timeout means the environment is stuck, and
 the process is killed. Either way the process is reaped and the session learns it through
-:class:`~openenv_anyio.server.bound_env.EnvironmentLost`. A request abandoned by its caller
+:class:`~openenv_anyio.server.bound_env.EnvironmentLost`. Between requests the channel is
+watched too (:meth:`EnvProcess.watch_idle`, a task of the session's): the process sends
+nothing while IDLE, so the channel turning readable then means it died (or broke the
+channel), and the session learns it at once rather than at its client's next request. The
+watch never reads while a request does: a request's move to BUSY cancels it, and it waits
+again once the process is IDLE. A request abandoned by its caller
 (cancelled: the server is stopping) also kills the process, since its late reply would
 answer the wrong request. :meth:`EnvProcess.end` is the one way out: close the channel, let
 the process exit by itself for a bounded grace, then kill it; it always reaps the process.
@@ -20,7 +25,8 @@ server is killed).
 States and transitions (anything else is a bug and raises)::
 
     STARTING --ready-->   IDLE        STARTING --lost--> LOST (the factory's process died)
-    IDLE     --request--> BUSY        IDLE     --lost--> LOST (the channel was found closed)
+    IDLE     --request--> BUSY        IDLE     --lost--> LOST (the channel was found closed,
+                                                           by a request or by the idle watch)
     BUSY     --reply-->   IDLE        BUSY     --lost--> LOST (died, timed out or abandoned)
     any      --end-->     ENDED
 """
@@ -33,7 +39,7 @@ import math
 import multiprocessing
 import signal
 import socket
-from typing import Any, Final
+from typing import Any, Final, assert_never
 
 import trio
 
@@ -110,7 +116,11 @@ class EnvProcess:
         self._reader = MessageReader()
         ours, theirs = socket.socketpair()
         self._theirs: socket.socket | None = theirs
+        self._ours = ours  # non-blocking once wrapped: the idle watch peeks at it directly
         self._stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
+        self._idle_watch: trio.CancelScope | None = None
+        self._state_changed = trio.lowlevel.ParkingLot()  # the idle watch waits here while not IDLE
+        self._reaping = trio.Lock()  # one waiter on the process's sentinel at a time
         self._process = _fork_server(target).Process(
             target=run_child, args=(theirs, target), name=f"openenv-env {target}", daemon=True
         )
@@ -122,6 +132,9 @@ class EnvProcess:
             self.state = _TRANSITIONS[(self.state, event)]
         except KeyError:
             raise RuntimeError(f"environment process of {self.target}: {event!r} in state {self.state.value}") from None
+        if self._idle_watch is not None and self.state is not ProcessState.IDLE:
+            self._idle_watch.cancel()  # a request (or the end) takes the channel from the watch
+        self._state_changed.unpark_all()
         return self.state
 
     @property
@@ -181,6 +194,43 @@ class EnvProcess:
         assert self.lost is not None
         raise self.lost
 
+    async def watch_idle(self) -> EnvironmentLost | None:
+        """Return once the process is found gone while IDLE (its channel readable with no
+        request asked: end of file, or bytes nobody asked for, after which it is killed);
+        ``None`` once it ended otherwise (a request found it lost, or :meth:`end`). Run by
+        its session beside the session's requests, in a task of its own."""
+        while True:
+            match self.state:
+                case ProcessState.IDLE:
+                    with trio.CancelScope() as self._idle_watch:
+                        try:
+                            await trio.lowlevel.wait_readable(self._ours)
+                        except trio.ClosedResourceError:  # ended meanwhile
+                            pass
+                    self._idle_watch = None
+                    if self.state is ProcessState.IDLE and self._found_closed():
+                        await self._lose("while its session was idle")
+                        return self.lost
+                case ProcessState.STARTING | ProcessState.BUSY:
+                    await self._state_changed.park()
+                case ProcessState.LOST | ProcessState.ENDED:
+                    return None
+                case _:
+                    assert_never(self.state)
+
+    def _found_closed(self) -> bool:
+        """Read what an IDLE process's channel holds, without waiting: ``True`` when it
+        closed or carried bytes nobody asked for (the process is then killed)."""
+        try:
+            data = self._ours.recv(_READ_SIZE)
+        except BlockingIOError:
+            return False  # woken for nothing
+        except OSError:
+            return True
+        if data:
+            self._kill()
+        return True
+
     async def _read(self) -> dict[str, Any] | None:
         """The next message; ``None`` when the channel closed (or carried garbage: the
         process is then treated as lost, and killed)."""
@@ -206,19 +256,23 @@ class EnvProcess:
         process = self._process
         if process.pid is None:  # never started
             return None
-        with trio.move_on_after(wait_s):
-            await trio.lowlevel.wait_readable(process.sentinel)
-        if process.exitcode is None:
-            self._kill()
-            await trio.lowlevel.wait_readable(process.sentinel)
+        async with self._reaping:
+            if process.exitcode is None:
+                with trio.move_on_after(wait_s):
+                    await trio.lowlevel.wait_readable(process.sentinel)
+            if process.exitcode is None:
+                self._kill()
+                await trio.lowlevel.wait_readable(process.sentinel)
         return process.exitcode  # type: ignore[no-any-return]
 
     async def _lose(self, when: str) -> None:
-        """The process is gone (or being killed): reap it and record why, for every caller."""
+        """The process is gone (or being killed): reap it and record why, for every caller
+        (a request that comes while it is reaped finds it lost already)."""
+        if self.state not in (ProcessState.LOST, ProcessState.ENDED):
+            self._move("lost")
+        self.lost = EnvironmentLost(f"the environment's process {exit_text(None)} {when}")
         exitcode = await self._reap(_REAP_WAIT_S)
         self.lost = EnvironmentLost(f"the environment's process {exit_text(exitcode)} {when}")
-        if self.state is not ProcessState.ENDED:
-            self._move("lost")
 
     async def end(self, grace_s: float) -> None:
         """Close the channel, give the process ``grace_s`` to exit, kill it after that, reap

@@ -172,6 +172,11 @@ class IsolatedEnv(BoundEnv):
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> Any:
         return await self._ask({"op": Op.CALL_TOOL.value, "name": name, "arguments": dict(arguments)})
 
+    WATCHED = True
+
+    async def watch_lost(self) -> EnvironmentLost | None:
+        return await self.process.watch_idle()
+
     def still_closing(self) -> bool:
         return self.process.alive()
 
