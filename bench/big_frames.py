@@ -3,7 +3,8 @@
 A server process (``python -m bench.serve ours echo``, a fresh one per run, so its peak RSS
 is this run's) serves ``--sessions`` small-stepping sessions of this process's client; once
 they step, ``--frames`` raw connections send one valid ``reset`` frame of ``--frame-mib``
-MiB each, all at once (the frame's bulk is one string among the reset's keyword arguments:
+MiB each, all at once (``--via http``: ``POST /reset`` bodies of that size, each on a
+connection of its own; the frame's bulk is one string among the reset's keyword arguments:
 the environment ignores it and answers a small observation, so the figures are those of the
 inbound path). Reported per variant, medians of ``--repeats`` interleaved runs:
 
@@ -77,6 +78,46 @@ def big_frame(size: int, text: str) -> bytes:
     payload = head + unit * count + b" " * rest + tail
     assert len(payload) == size
     return bytes((0x81, 0x80 | 127)) + struct.pack("!Q", size) + b"\0\0\0\0" + payload
+
+
+def big_body(size: int, text: str) -> bytes:
+    """A ``POST /reset`` body of exactly ``size`` bytes: the reset's keyword argument ``blob``
+    is the bulk (the same request as :func:`big_frame`'s, over HTTP)."""
+    head, tail = b'{"blob":"', b'"}'
+    unit = text.encode()
+    count, rest = divmod(size - len(head) - len(tail), len(unit))
+    body = head + unit * count + b" " * rest + tail
+    assert len(body) == size
+    return body
+
+
+def _post_big(port: int, body: bytes) -> str:
+    """``POST /reset`` with ``body`` on a connection of its own; ``observation`` for a 200, the
+    error code of a 503 (``SERVER_BUSY``), else the HTTP status."""
+    with socket.create_connection((HOST, port)) as sock:
+        sock.sendall(
+            (
+                f"POST /reset HTTP/1.1\r\nHost: {HOST}:{port}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            ).encode()
+            + body
+        )
+        response = bytearray()
+        while b"\r\n\r\n" not in response:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return "closed"
+            response += chunk
+        head, _, rest = bytes(response).partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        length = next((int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:")), 0)
+        payload = _read_exact(sock, length, bytearray(rest))
+    status = lines[0].split(" ", 2)[1]
+    if status == "200":
+        return "observation"
+    if status == "503":
+        return str(orjson.loads(payload).get("code") or status)
+    return status
 
 
 def _open_raw(port: int) -> socket.socket:
@@ -153,10 +194,10 @@ class _Stepper:
         return max((latency for start, latency in self.steps if since <= start + latency and start <= until), default=0.0)
 
 
-async def _run(server: ServerProcess, frame: bytes, frames: int, sessions: int) -> tuple[RunFigures, int]:
+async def _run(server: ServerProcess, frame: bytes, frames: int, sessions: int, via: str) -> tuple[RunFigures, int]:
     steppers = [_Stepper() for _ in range(sessions)]
     stop = trio.Event()
-    sockets = [_open_raw(server.port) for _ in range(frames)]
+    sockets = [_open_raw(server.port) for _ in range(frames)] if via == "ws" else []
     answers: list[str] = []
     try:
         async with trio.open_nursery() as nursery:
@@ -168,11 +209,14 @@ async def _run(server: ServerProcess, frame: bytes, frames: int, sessions: int) 
             rss_before = proc_status(server.pid).get("VmRSS", 0)
             sent_at = trio.current_time()
 
-            async def send(sock: socket.socket) -> None:
-                answers.append(await trio.to_thread.run_sync(_send_big, sock, frame))
+            async def send(sock: socket.socket | None) -> None:
+                if sock is None:
+                    answers.append(await trio.to_thread.run_sync(_post_big, server.port, frame))
+                else:
+                    answers.append(await trio.to_thread.run_sync(_send_big, sock, frame))
 
             async with trio.open_nursery() as senders:
-                for sock in sockets:
+                for sock in sockets or [None] * frames:
                     senders.start_soon(send, sock)
             answered_at = trio.current_time()
             await trio.sleep(0.5)
@@ -184,7 +228,8 @@ async def _run(server: ServerProcess, frame: bytes, frames: int, sessions: int) 
     stall = max(stepper.longest(sent_at, answered_at + 0.5) for stepper in steppers)
     quiet = max(stepper.longest(quiet_from, sent_at) for stepper in steppers)
     refused = sum(answer != "observation" for answer in answers)
-    figures = RunFigures(stall, quiet, (peak - rss_before) * 1024 / (len(frame) - 14), answered_at - sent_at, refused)
+    payload = len(frame) - 14 if via == "ws" else len(frame)
+    figures = RunFigures(stall, quiet, (peak - rss_before) * 1024 / payload, answered_at - sent_at, refused)
     return figures, rss_before
 
 
@@ -199,15 +244,15 @@ def _server(variant: Variant) -> Iterator[ServerProcess]:
 
 def measure(
     variants: list[Variant], frame_counts: list[int], frame_mib: float, text: str, sessions: int, repeats: int,
-    log: Callable[[str], None] = functools.partial(print, flush=True),
+    log: Callable[[str], None] = functools.partial(print, flush=True), via: str = "ws",
 ) -> Results:
-    frame = big_frame(int(frame_mib * MIB), TEXTS[text])
+    frame = (big_frame if via == "ws" else big_body)(int(frame_mib * MIB), TEXTS[text])
     results = Results()
     for repeat in range(repeats):
         for frames in frame_counts:
             for variant in variants:
                 with _server(variant) as server:
-                    figures, rss_before = trio.run(_run, server, frame, frames, sessions)
+                    figures, rss_before = trio.run(_run, server, frame, frames, sessions, via)
                     if not server.alive():
                         log(f"  {variant.name}: the server died: {server.last_error_line()}")
                 results.runs.setdefault((variant.name, frames), []).append(figures)
@@ -219,8 +264,12 @@ def measure(
     return results
 
 
-def report(results: Results, variants: list[Variant], frame_counts: list[int], frame_mib: float, text: str, sessions: int) -> None:
-    print(f"\n{sessions} small sessions stepping; {text} frames of {frame_mib:g} MiB; medians")
+def report(
+    results: Results, variants: list[Variant], frame_counts: list[int], frame_mib: float, text: str, sessions: int,
+    via: str = "ws",
+) -> None:
+    what = "/ws frames" if via == "ws" else "POST /reset bodies"
+    print(f"\n{sessions} small sessions stepping; {text} {what} of {frame_mib:g} MiB; medians")
     print(f"{'variant':>10} {'frames':>6} {'stall s':>8} {'quiet s':>8} {'rss x':>6} {'answered s':>10} {'refused':>7}")
     for frames in frame_counts:
         for variant in variants:
@@ -247,10 +296,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--text", choices=tuple(TEXTS), default="ascii", help="what the big string is made of (default ascii)")
     parser.add_argument("--sessions", type=int, default=4, help="small sessions stepping meanwhile (default 4)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per variant and frame count (default 3)")
+    parser.add_argument(
+        "--via", choices=("ws", "http"), default="ws",
+        help="send each big request as a /ws frame (default) or as a POST /reset body on a connection of its own",
+    )
     args = parser.parse_args(argv)
     variants = args.variant or [Variant("ours", None)]
-    results = measure(variants, args.frames, args.frame_mib, args.text, args.sessions, args.repeats)
-    report(results, variants, args.frames, args.frame_mib, args.text, args.sessions)
+    results = measure(variants, args.frames, args.frame_mib, args.text, args.sessions, args.repeats, via=args.via)
+    report(results, variants, args.frames, args.frame_mib, args.text, args.sessions, args.via)
 
 
 if __name__ == "__main__":
