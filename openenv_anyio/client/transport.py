@@ -29,7 +29,7 @@ import anyio
 import anyio.abc
 from anyio.streams.tls import TLSStream
 from ..core import CloseCode
-from ..ws import Broken, ConnectionState, Message, PeerClosed, Pong, TooLarge, WebSocketConnection
+from ..ws import Broken, ConnectionState, Message, PeerClosed, Pong, Role, TooLarge, WebSocketConnection
 
 from .asyncio_stream import connect_asyncio_tcp, running_on_asyncio
 from .errors import (
@@ -103,7 +103,7 @@ class WebSocketTransport:
         self.failure: EnvClientError | None = None
         self.subprotocol: str | None = None  # the one the server selected
         self._stream = stream
-        self._conn = WebSocketConnection(max_message_size=max_message_size)
+        self._conn = WebSocketConnection(Role.CLIENT, max_message_size=max_message_size)
         # one sender at a time: a flag (no lock to take on the hot path) and an event that
         # is set for the tasks waiting while another sends (replaced after each wake-up)
         self._sending = False

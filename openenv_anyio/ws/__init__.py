@@ -3,8 +3,9 @@
 :mod:`.frames` is the one RFC 6455 fast codec of both directions; :mod:`.splitter` decides,
 by its own bookkeeping of frame boundaries, which inbound bytes it decodes and which go to
 the general parser (wsproto), on the client and on the server alike; :mod:`.connection` is
-the client's connection as a state machine (the server's is Hypercorn's, through the
-adapter). wsproto is imported here and in the server's Hypercorn adapter only.
+one end of a connection (a client's or a server's, :class:`Role`) as a state machine, which
+the client's transport runs on (the server's ``/ws`` connections are Hypercorn's, through
+its adapter). wsproto is imported here and in the server's Hypercorn adapter only.
 """
 
 from wsproto.utilities import generate_accept_token, generate_nonce
@@ -18,6 +19,7 @@ from .connection import (
     Message,
     PeerClosed,
     Pong,
+    Role,
     TooLarge,
     WebSocketConnection,
 )
@@ -40,6 +42,7 @@ __all__ = [
     "Message",
     "PeerClosed",
     "Pong",
+    "Role",
     "TooLarge",
     "WebSocketConnection",
     "FAST_FRAME_LIMIT",

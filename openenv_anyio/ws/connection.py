@@ -1,4 +1,4 @@
-"""A client's WebSocket connection as a sans-IO state machine (RFC 6455 after the handshake).
+"""One end of a WebSocket connection as a sans-IO state machine (RFC 6455 after the handshake).
 
 Theory of operation. The transport owns the socket and the tasks; this object owns
 everything between bytes and messages: the inbound buffer (through :class:`FrameSplitter`,
@@ -8,6 +8,10 @@ bytes that must go out because of what came in. The transport calls
 :meth:`WebSocketConnection.receive_data` with what it read and acts on the events it gets
 back; it sends :meth:`send_text` / :meth:`ping` frames and, after every receive, whatever
 :meth:`bytes_to_send` holds (pongs, close frames).
+
+Its :class:`Role` is the end it plays, fixed at creation: a ``CLIENT`` reads unmasked frames
+and masks what it sends; a ``SERVER`` reads masked frames (an unmasked one breaks the
+protocol: closed with 1002) and sends unmasked. Both roles share every other rule.
 
 State (:class:`ConnectionState`), and the only transitions (:data:`TRANSITIONS`):
 
@@ -38,10 +42,18 @@ __all__ = [
     "Message",
     "PeerClosed",
     "Pong",
+    "Role",
     "TRANSITIONS",
     "TooLarge",
     "WebSocketConnection",
 ]
+
+class Role(enum.Enum):
+    """Which end of the connection this object plays (RFC 6455 5.1: clients mask, servers do not)."""
+
+    CLIENT = "client"
+    SERVER = "server"
+
 
 class ConnectionState(enum.Enum):
     OPEN = "open"
@@ -109,16 +121,18 @@ def _payload_size(data: str | bytes) -> int:
 
 
 class WebSocketConnection:
-    """The client side of one WebSocket connection, without I/O (see the module doc)."""
+    """One end (``role``) of one WebSocket connection, without I/O (see the module doc)."""
 
-    __slots__ = ("state", "pings_answered", "_limit", "_proto", "_splitter", "_outgoing", "_parts", "_size")
+    __slots__ = ("role", "state", "pings_answered", "_limit", "_proto", "_splitter", "_outgoing", "_parts", "_size", "_masks")
 
-    def __init__(self, *, max_message_size: int) -> None:
+    def __init__(self, role: Role = Role.CLIENT, *, max_message_size: int) -> None:
+        self.role = role
         self.state = ConnectionState.OPEN
         self.pings_answered = 0
         self._limit = max_message_size
-        self._proto = FrameProtocol(client=True, extensions=[])
-        self._splitter = FrameSplitter(masked=False, limit=max_message_size)
+        self._masks = role is Role.CLIENT  # what we send is masked; what we read is masked the other way
+        self._proto = FrameProtocol(client=self._masks, extensions=[])
+        self._splitter = FrameSplitter(masked=not self._masks, limit=max_message_size)
         self._outgoing = bytearray()
         self._parts: list[str | bytes] = []
         self._size = 0
@@ -132,7 +146,11 @@ class WebSocketConnection:
 
     def send_text(self, text: str) -> bytes:
         """The frame that sends ``text`` (the transport sends only while OPEN)."""
-        return encode_text_frame(text, masked=True)
+        return encode_text_frame(text, masked=self._masks)
+
+    def send_bytes(self, data: bytes) -> bytes:
+        """The frame that sends the binary message ``data`` (the transport sends only while OPEN)."""
+        return bytes(self._proto.send_data(data, True))
 
     def ping(self, payload: bytes) -> bytes:
         return bytes(self._proto.ping(payload))

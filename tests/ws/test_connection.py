@@ -1,8 +1,13 @@
-"""The client's sans-IO connection: events and outbound bytes for what arrives, state by the
-transition table, checked against wsproto (no sockets)."""
+"""The sans-IO connection, client and server role: events and outbound bytes for what
+arrives, state by the transition table, checked against wsproto (no sockets)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from wsproto.frame_protocol import FrameProtocol, Opcode
 
 from openenv_anyio.ws import (
@@ -12,9 +17,11 @@ from openenv_anyio.ws import (
     Message,
     PeerClosed,
     Pong,
+    Role,
     TooLarge,
     WebSocketConnection,
     encode_text_frame,
+    parse_header,
 )
 
 
@@ -86,3 +93,122 @@ def test_the_transition_table_is_closed_and_ends_in_closed() -> None:
     assert TRANSITIONS[ConnectionState.CLOSED] == frozenset()
     for state, targets in TRANSITIONS.items():
         assert state not in targets and targets <= set(ConnectionState)
+
+
+# -- both roles, against wsproto -----------------------------------------------------------
+# The peer of each role is wsproto's FrameProtocol playing the other end; whatever it sends,
+# cut anywhere, the connection reads as wsproto alone reads it, and what the connection sends
+# wsproto reads back unchanged.
+
+_texts = st.one_of(
+    st.text(max_size=200),
+    st.sampled_from([125, 126, 65535, 65536]).map(lambda n: "é" * (n // 2) + "x" * (n % 2)),
+)
+_specs = st.lists(
+    st.one_of(
+        st.tuples(st.just("text"), _texts),
+        st.tuples(st.just("fragments"), st.lists(st.text(max_size=30), min_size=2, max_size=4)),
+        st.tuples(st.just("binary"), st.binary(max_size=60)),
+        st.tuples(st.just("binary-fragments"), st.lists(st.binary(max_size=30), min_size=2, max_size=3)),
+        st.tuples(st.just("ping"), st.binary(max_size=20)),
+        st.tuples(st.just("pong"), st.binary(max_size=20)),
+    ),
+    max_size=8,
+)
+
+
+def _peer_of(role: Role) -> FrameProtocol:
+    """wsproto playing the other end of ``role``."""
+    return FrameProtocol(client=role is Role.SERVER, extensions=[])
+
+
+def _peer_wire(role: Role, specs: list[tuple[str, Any]]) -> tuple[bytes, list[object], list[bytes]]:
+    """The peer's bytes for ``specs``, the events the connection must report, and the ping
+    payloads it must answer."""
+    peer = _peer_of(role)
+    wire = bytearray()
+    expected: list[object] = []
+    pings: list[bytes] = []
+    for kind, payload in specs:
+        if kind in ("text", "binary"):
+            wire += peer.send_data(payload, True)
+            expected.append(Message(payload))
+        elif kind in ("fragments", "binary-fragments"):
+            for index, part in enumerate(payload):
+                wire += peer.send_data(part, index == len(payload) - 1)
+            expected.append(Message(("" if kind == "fragments" else b"").join(payload)))
+        elif kind == "ping":
+            wire += peer.ping(payload)
+            pings.append(payload)
+        else:
+            wire += peer.pong(payload)
+            expected.append(Pong(payload))
+    return bytes(wire), expected, pings
+
+
+def _read_as(role: Role, data: bytes) -> list[tuple[Opcode, object]]:
+    """The frames of ``data`` as the peer of ``role`` reads them."""
+    proto = _peer_of(role)
+    proto.receive_bytes(data)
+    return [(frame.opcode, frame.payload) for frame in proto.received_frames()]
+
+
+@pytest.mark.parametrize("role", list(Role))
+@settings(max_examples=100, deadline=None)
+@given(specs=_specs, cuts=st.lists(st.integers(1, 70_000), max_size=6))
+def test_each_role_reads_its_peer_as_wsproto_does(role: Role, specs: list[tuple[str, Any]], cuts: list[int]) -> None:
+    wire, expected, pings = _peer_wire(role, specs)
+    conn = WebSocketConnection(role, max_message_size=1 << 20)
+    events: list[object] = []
+    answered = bytearray()
+    start = 0
+    for end in sorted({min(cut, len(wire)) for cut in cuts} | {len(wire)}):
+        events += conn.receive_data(wire[start:end])
+        answered += conn.bytes_to_send()
+        start = end
+    assert events == expected
+    assert _read_as(role, bytes(answered)) == [(Opcode.PONG, payload) for payload in pings]
+    assert conn.pings_answered == len(pings) and conn.state is ConnectionState.OPEN
+
+
+@pytest.mark.parametrize("role", list(Role))
+@settings(max_examples=100, deadline=None)
+@given(text=_texts, data=st.binary(max_size=300), ping=st.binary(max_size=20), code=st.sampled_from([1000, 1001, 4408]))
+def test_what_each_role_sends_its_peer_reads_unchanged(role: Role, text: str, data: bytes, ping: bytes, code: int) -> None:
+    conn = WebSocketConnection(role, max_message_size=1 << 20)
+    wire = conn.send_text(text) + conn.send_bytes(data) + conn.ping(ping)
+    conn.close(code, "bye")
+    wire += conn.bytes_to_send()
+    assert _read_as(role, wire) == [(Opcode.TEXT, text), (Opcode.BINARY, data), (Opcode.PING, ping), (Opcode.CLOSE, (code, "bye"))]
+    masked = parse_header(conn.send_text(text))
+    assert masked is not None and masked.masked is (role is Role.CLIENT)  # RFC 6455 5.1
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_each_role_refuses_frames_masked_the_wrong_way_with_1002(role: Role) -> None:
+    conn = WebSocketConnection(role, max_message_size=1024)
+    wrong = encode_text_frame("masked the wrong way", masked=role is Role.CLIENT)
+    events = conn.receive_data(wrong + encode_text_frame("after", masked=role is Role.SERVER))
+    assert len(events) == 1 and isinstance(events[0], Broken) and conn.state is ConnectionState.CLOSED
+    assert _read_as(role, conn.bytes_to_send()) == [(Opcode.CLOSE, (1002, "invalid frame"))]
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_each_role_refuses_text_that_is_not_utf8_with_1007(role: Role) -> None:
+    conn = WebSocketConnection(role, max_message_size=1024)
+    frame = encode_text_frame("ok", masked=role is Role.SERVER)
+    bad = bytes(_peer_of(role).send_data(b"\xff\xfe", True))
+    bad = bytes([0x81]) + bad[1:]  # the binary frame's payload as a text frame
+    events = conn.receive_data(frame + bad)
+    assert events[0] == Message("ok") and isinstance(events[1], Broken) and conn.state is ConnectionState.CLOSED
+    assert _read_as(role, conn.bytes_to_send()) == [(Opcode.CLOSE, (1007, "invalid frame"))]
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_each_role_refuses_a_message_over_the_limit_with_1009(role: Role) -> None:
+    peer, conn = _peer_of(role), WebSocketConnection(role, max_message_size=100)
+    wire = bytes(peer.send_data("x" * 60, False)) + bytes(peer.send_data("y" * 60, True))
+    events = conn.receive_data(wire)
+    assert events == [TooLarge(120, 100, True)] and conn.state is ConnectionState.REFUSING
+    assert _read_as(role, conn.bytes_to_send()) == [(Opcode.CLOSE, (1009, "message too big"))]
+    assert conn.receive_data(bytes(peer.close(1009))) == [PeerClosed(1009, "")]
