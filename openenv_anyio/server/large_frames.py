@@ -16,7 +16,9 @@ UTF-8 bytes, read against the server's budget of bytes in flight (``SRV-MEM-1``,
 :mod:`.inflight_bytes`), parsed without making a ``str`` of them, and its room in the budget
 is given back as soon as the parse ends. A ``HeldText`` without bytes is a frame the budget
 had no room for: it is answered with ``SERVER_BUSY``. Elsewhere (a plain ASGI server,
-HTTP/2) the frame arrives as text and only the parse moves to the thread. A large HTTP
+HTTP/2), or when it came in fragments, the message arrives as text, collected whole by
+the WebSocket layer: it counts against the budget from then (its length in characters)
+until parsed, and its parse moves to the thread. A binary message is refused at once. A large HTTP
 request body (``POST /reset``, ``POST /step``) takes the same way (:meth:`LargeFrames.parse_body`):
 its declared size reserved before it is read, its parse in the thread, taking its turn.
 """
@@ -64,8 +66,16 @@ class LargeFrames:
     async def decode(self, payload: str | bytes | HeldText) -> ClientFrame:
         """The client frame of a large ``payload``, parsed and validated in a worker thread
         (raises :class:`ProtocolError`, ``SERVER_BUSY`` for a frame that found no room)."""
-        if not isinstance(payload, HeldText):
-            return await self._parse(decode_client_frame, payload)
+        if isinstance(payload, bytes):
+            return decode_client_frame(payload)  # binary: refused at once, nothing to parse
+        if isinstance(payload, str):  # collected whole elsewhere (fragments, plain ASGI): held from now
+            size = len(payload)
+            if not await self.budget.reserve(size):
+                raise self._busy(f"a message of {size} characters", "it was not parsed")
+            try:
+                return await self._parse(decode_client_frame, payload)
+            finally:
+                self.budget.release(size)
         try:
             if payload.data is None:
                 raise self._busy(f"a frame of {payload.size} bytes", "it was dropped unread")

@@ -196,3 +196,44 @@ def test_bytes_in_flight_are_a_metric(serve) -> None:
             wait_for(lambda: scrape(server.url).value("openenv_inflight_bytes") == 0)
         finally:
             holder.close()
+
+
+def test_a_fragmented_large_message_is_held_to_the_budget_too(serve) -> None:
+    """A large message that arrives in fragments counts against the budget too (``SRV-MEM-1``),
+    from when it was collected whole until parsed: no room within the wait is ``SERVER_BUSY``,
+    room is an answer."""
+    with serve(EchoText, **TIGHT, inflight_wait_s=0.0) as server:
+        holder, rest = _hold_room(server)
+        try:
+            with ws_connect(server, max_size=None) as ws:
+                ask(ws, {"type": "reset"})
+                message = "x" * (FAST_FRAME_LIMIT + 200_000)
+                text = json.dumps({"type": "step", "data": {"message": message}})
+                ws.send(iter([text[:500_000], text[500_000:]]))
+                busy = json.loads(ws.recv(timeout=TIMEOUT))
+                assert busy["type"] == "error" and busy["data"]["code"] == "SERVER_BUSY", busy
+                assert server.inflight_stats()["refused"] == 1
+
+                holder.sock.sendall(rest)
+                assert holder.answer()["type"] == "observation"
+                wait_for(lambda: server.inflight_stats()["bytes"] == 0)
+                ws.send(iter([text[:500_000], text[500_000:]]))
+                assert json.loads(ws.recv(timeout=TIMEOUT))["data"]["observation"]["echo"] == message
+                assert server.inflight_stats() == {"bytes": 0, "waiting": 0, "refused": 1}
+        finally:
+            holder.close()
+
+
+def test_a_large_binary_message_is_refused_without_room_or_parse(serve) -> None:
+    """Binary frames are refused (``INVALID_JSON``) whatever their size: nothing to parse, so
+    a full budget does not hold the refusal back."""
+    with serve(EchoText, **TIGHT, inflight_wait_s=0.0) as server:
+        holder, _ = _hold_room(server)
+        try:
+            with ws_connect(server, max_size=None) as ws:
+                ask(ws, {"type": "reset"})
+                answer = ask(ws, json.dumps({"type": "step", "data": {"message": "x" * (FAST_FRAME_LIMIT + 10)}}).encode())
+                assert answer["data"]["code"] == "INVALID_JSON" and "Binary" in answer["data"]["message"]
+                assert server.inflight_stats()["refused"] == 0
+        finally:
+            holder.close()
