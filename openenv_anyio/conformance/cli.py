@@ -42,7 +42,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--token", metavar="TOKEN", default=None,
         help="bearer token for a server that requires one (default: $OPENENV_TOKEN); sent with every request, never shown",
     )
-    parser.add_argument("--timeout", metavar="S", type=_positive, default=10.0, help="per-case timeout in seconds (default 10)")
+    parser.add_argument("--timeout", metavar="S", type=_positive, default=10.0, help=(
+        "per-case timeout in seconds (default 10); after a timeout, GET /health tells a slow server "
+        "from one that stopped answering (then the later cases are not run)"
+    ))
     parser.add_argument(
         "--frame-limit-mb",
         metavar="MB",

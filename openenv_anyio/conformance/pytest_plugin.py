@@ -25,7 +25,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("openenv", "OpenEnv protocol conformance (openenv-anyio)")
     group.addoption("--openenv-url", metavar="URL", help="run the conformance cases against the server at URL")
     group.addoption("--openenv-action", metavar="JSON", help="a valid action (default: built from GET /schema)")
-    group.addoption("--openenv-timeout", metavar="S", type=float, default=10.0, help="per-case timeout (default 10 s)")
+    group.addoption("--openenv-timeout", metavar="S", type=float, default=10.0, help="per-case timeout (default 10 s); see `openenv-anyio check --help`")
     group.addoption("--openenv-frame-limit-mb", metavar="MB", type=float, help="the server's inbound frame limit (WS-ERR-08)")
     group.addoption("--openenv-max-sessions", metavar="N", type=int, help="the server's session limit (WS-CAP-01)")
     group.addoption(
