@@ -20,7 +20,9 @@ HTTP/2), or when it came in fragments, the message arrives as text, collected wh
 the WebSocket layer: it counts against the budget from then (its length in characters)
 until parsed, and its parse moves to the thread. A binary message is refused at once. A large HTTP
 request body (``POST /reset``, ``POST /step``) takes the same way (:meth:`LargeFrames.parse_body`):
-its declared size reserved before it is read, its parse in the thread, taking its turn.
+its declared size reserved as the request starts, its parse in the thread, taking its turn.
+(The HTTP layer reads such a body meanwhile whatever the budget says: a body that waits
+for room is buffered there, so for HTTP the budget bounds the parses, not the reads.)
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ class LargeFrames:
 
     async def parse_body(self, size: int, read: Callable[[], Awaitable[bytes]], parse: Callable[[bytes], _Parsed]) -> _Parsed:
         """``parse(await read())`` for an HTTP request body of ``size`` bytes: its room in the
-        budget reserved before it is read, and given back once ``parse`` (in a worker thread,
+        budget reserved before it is parsed, and given back once ``parse`` (in a worker thread,
         taking its turn with the ``/ws`` frames) is done. Raises ``parse``'s errors, and
         :class:`ProtocolError` ``SERVER_BUSY`` when the budget had no room within its wait."""
         budget = self.budget
