@@ -29,7 +29,18 @@ import anyio
 import anyio.abc
 from anyio.streams.tls import TLSStream
 from ..core import CloseCode
-from ..ws import Broken, ConnectionState, Message, PeerClosed, Pong, Role, TooLarge, WebSocketConnection
+from ..ws import (
+    Broken,
+    ConnectionState,
+    LargeFrame,
+    LargeText,
+    Message,
+    PeerClosed,
+    Pong,
+    Role,
+    TooLarge,
+    WebSocketConnection,
+)
 
 from .asyncio_stream import connect_asyncio_tcp, running_on_asyncio
 from .errors import (
@@ -258,6 +269,8 @@ class WebSocketTransport:
                 case Broken():  # the server sent something that is not WebSocket
                     self._fail(ProtocolViolation(self.address.url, f"invalid WebSocket frame: {event.detail}"))
                     self._end()
+                case LargeFrame() | LargeText():
+                    raise AssertionError("the client's connection does not collect large frames")
                 case _:
                     assert_never(event)
 

@@ -13,6 +13,14 @@ Its :class:`Role` is the end it plays, fixed at creation: a ``CLIENT`` reads unm
 and masks what it sends; a ``SERVER`` reads masked frames (an unmasked one breaks the
 protocol: closed with 1002) and sends unmasked. Both roles share every other rule.
 
+Two options serve the server: :attr:`~WebSocketConnection.invalid_text_reply`, a text message
+queued before the close frame that refuses text that is not UTF-8 (1007); and
+``collect_large``, with which a final text frame above
+:data:`~openenv_anyio.ws.FAST_FRAME_LIMIT` is collected by the splitter in one buffer: the
+transport gets :class:`LargeFrame` (nothing more is read until it calls :meth:`admit` or
+:meth:`skip`, then ``receive_data(b"")``) and later :class:`LargeText` (or, for text that is
+not UTF-8, :class:`Broken` with the 1007 close queued).
+
 State (:class:`ConnectionState`), and the only transitions (:data:`TRANSITIONS`):
 
 - ``OPEN``: messages flow both ways; pings are answered.
@@ -27,18 +35,20 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Final, TypeAlias, cast
+from typing import Final, TypeAlias, assert_never, cast
 
 from wsproto.frame_protocol import FrameProtocol, Opcode, ParseFailed
 
 from ..core.close_codes import CloseCode
 from .frames import encode_text_frame
-from .splitter import FrameSplitter
+from .splitter import FrameSplitter, InvalidText, LargeFrame, LargeState, LargeText
 
 __all__ = [
     "Broken",
     "ConnectionEvent",
     "ConnectionState",
+    "LargeFrame",
+    "LargeText",
     "Message",
     "PeerClosed",
     "Pong",
@@ -86,10 +96,12 @@ class Pong:
 
 @dataclass(frozen=True, slots=True)
 class PeerClosed:
-    """The peer's close frame (echoed already when we had not closed); state is CLOSED."""
+    """The peer's close frame; state is CLOSED. ``answered``: it is the peer's own close,
+    answered by ours (queued now); false when it answers the close we sent."""
 
     code: int
     reason: str
+    answered: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +122,9 @@ class Broken:
     detail: str
 
 
-ConnectionEvent: TypeAlias = Message | Pong | PeerClosed | TooLarge | Broken
+#: What :meth:`WebSocketConnection.receive_data` returns (:class:`LargeFrame` and
+#: :class:`LargeText` only with ``collect_large``).
+ConnectionEvent: TypeAlias = Message | Pong | PeerClosed | TooLarge | Broken | LargeFrame | LargeText
 
 
 def _payload_size(data: str | bytes) -> int:
@@ -123,16 +137,21 @@ def _payload_size(data: str | bytes) -> int:
 class WebSocketConnection:
     """One end (``role``) of one WebSocket connection, without I/O (see the module doc)."""
 
-    __slots__ = ("role", "state", "pings_answered", "_limit", "_proto", "_splitter", "_outgoing", "_parts", "_size", "_masks")
+    __slots__ = (
+        "role", "state", "pings_answered", "invalid_text_reply", "_limit", "_proto", "_splitter", "_outgoing",
+        "_parts", "_size", "_masks",
+    )
 
-    def __init__(self, role: Role = Role.CLIENT, *, max_message_size: int) -> None:
+    def __init__(self, role: Role = Role.CLIENT, *, max_message_size: int, collect_large: bool = False) -> None:
         self.role = role
         self.state = ConnectionState.OPEN
         self.pings_answered = 0
+        #: a text message sent before the close frame that refuses text that is not UTF-8 (1007)
+        self.invalid_text_reply: str | None = None
         self._limit = max_message_size
         self._masks = role is Role.CLIENT  # what we send is masked; what we read is masked the other way
         self._proto = FrameProtocol(client=self._masks, extensions=[])
-        self._splitter = FrameSplitter(masked=not self._masks, limit=max_message_size)
+        self._splitter = FrameSplitter(masked=not self._masks, limit=max_message_size, collect_large=collect_large)
         self._outgoing = bytearray()
         self._parts: list[str | bytes] = []
         self._size = 0
@@ -170,6 +189,19 @@ class WebSocketConnection:
             self._parts, self._size = [], 0
             self._to(ConnectionState.REFUSING)
 
+    def admit(self) -> None:
+        """Collect the large frame just reported (:class:`LargeFrame`); then ``receive_data(b"")``."""
+        self._splitter.admit()
+
+    def skip(self) -> None:
+        """Drop the large frame just reported unread; then ``receive_data(b"")``."""
+        self._splitter.skip()
+
+    @property
+    def large_offered(self) -> bool:
+        """A :class:`LargeFrame` waits for :meth:`admit` or :meth:`skip`."""
+        return self._splitter.large is LargeState.OFFERED
+
     def bytes_to_send(self) -> bytes:
         """Control frames queued by what arrived (pongs, close frames); empties the queue."""
         data, self._outgoing = bytes(self._outgoing), bytearray()
@@ -194,12 +226,39 @@ class WebSocketConnection:
             if type(item) is str:
                 if self.state is not ConnectionState.REFUSING:
                     events.append(Message(item))
-            else:
-                self._proto.receive_bytes(item)  # type: ignore[arg-type]
+            elif type(item) is bytes:
+                self._proto.receive_bytes(item)
                 self._read_general(events)
+            else:
+                self._on_large(item, events)  # type: ignore[arg-type]
             if self.closed:
                 break
         return events
+
+    def _on_large(self, item: LargeFrame | LargeText | InvalidText, events: list[ConnectionEvent]) -> None:
+        match item:
+            case LargeFrame():
+                if self.state is ConnectionState.REFUSING:  # discarded anyway: not offered
+                    self._splitter.skip()
+                    events += self.receive_data(b"")
+                else:
+                    events.append(item)
+            case LargeText():
+                if self.state is not ConnectionState.REFUSING:
+                    events.append(item)
+            case InvalidText(detail):
+                self._fail(CloseCode.INVALID_PAYLOAD, detail, events)
+            case _:
+                assert_never(item)
+
+    def _fail(self, code: int, detail: str, events: list[ConnectionEvent]) -> None:
+        """The peer's bytes broke the protocol: queue our close (OPEN only), end the connection."""
+        if self.state is ConnectionState.OPEN:
+            if code == CloseCode.INVALID_PAYLOAD and self.invalid_text_reply is not None:
+                self._outgoing += encode_text_frame(self.invalid_text_reply, masked=self._masks)
+            self._outgoing += self._proto.close(code, "invalid frame")
+        self._to(ConnectionState.CLOSED)
+        events.append(Broken(detail))
 
     def _read_general(self, events: list[ConnectionEvent]) -> None:
         try:
@@ -216,16 +275,14 @@ class WebSocketConnection:
                     events.append(Pong(bytes(frame.payload)))  # type: ignore[arg-type]
                 elif opcode is Opcode.CLOSE:
                     code, reason = cast(tuple[int, str], frame.payload)
-                    if self.state is ConnectionState.OPEN:  # echo it (RFC 6455 5.5.1)
+                    answered = self.state is ConnectionState.OPEN
+                    if answered:  # echo it (RFC 6455 5.5.1)
                         self._outgoing += self._proto.close(code, reason or None)
                     self._to(ConnectionState.CLOSED)
-                    events.append(PeerClosed(int(code), str(reason)))
+                    events.append(PeerClosed(int(code), str(reason), answered))
                     return
         except ParseFailed as exc:
-            if self.state is ConnectionState.OPEN:
-                self._outgoing += self._proto.close(int(exc.code), "invalid frame")
-            self._to(ConnectionState.CLOSED)
-            events.append(Broken(str(exc)))
+            self._fail(int(exc.code), str(exc), events)
 
     def _on_data(self, data: str | bytes, finished: bool, events: list[ConnectionEvent]) -> None:
         self._size += _payload_size(data)

@@ -55,10 +55,15 @@ def test_every_patch_is_engaged_while_a_server_runs_and_undone_after_the_last(se
 
 
 def test_the_fast_path_is_engaged(serve) -> None:
-    """direct_ws: a frame sent with the handshake is answered, compression is declined."""
+    """direct_ws: a frame sent with the handshake is answered, compression is declined, and
+    after the handshake the connection is the server-role ``WebSocketConnection``: its close
+    for a broken frame names why (wsproto inside Hypercorn sends the code alone)."""
     with serve(EchoText) as server:
         raw = RawClient(server.url, first_frames=RESET)
         assert raw.answer()["type"] == "observation"
+        raw.sock.sendall(client_frame(b"{}", mask=False))
+        close = raw.next_event()
+        assert isinstance(close, CloseConnection) and (close.code, close.reason) == (1002, "invalid frame")
         raw.close()
         with ws_connect(server, compression="deflate") as ws:
             assert ws.response.headers.get("Sec-WebSocket-Extensions") is None

@@ -11,9 +11,12 @@ from hypothesis import strategies as st
 from wsproto.frame_protocol import FrameProtocol, Opcode
 
 from openenv_anyio.ws import (
+    FAST_FRAME_LIMIT,
     TRANSITIONS,
     Broken,
     ConnectionState,
+    LargeFrame,
+    LargeText,
     Message,
     PeerClosed,
     Pong,
@@ -53,7 +56,7 @@ def test_pings_are_answered_and_pongs_reported() -> None:
 def test_peer_close_is_echoed_and_ends_the_connection() -> None:
     server, conn = _server(), WebSocketConnection(max_message_size=1024)
     events = conn.receive_data(bytes(server.close(4408, "idle")) + bytes(server.send_data("late", True)))
-    assert events == [PeerClosed(4408, "idle")] and conn.state is ConnectionState.CLOSED
+    assert events == [PeerClosed(4408, "idle", True)] and conn.state is ConnectionState.CLOSED
     assert _read_as_server(conn.bytes_to_send()) == [(Opcode.CLOSE, (4408, "idle"))]
     assert conn.receive_data(bytes(server.send_data("after", True))) == []
 
@@ -65,7 +68,7 @@ def test_our_close_then_the_peers_is_not_echoed() -> None:
     assert _read_as_server(conn.bytes_to_send()) == [(Opcode.CLOSE, (1000, ""))]
     assert conn.receive_data(bytes(server.send_data("still", True)) + bytes(server.close(1000))) == [
         Message("still"),
-        PeerClosed(1000, ""),
+        PeerClosed(1000, "", False),
     ]
     assert conn.state is ConnectionState.CLOSED and not conn.has_bytes_to_send
 
@@ -77,7 +80,7 @@ def test_a_message_over_the_limit_is_refused_with_1009_as_it_crosses_it() -> Non
     assert events == [TooLarge(1000, 100, True)] and conn.state is ConnectionState.REFUSING
     assert _read_as_server(conn.bytes_to_send()) == [(Opcode.CLOSE, (1009, "message too big"))]
     assert conn.receive_data(frame[150:] + bytes(server.send_data("dropped", True))) == []
-    assert conn.receive_data(bytes(server.close(1009))) == [PeerClosed(1009, "")]
+    assert conn.receive_data(bytes(server.close(1009))) == [PeerClosed(1009, "", False)]
     assert conn.state is ConnectionState.CLOSED and not conn.has_bytes_to_send
 
 
@@ -211,4 +214,60 @@ def test_each_role_refuses_a_message_over_the_limit_with_1009(role: Role) -> Non
     events = conn.receive_data(wire)
     assert events == [TooLarge(120, 100, True)] and conn.state is ConnectionState.REFUSING
     assert _read_as(role, conn.bytes_to_send()) == [(Opcode.CLOSE, (1009, "message too big"))]
-    assert conn.receive_data(bytes(peer.close(1009))) == [PeerClosed(1009, "")]
+    assert conn.receive_data(bytes(peer.close(1009))) == [PeerClosed(1009, "", False)]
+
+
+# -- what the server's /ws path asks of the server role -----------------------------------
+
+
+def test_the_server_answers_text_that_is_not_utf8_with_its_reply_then_1007() -> None:
+    conn = WebSocketConnection(Role.SERVER, max_message_size=1024)
+    conn.invalid_text_reply = '{"type": "error"}'
+    bad = bytes([0x81]) + bytes(_peer_of(Role.SERVER).send_data(b"\xc0\xaf", True))[1:]
+    events = conn.receive_data(bad)
+    assert len(events) == 1 and isinstance(events[0], Broken) and conn.state is ConnectionState.CLOSED
+    assert _read_as(Role.SERVER, conn.bytes_to_send()) == [
+        (Opcode.TEXT, '{"type": "error"}'),
+        (Opcode.CLOSE, (1007, "invalid frame")),
+    ]
+
+
+def _large_text_frame(text: str) -> bytes:
+    return bytes(_peer_of(Role.SERVER).send_data(text, True))
+
+
+def test_a_large_text_frame_waits_for_admit_then_arrives_whole() -> None:
+    conn = WebSocketConnection(Role.SERVER, max_message_size=FAST_FRAME_LIMIT * 4, collect_large=True)
+    text = "é" * FAST_FRAME_LIMIT  # two bytes each: over the fast limit
+    frame = _large_text_frame(text) + encode_text_frame("next", masked=True)
+    assert conn.receive_data(frame[:1000]) == [LargeFrame(len(text.encode()))] and conn.large_offered
+    assert conn.receive_data(frame[1000:]) == [LargeFrame(len(text.encode()))]  # asked again until decided
+    conn.admit()
+    events = conn.receive_data(b"")
+    assert len(events) == 2 and isinstance(events[0], LargeText) and events[1] == Message("next")
+    assert bytes(events[0].data).decode() == text and not conn.large_offered
+
+
+def test_a_skipped_large_frame_is_read_and_dropped() -> None:
+    conn = WebSocketConnection(Role.SERVER, max_message_size=FAST_FRAME_LIMIT * 4, collect_large=True)
+    frame = _large_text_frame("x" * (FAST_FRAME_LIMIT + 1)) + encode_text_frame("next", masked=True)
+    assert conn.receive_data(frame) == [LargeFrame(FAST_FRAME_LIMIT + 1)]
+    conn.skip()
+    assert conn.receive_data(b"") == [Message("next")]
+
+
+def test_a_large_frame_that_is_not_utf8_fails_the_connection_with_1007() -> None:
+    conn = WebSocketConnection(Role.SERVER, max_message_size=FAST_FRAME_LIMIT * 4, collect_large=True)
+    frame = bytes([0x81]) + bytes(_peer_of(Role.SERVER).send_data(b"\xff" * (FAST_FRAME_LIMIT + 1), True))[1:]
+    assert conn.receive_data(frame) == [LargeFrame(FAST_FRAME_LIMIT + 1)]
+    conn.admit()
+    events = conn.receive_data(b"")
+    assert len(events) == 1 and isinstance(events[0], Broken) and conn.state is ConnectionState.CLOSED
+    assert _read_as(Role.SERVER, conn.bytes_to_send()) == [(Opcode.CLOSE, (1007, "invalid frame"))]
+
+
+def test_a_refusing_connection_does_not_offer_large_frames() -> None:
+    conn = WebSocketConnection(Role.SERVER, max_message_size=FAST_FRAME_LIMIT * 4, collect_large=True)
+    conn.refuse(1008, "refused")
+    frame = _large_text_frame("x" * (FAST_FRAME_LIMIT + 1)) + bytes(_peer_of(Role.SERVER).close(1008))
+    assert conn.receive_data(frame) == [PeerClosed(1008, "", False)]

@@ -4,23 +4,28 @@ Hypercorn serves every WebSocket with two tasks per connection: the connection t
 the socket, parses frames (wsproto) and pushes each message through a memory channel to
 the ASGI application's task, whose answer goes back through wsproto, the HTTP/1.1 protocol
 object and a locked, shielded socket write. For the paths an application marks as
-*direct*, this module runs the application in the connection task itself:
+*direct*, this module runs the application in the connection task itself, and Hypercorn
+does the opening handshake only (validation, the scope, the ``101`` answer or a refusal):
 
-- ``receive()`` waits on the socket and decodes whole, unfragmented, masked text frames
-  itself (:class:`openenv_anyio.ws.FrameSplitter`); every other byte goes, in order, to Hypercorn's own WebSocket
-  stream, so pings, close handshakes, fragments, bad frames and the message size limit are
-  handled exactly as before;
-- ``send()`` frames text messages itself and writes them straight to the socket when it
-  takes them at once, else through Hypercorn's (guarded) send path; every other message
-  (accept, close, pings) is the stream's own ``app_send``;
+- from the accept on, the connection is a server-role
+  :class:`openenv_anyio.ws.WebSocketConnection` (the same sans-IO object as the client's):
+  ``receive()`` waits on the socket and hands what it reads to the connection, which decodes
+  the common text frame itself and everything else through wsproto's frame parser (pings,
+  the closing handshake, fragments, binary messages, the message size limit with 1009, bad
+  frames with 1002, text that is not UTF-8 with the ``INVALID_JSON`` answer then 1007);
+- ``send()`` has the connection frame every message (text, binary, close, pings) and writes
+  it straight to the socket when it takes it at once, else through Hypercorn's guarded send
+  path;
+- pongs stamp the session's probe and the peer's own close calls the session back before it
+  is answered, as :mod:`.liveness` does for Hypercorn's streams; the stream ends the
+  Hypercorn way (``StreamClosed``, which reports the disconnect to the session);
 - permessage-deflate is declined (answers go out uncompressed, which RFC 7692 allows);
 - with the server's budget of bytes in flight on the config (:data:`~.events.INFLIGHT_BUDGET_ATTR`),
-  a final text frame above the fast limit is collected here too, in one buffer, after its
-  size was reserved from the budget (``SRV-MEM-1``; the socket is not read while the
+  a final text frame above the fast limit is collected by the connection too, in one buffer,
+  after its size was reserved from the budget (``SRV-MEM-1``; the socket is not read while the
   reservation waits), and handed over as :class:`~.events.HeldText` under
   :data:`~.events.HELD_TEXT`; one the budget has no room for is dropped unread and handed
-  over without its bytes; one that is not UTF-8 fails the connection with 1007 as wsproto
-  would.
+  over without its bytes; one that is not UTF-8 fails the connection with 1007.
 
 Measured (``python -m bench.server_cpu``): server CPU per step down from ~134 to ~43 us
 with one session, below the bare ASGI echo on Hypercorn (~103 us). Only plain (not TLS)
@@ -47,12 +52,30 @@ from hypercorn.protocol.h11 import H11WSConnection
 from hypercorn.protocol.events import Data, Request, StreamClosed
 from hypercorn.protocol.ws_stream import ASGIWebsocketState
 from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
-from wsproto.connection import ConnectionState
 
 from ...core import CloseCode
-from ...ws import FrameSplitter, InvalidText, LargeFrame, LargeState, LargeText, SplitItem, encode_text_frame
+from ...ws import (
+    Broken,
+    ConnectionState,
+    LargeFrame,
+    LargeText,
+    Message,
+    PeerClosed,
+    Pong,
+    Role,
+    TooLarge,
+    WebSocketConnection,
+)
 from . import connection_guards
-from .events import HELD_TEXT, INFLIGHT_BUDGET_ATTR, DirectHandler, HeldText, InflightBudget
+from .events import (
+    HELD_TEXT,
+    INFLIGHT_BUDGET_ATTR,
+    PEER_CLOSE_EVENT,
+    PING_EVENT,
+    DirectHandler,
+    HeldText,
+    InflightBudget,
+)
 from .inventory import Patch
 from .liveness import ProbingWSStream
 
@@ -119,42 +142,47 @@ class DirectWSStream(ProbingWSStream):
         finally:
             io.release_held()
             with trio.CancelScope(shield=True):
-                await self.app_send(None)  # as Hypercorn does when an application returns
+                await io.send(None)  # as Hypercorn does when an application returns
 
 
 class _DirectIO:
     """``receive()`` and ``send()`` of a direct stream, on the connection's socket.
 
-    Inbound: whole unfragmented text frames within :data:`~openenv_anyio.ws.FAST_FRAME_LIMIT` are decoded
-    here; every other byte goes, in order, to Hypercorn's stream (wsproto), so pings, close
-    frames, fragments, compressed and oversized messages are handled exactly as before.
-    Outbound: text messages are framed here and written straight to the socket when it
-    takes them at once (no lock held by anyone); otherwise through Hypercorn's guarded
-    send path. Uncompressed frames are always valid, permessage-deflate or not (RFC 7692).
+    Up to the accepted handshake, every message is Hypercorn's stream's (the HTTP response,
+    a refusal). From the accept on, the connection is a server-role
+    :class:`~openenv_anyio.ws.WebSocketConnection` and this object only moves bytes and
+    messages: what the socket gives goes to the connection, its events become ASGI messages
+    (pongs stamp the probe, the peer's close calls the session back first), and what it
+    queues (pongs, close frames) is written; the application's sends become its frames,
+    written straight to the socket when it takes them at once (no lock held by anyone),
+    otherwise through Hypercorn's guarded send path. Hypercorn ends the stream as ever
+    (``StreamClosed``, which reports the disconnect) and reads the socket again once the
+    application returns.
     """
 
-    __slots__ = ("_stream", "_tcp", "_inbox", "_pending", "_splitter", "_budget", "_reserved")
+    __slots__ = ("_stream", "_tcp", "_inbox", "_pending", "_conn", "_budget", "_reserved")
 
     def __init__(self, stream: DirectWSStream, tcp: TCPServer, inbox: collections.deque[Any]) -> None:
         self._stream = stream
         self._tcp = tcp
         self._inbox = inbox
         self._pending = True  # bytes that came with the handshake request are still with h11
+        self._conn: WebSocketConnection | None = None  # from the accept on
         self._budget: InflightBudget | None = getattr(stream.config, INFLIGHT_BUDGET_ATTR, None)
         self._reserved = 0  # bytes of the budget the large frame being read holds
-        self._splitter = FrameSplitter(
-            masked=True, limit=stream.config.websocket_max_message_size, collect_large=self._budget is not None
-        )
 
     async def receive(self) -> Any:
         inbox = self._inbox
         while not inbox:
             if self._stream.closed:
                 return {"type": "websocket.disconnect", "code": int(CloseCode.ABNORMAL)}
+            conn = self._conn
             if self._pending:
                 self._pending = False
                 data = self._handshake_leftover()
-            elif self._splitter.large is LargeState.OFFERED:
+                if not data:
+                    continue
+            elif conn is not None and conn.large_offered:
                 data = b""  # the wait for room was interrupted (the caller's deadline): wait again
             else:
                 data = await self._read()
@@ -162,7 +190,10 @@ class _DirectIO:
                     with trio.CancelScope(shield=True):
                         await self._tcp.protocol.handle(Closed())
                     continue
-            await self._split(data)
+            if conn is None:  # before the accept: Hypercorn's stream answers bytes (400)
+                await self._to_hypercorn(data)
+            else:
+                await self._receive(conn, data)
         return inbox.popleft()
 
     def release_held(self) -> None:
@@ -191,60 +222,79 @@ class _DirectIO:
             except (OSError, trio.ClosedResourceError, trio.BusyResourceError):
                 return b""
 
-    async def _split(self, data: bytes) -> None:
-        """Decode the fast frames of ``data``; hand every other byte to wsproto, in order."""
+    async def _receive(self, conn: WebSocketConnection, data: bytes) -> None:
+        """Act on what ``data`` means, in order; write what the connection queued."""
         inbox = self._inbox
-        for item in self._splitter.feed(data):
-            if type(item) is str:
-                inbox.append({"type": "websocket.receive", "bytes": None, "text": item})
-            elif type(item) is bytes:
-                await self._to_wsproto(item)
-            elif await self._large(item):
-                await self._split(b"")  # the offered frame was admitted or skipped: read on
-                return
-
-    async def _large(self, item: SplitItem) -> bool:
-        """Act on a large-frame item; ``True`` for an offer, now admitted or skipped."""
-        match item:
-            case LargeFrame(size):
-                budget = self._budget
-                assert budget is not None  # the splitter collects large frames only with one
-                if await budget.reserve(size):  # SRV-MEM-1: waits, bounded, reading nothing
-                    self._reserved = size
-                    self._splitter.admit()
-                else:
-                    self._splitter.skip()
-                    self._deliver(HeldText(None, size, None))
-                return True
-            case LargeText(data):
-                held = HeldText(data, self._reserved, self._budget)
-                self._reserved = 0
-                self._deliver(held)
-            case InvalidText():
-                self._release_reservation()
-                await self._fail(CloseCode.INVALID_PAYLOAD)
-            case str() | bytes():
-                raise AssertionError("fast and general-parser items are handled by _split")
-            case _:
-                assert_never(item)
-        return False
+        stream = self._stream
+        for event in conn.receive_data(data):
+            match event:
+                case Message(payload):
+                    if type(payload) is str:
+                        inbox.append({"type": "websocket.receive", "bytes": None, "text": payload})
+                    else:
+                        inbox.append({"type": "websocket.receive", "bytes": payload, "text": None})
+                case Pong():
+                    if stream.probe is not None:
+                        stream.probe.last_pong = trio.current_time()
+                case PeerClosed(code, _, answered):
+                    if answered:
+                        stream.peer_closed(code)  # before the peer sees its close answered (WS-CAP-2)
+                    await self._flush(conn)
+                    await self._end_stream()
+                    return
+                case TooLarge():
+                    pass  # the connection queued its close (1009) and discards the rest
+                case Broken():
+                    self._release_reservation()
+                    if stream.closes_on_bad_bytes:
+                        await self._flush(conn)  # WS-CLOSE-3: a close frame naming why
+                    await self._end_stream()
+                    return
+                case LargeFrame(size):
+                    await self._flush(conn)
+                    budget = self._budget
+                    assert budget is not None  # the connection collects large frames only with one
+                    if await budget.reserve(size):  # SRV-MEM-1: waits, bounded, reading nothing
+                        self._reserved = size
+                        conn.admit()
+                    else:
+                        conn.skip()
+                        self._deliver(HeldText(None, size, None))
+                    await self._receive(conn, b"")  # the offered frame was admitted or skipped: read on
+                    return
+                case LargeText(text):
+                    held = HeldText(text, self._reserved, self._budget)
+                    self._reserved = 0
+                    self._deliver(held)
+                case _:
+                    assert_never(event)
+        if conn.has_bytes_to_send:
+            await self._flush(conn)
 
     def _deliver(self, held: HeldText) -> None:
         self._inbox.append({"type": "websocket.receive", "bytes": None, "text": None, HELD_TEXT: held})
 
-    async def _fail(self, code: int) -> None:
-        """Fail the connection as wsproto does for bytes that break RFC 6455 (``WS-CLOSE-3``)."""
-        stream = self._stream
-        if stream.closed:
-            return
-        stream.refuse(code)
-        with trio.CancelScope(shield=True):
-            await stream.send(StreamClosed(stream_id=stream.stream_id))
+    async def _flush(self, conn: WebSocketConnection) -> None:
+        """Write the frames the connection queued (bytes read are always answered)."""
+        if conn.has_bytes_to_send:
+            with trio.CancelScope(shield=True):
+                await self._write(conn.bytes_to_send())
 
-    async def _to_wsproto(self, data: bytes) -> None:
+    async def _write(self, data: bytes) -> None:
+        tcp = self._tcp
+        written = connection_guards.write_now(tcp, data)
+        if written < len(data):
+            await tcp.protocol_send(RawData(data=data[written:]))
+
+    async def _end_stream(self) -> None:
+        """End the stream as Hypercorn does (its ``StreamClosed`` reports the disconnect)."""
         stream = self._stream
-        if stream.closed:
-            return
+        if not stream.closed:
+            with trio.CancelScope(shield=True):
+                await stream.send(StreamClosed(stream_id=stream.stream_id))
+
+    async def _to_hypercorn(self, data: bytes) -> None:
+        stream = self._stream
         with trio.CancelScope(shield=True):  # bytes read are always processed
             await stream.handle(Data(stream_id=stream.stream_id, data=data))
 
@@ -258,23 +308,58 @@ class _DirectIO:
 
     async def send(self, message: Any) -> None:
         stream = self._stream
-        if (
-            message is not None
-            and message["type"] == "websocket.send"
-            and message.get("bytes") is None
-            and isinstance(message.get("text"), str)
-            and not stream.closed
-            and stream.state is ASGIWebsocketState.CONNECTED
-            and stream.connection.state is ConnectionState.OPEN
-        ):
-            data = encode_text_frame(message["text"], masked=False)
-            tcp = self._tcp
-            written = connection_guards.write_now(tcp, data)
-            if written == len(data):
-                return
-            await tcp.protocol_send(RawData(data=data[written:]))
+        conn = self._conn
+        if conn is None or stream.closed:  # the handshake (accept, refusals); after the end, nothing
+            await stream.app_send(message)
+            if conn is None and stream.state is ASGIWebsocketState.CONNECTED:
+                self._accepted()
             return
-        await stream.app_send(message)
+        if message is None:  # the application returned: as Hypercorn does (1011 unless closed)
+            conn.close(CloseCode.INTERNAL_ERROR)
+            await self._flush(conn)
+            await self._end_stream()
+            return
+        kind = message["type"]
+        if kind == "websocket.send":
+            if stream.state is not ASGIWebsocketState.CONNECTED:
+                await stream.app_send(message)  # after the application's close: Hypercorn refuses it
+                return
+            if conn.state is not ConnectionState.OPEN:
+                return  # we are closing: nothing more goes out
+            data = message.get("bytes")
+            if data is not None:
+                await self._write(conn.send_bytes(bytes(data)))
+                return
+            text = message["text"]
+            if not isinstance(text, str):
+                raise TypeError(f"{text} should be a str")
+            frame = conn.send_text(text)  # the hot path: written here, without another await
+            tcp = self._tcp
+            written = connection_guards.write_now(tcp, frame)
+            if written < len(frame):
+                await tcp.protocol_send(RawData(data=frame[written:]))
+        elif kind == "websocket.close":
+            stream.state = ASGIWebsocketState.CLOSED
+            conn.close(int(message.get("code", CloseCode.NORMAL)), message.get("reason") or "")
+            await self._flush(conn)
+        elif kind == PING_EVENT:
+            if conn.state is ConnectionState.OPEN and stream.state is ASGIWebsocketState.CONNECTED:
+                stream.probe = message["probe"]
+                await self._write(conn.ping(b"openenv"))
+        elif kind == PEER_CLOSE_EVENT:
+            stream.on_peer_close = message["callback"]
+        else:
+            await stream.app_send(message)  # Hypercorn refuses it (an accept after the accept)
+
+    def _accepted(self) -> None:
+        """Hypercorn sent the handshake's answer: the connection is ours from here."""
+        stream = self._stream
+        conn = WebSocketConnection(
+            Role.SERVER, max_message_size=stream.config.websocket_max_message_size, collect_large=self._budget is not None
+        )
+        if stream.closes_on_bad_bytes:
+            conn.invalid_text_reply = stream.invalid_text_reply
+        self._conn = conn
 
 
 PATCHES = (

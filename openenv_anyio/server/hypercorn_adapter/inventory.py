@@ -38,7 +38,8 @@ class Patch:
 
 #: Names read (not replaced), by the module that reads them.
 READ: Final[tuple[str, ...]] = (
-    # direct_ws: run /ws sessions in the connection's task, on its socket
+    # direct_ws: up to the accepted handshake, Hypercorn's stream; after it, the connection's
+    # task and socket (frames are the server-role WebSocketConnection's, never Hypercorn's)
     "hypercorn.events:Closed",
     "hypercorn.events:RawData",
     "hypercorn.protocol.events:Data",
@@ -46,24 +47,27 @@ READ: Final[tuple[str, ...]] = (
     "hypercorn.protocol.events:StreamClosed",
     "hypercorn.protocol.h11:H11WSConnection.buffer",
     "hypercorn.protocol.ws_stream:ASGIWebsocketState.CONNECTED",
+    "hypercorn.protocol.ws_stream:ASGIWebsocketState.CLOSED",
     "hypercorn.protocol.ws_stream:WSStream.app",
     "hypercorn.protocol.ws_stream:WSStream.app_put",
     "hypercorn.protocol.ws_stream:WSStream.app_send",
     "hypercorn.protocol.ws_stream:WSStream.closed",
     "hypercorn.protocol.ws_stream:WSStream.config",
-    "hypercorn.protocol.ws_stream:WSStream.connection",
     "hypercorn.protocol.ws_stream:WSStream.handshake",
     "hypercorn.protocol.ws_stream:WSStream.send",
     "hypercorn.protocol.ws_stream:WSStream.state",
     "hypercorn.protocol.ws_stream:WSStream.stream_id",
     "hypercorn.protocol.ws_stream:WSStream.task_group",
-    "hypercorn.protocol.ws_stream:WSStream._accept",
-    "hypercorn.protocol.ws_stream:WSStream._send_wsproto_event",
     "hypercorn.trio.tcp_server:MAX_RECV",
     "hypercorn.trio.tcp_server:TCPServer.config",
     "hypercorn.trio.tcp_server:TCPServer.protocol",
     "hypercorn.trio.tcp_server:TCPServer.send_lock",
     "hypercorn.trio.tcp_server:TCPServer.stream",
+    # liveness: Hypercorn's own streams (HTTP/2, and the routes that are not direct: /ws/ui,
+    # /mcp) tap the wsproto connection they build at accept
+    "hypercorn.protocol.ws_stream:WSStream.connection",
+    "hypercorn.protocol.ws_stream:WSStream._accept",
+    "hypercorn.protocol.ws_stream:WSStream._send_wsproto_event",
     # keepalive_timer: start the idle timer without waiting for it
     "hypercorn.trio.task_group:TaskGroup._nursery",
     "hypercorn.trio.task_group:TaskGroup.spawn_app",
