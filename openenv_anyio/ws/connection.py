@@ -80,7 +80,7 @@ TRANSITIONS: Final[dict[ConnectionState, frozenset[ConnectionState]]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one per message on the hot path, and a frozen __init__ costs more
 class Message:
     """A whole text (``str``) or binary (``bytes``) message."""
 
@@ -223,10 +223,11 @@ class WebSocketConnection:
         if self.state is ConnectionState.CLOSED:
             return events
         for item in self._splitter.feed(data):
-            if type(item) is str:
+            if type(item) is str:  # the common case: a fast text message (cannot end the connection)
                 if self.state is not ConnectionState.REFUSING:
                     events.append(Message(item))
-            elif type(item) is bytes:
+                continue
+            if type(item) is bytes:
                 self._proto.receive_bytes(item)
                 self._read_general(events)
             else:

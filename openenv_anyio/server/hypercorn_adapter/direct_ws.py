@@ -56,6 +56,7 @@ from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
 from ...core import CloseCode
 from ...ws import (
     Broken,
+    ConnectionEvent,
     ConnectionState,
     LargeFrame,
     LargeText,
@@ -192,8 +193,10 @@ class _DirectIO:
                     continue
             if conn is None:  # before the accept: Hypercorn's stream answers bytes (400)
                 await self._to_hypercorn(data)
-            else:
-                await self._receive(conn, data)
+                continue
+            last = self._take(conn.receive_data(data))  # the usual read ends here, without an await
+            if last is not None or conn.has_bytes_to_send:
+                await self._act(conn, last)
         return inbox.popleft()
 
     def release_held(self) -> None:
@@ -222,13 +225,16 @@ class _DirectIO:
             except (OSError, trio.ClosedResourceError, trio.BusyResourceError):
                 return b""
 
-    async def _receive(self, conn: WebSocketConnection, data: bytes) -> None:
-        """Act on what ``data`` means, in order; write what the connection queued."""
+    def _take(self, events: list[ConnectionEvent]) -> ConnectionEvent | None:
+        """Deliver the messages of ``events`` and stamp the pongs, without waiting (the usual
+        read: no coroutine of its own); return the event that needs the socket or the budget
+        (the connection's end, a large frame), which is always the last."""
         inbox = self._inbox
         stream = self._stream
-        for event in conn.receive_data(data):
+        for event in events:
             match event:
-                case Message(payload):
+                case Message():  # (no positional capture: the class pattern alone is cheaper)
+                    payload = event.data
                     if type(payload) is str:
                         inbox.append({"type": "websocket.receive", "bytes": None, "text": payload})
                     else:
@@ -236,40 +242,55 @@ class _DirectIO:
                 case Pong():
                     if stream.probe is not None:
                         stream.probe.last_pong = trio.current_time()
-                case PeerClosed(code, _, answered):
-                    if answered:
-                        stream.peer_closed(code)  # before the peer sees its close answered (WS-CAP-2)
-                    await self._flush(conn)
-                    await self._end_stream()
-                    return
                 case TooLarge():
                     pass  # the connection queued its close (1009) and discards the rest
-                case Broken():
-                    self._release_reservation()
-                    if stream.closes_on_bad_bytes:
-                        await self._flush(conn)  # WS-CLOSE-3: a close frame naming why
-                    await self._end_stream()
-                    return
-                case LargeFrame(size):
-                    await self._flush(conn)
-                    budget = self._budget
-                    assert budget is not None  # the connection collects large frames only with one
-                    if await budget.reserve(size):  # SRV-MEM-1: waits, bounded, reading nothing
-                        self._reserved = size
-                        conn.admit()
-                    else:
-                        conn.skip()
-                        self._deliver(HeldText(None, size, None))
-                    await self._receive(conn, b"")  # the offered frame was admitted or skipped: read on
-                    return
                 case LargeText(text):
                     held = HeldText(text, self._reserved, self._budget)
                     self._reserved = 0
                     self._deliver(held)
+                case PeerClosed() | Broken() | LargeFrame():
+                    return event
                 case _:
                     assert_never(event)
-        if conn.has_bytes_to_send:
-            await self._flush(conn)
+        return None
+
+    async def _act(self, conn: WebSocketConnection, last: ConnectionEvent | None) -> None:
+        """Write what the connection queued, then act on ``last`` (see :meth:`_take`)."""
+        stream = self._stream
+        match last:
+            case None:
+                await self._flush(conn)
+            case PeerClosed(code, _, answered):
+                if answered:
+                    stream.peer_closed(code)  # before the peer sees its close answered (WS-CAP-2)
+                await self._flush(conn)
+                await self._end_stream()
+            case Broken():
+                self._release_reservation()
+                if stream.closes_on_bad_bytes:
+                    await self._flush(conn)  # WS-CLOSE-3: a close frame naming why
+                await self._end_stream()
+            case LargeFrame(size):
+                await self._flush(conn)
+                budget = self._budget
+                assert budget is not None  # the connection collects large frames only with one
+                if await budget.reserve(size):  # SRV-MEM-1: waits, bounded, reading nothing
+                    self._reserved = size
+                    conn.admit()
+                else:
+                    conn.skip()
+                    self._deliver(HeldText(None, size, None))
+                await self._receive(conn, b"")  # the offered frame was admitted or skipped: read on
+            case Message() | Pong() | TooLarge() | LargeText():
+                raise AssertionError("delivered by _take")
+            case _:
+                assert_never(last)
+
+    async def _receive(self, conn: WebSocketConnection, data: bytes) -> None:
+        """Act on what ``data`` means, in order; write what the connection queued."""
+        last = self._take(conn.receive_data(data))
+        if last is not None or conn.has_bytes_to_send:
+            await self._act(conn, last)
 
     def _deliver(self, held: HeldText) -> None:
         self._inbox.append({"type": "websocket.receive", "bytes": None, "text": None, HELD_TEXT: held})
