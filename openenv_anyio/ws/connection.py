@@ -80,6 +80,14 @@ TRANSITIONS: Final[dict[ConnectionState, frozenset[ConnectionState]]] = {
 }
 
 
+# The states the per-frame path compares with, as module constants: reading a member off
+# the enum class costs about as much as building an event.
+_OPEN: Final = ConnectionState.OPEN
+_REFUSING: Final = ConnectionState.REFUSING
+_CLOSED: Final = ConnectionState.CLOSED
+_OFFERED: Final = LargeState.OFFERED
+
+
 @dataclass(slots=True)  # not frozen: one per message on the hot path, and a frozen __init__ costs more
 class Message:
     """A whole text (``str``) or binary (``bytes``) message."""
@@ -200,7 +208,7 @@ class WebSocketConnection:
     @property
     def large_offered(self) -> bool:
         """A :class:`LargeFrame` waits for :meth:`admit` or :meth:`skip`."""
-        return self._splitter.large is LargeState.OFFERED
+        return self._splitter.large is _OFFERED
 
     def bytes_to_send(self) -> bytes:
         """Control frames queued by what arrived (pongs, close frames); empties the queue."""
@@ -220,11 +228,11 @@ class WebSocketConnection:
     def receive_data(self, data: bytes) -> list[ConnectionEvent]:
         """Take bytes read from the socket; return what they mean, in order."""
         events: list[ConnectionEvent] = []
-        if self.state is ConnectionState.CLOSED:
+        if self.state is _CLOSED:
             return events
         for item in self._splitter.feed(data):
             if type(item) is str:  # the common case: a fast text message (cannot end the connection)
-                if self.state is not ConnectionState.REFUSING:
+                if self.state is not _REFUSING:
                     events.append(Message(item))
                 continue
             if type(item) is bytes:

@@ -82,6 +82,9 @@ LARGE_TRANSITIONS: Final[dict[LargeState, frozenset[LargeState]]] = {
 }
 
 
+_NO_LARGE: Final = LargeState.NONE  # read per feed: a module constant is cheaper than the enum's attribute
+
+
 @dataclass(frozen=True, slots=True)
 class LargeFrame:
     """A large text frame's header arrived: :meth:`FrameSplitter.admit` or :meth:`~FrameSplitter.skip` it."""
@@ -145,14 +148,14 @@ class FrameSplitter:
         general parser (``bytes``) and the large-frame items (:data:`SplitItem`)."""
         buf = self.buffer
         out: list[SplitItem] = []
-        if buf or self.passthrough or self.large is not LargeState.NONE:
+        if buf or self.passthrough or self.large is not _NO_LARGE:
             buf += data
         else:  # the usual read: nothing waits here, so its whole fast frames are read in place
             taken = self._fast_frames(data, out)
             if taken == len(data):
                 return out
             buf += memoryview(data)[taken:]  # only what is left is copied
-        if self.large is not LargeState.NONE and not self._feed_large(out):
+        if self.large is not _NO_LARGE and not self._feed_large(out):
             return out
         while buf:
             if self.passthrough:

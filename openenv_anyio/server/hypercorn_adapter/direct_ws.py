@@ -44,7 +44,7 @@ from __future__ import annotations
 import collections
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, assert_never
+from typing import Any, Final, assert_never
 
 import trio
 from hypercorn.events import Closed, RawData
@@ -81,6 +81,11 @@ from .inventory import Patch
 from .liveness import ProbingWSStream
 
 __all__ = ["DirectWSStream", "PATCHES"]
+
+
+# Compared on every send: module constants are cheaper than the enums' attributes.
+_CONNECTED: Final = ASGIWebsocketState.CONNECTED
+_OPEN: Final = ConnectionState.OPEN
 
 
 class _RecordSpawn:
@@ -342,10 +347,10 @@ class _DirectIO:
             return
         kind = message["type"]
         if kind == "websocket.send":
-            if stream.state is not ASGIWebsocketState.CONNECTED:
+            if stream.state is not _CONNECTED:
                 await stream.app_send(message)  # after the application's close: Hypercorn refuses it
                 return
-            if conn.state is not ConnectionState.OPEN:
+            if conn.state is not _OPEN:
                 return  # we are closing: nothing more goes out
             data = message.get("bytes")
             if data is not None:
