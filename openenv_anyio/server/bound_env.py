@@ -5,10 +5,8 @@ the thread that will serve it), it answers reset/step/state with values ready fo
 awaits ``async def`` methods on the event loop and sends sync ones to the runner.
 Exceptions of the environment propagate unchanged; the session turns them into frames.
 
-Environment code that raises a ``BaseException`` which is not an ``Exception`` (``sys.exit()``,
-``KeyboardInterrupt``, ``GeneratorExit``, a library's own) would otherwise unwind through the
-server's nursery and stop the whole server: here it becomes :class:`EnvironmentAborted`, an
-``Exception`` that ends only its session (``SRV-FAULT-1``). Cancellation is never converted.
+Environment code that raises a ``BaseException`` which is not an ``Exception`` ends only its
+session (``SRV-FAULT-1``): the runners convert it where env code runs (:mod:`.env_faults`).
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ import contextlib
 import inspect
 import logging
 import weakref
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from functools import partial
 from typing import Any, ClassVar
 
@@ -26,10 +24,11 @@ import trio
 from ..core import CloseCode
 from ..environment import EnvFactory, LiftedObservation, lift_observation, normalise_state
 from .action_check import ActionCheck, action_check_for
+from .env_faults import EnvironmentAborted, EnvironmentLost, await_env_code, call_env_code
 from .env_runner import EnvRunner, InlineRunner, ThreadRunner
 from .error_text import exception_text
 
-__all__ = ["BoundEnv", "EnvironmentAborted", "EnvironmentLost", "FactoryFailure", "aborted_by", "declared_non_blocking"]
+__all__ = ["BoundEnv", "EnvironmentAborted", "EnvironmentLost", "FactoryFailure", "declared_non_blocking"]
 
 _METHODS = ("reset", "step", "close")
 log = logging.getLogger("openenv_anyio.server")
@@ -44,58 +43,6 @@ class FactoryFailure(Exception):
             cause = cause.cause
         self.cause = cause
         super().__init__(f"Failed to create environment ({self.factory_name}): {exception_text(cause)}")
-
-
-class EnvironmentAborted(Exception):
-    """Environment code raised ``cause``, a ``BaseException`` that is not an ``Exception``:
-    the request fails and the session ends (``SRV-FAULT-1``); the server goes on.
-
-    ``close_code`` and ``close_reason`` are what the session's connection is closed with."""
-
-    close_code: CloseCode = CloseCode.INTERNAL_ERROR
-    close_reason: str = "environment aborted"
-
-    def __init__(self, cause: BaseException) -> None:
-        self.cause = cause
-        super().__init__(exception_text(cause))
-
-
-class EnvironmentLost(EnvironmentAborted):
-    """The environment's own process is gone (``--isolate process``): it died (a signal, an
-    ``os._exit``) or was stopped after the step timeout. The request fails and the session
-    ends with close 4410 (``SRV-ISO-2``); ``reason`` says what happened, in the server's own
-    words (it carries nothing of the environment's, so clients always see it)."""
-
-    close_code = CloseCode.ENVIRONMENT_LOST
-    close_reason = "environment lost"
-
-    def __init__(self, reason: str) -> None:
-        Exception.__init__(self, reason)
-        self.cause = self
-
-
-def _is_cancellation(exc: BaseException) -> bool:
-    if isinstance(exc, trio.Cancelled):
-        return True
-    if isinstance(exc, BaseExceptionGroup):
-        return exc.subgroup(lambda inner: isinstance(inner, trio.Cancelled)) is not None
-    return False
-
-
-def aborted_by(exc: BaseException) -> EnvironmentAborted | None:
-    """What environment code raising ``exc`` means for the server: ``None`` when ``exc``
-    propagates as it is (an ``Exception``, or a cancellation), else the session's end."""
-    if isinstance(exc, Exception) or _is_cancellation(exc):
-        return None
-    return EnvironmentAborted(exc)
-
-
-@trio.lowlevel.enable_ki_protection
-async def _awaited_on_loop(call: Awaitable[Any]) -> Any:
-    """An async env method's coroutine, awaited with trio's KeyboardInterrupt protection (as
-    :class:`~.env_runner.InlineRunner` runs sync calls): a Ctrl-C is the process's, delivered
-    to the main task, never raised inside env code as if the env had raised it."""
-    return await call
 
 
 def declared_non_blocking(factory: Any) -> bool | None:
@@ -190,10 +137,10 @@ class BoundEnv:
         )
         try:
             env = await runner.run(factory)
-        except BaseException as exc:
-            if isinstance(exc, Exception) or aborted_by(exc) is not None:
-                await runner.aclose()
-                raise FactoryFailure(factory, exc) from exc
+        except Exception as exc:
+            await runner.aclose()
+            raise FactoryFailure(factory, exc) from exc
+        except BaseException:
             with trio.CancelScope(shield=True):  # cancelled while the factory runs: the thread ends after it
                 await runner.aclose()
             raise
@@ -205,7 +152,7 @@ class BoundEnv:
     async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         method = getattr(self.env, name)
         if self._async[name]:
-            return await _awaited_on_loop(method(*args, **kwargs))
+            return await await_env_code(method(*args, **kwargs))
         return await self.runner.run(partial(method, *args, **kwargs))
 
     async def reset(self, kwargs: Mapping[str, Any]) -> tuple[LiftedObservation, dict[str, Any] | None]:
@@ -213,26 +160,20 @@ class BoundEnv:
         accepted = self._reset_keywords
         if accepted is not None and not accepted.issuperset(kwargs):
             kwargs = {key: value for key, value in kwargs.items() if key in accepted}
+        if self._async["reset"]:
+            observation = await await_env_code(self.env.reset(**kwargs))
+            state = None
+        else:
+            observation, state = await self.runner.run(partial(_reset_then_state, self.env, kwargs))
+        lifted: LiftedObservation = call_env_code(lift_observation, observation)
         try:
-            if self._async["reset"]:
-                observation = await _awaited_on_loop(self.env.reset(**kwargs))
-                state = None
-            else:
-                observation, state = await self.runner.run(partial(_reset_then_state, self.env, kwargs))
-            lifted = lift_observation(observation)
-            try:
-                if state is None:
-                    state = await self.runner.run(partial(read_state, self.env))
-                elif inspect.isawaitable(state):
-                    state = await state
-                return lifted, normalise_state(state)
-            except Exception:
-                return lifted, None
-        except BaseException as exc:
-            aborted = aborted_by(exc)
-            if aborted is None:
-                raise
-            raise aborted from exc
+            if state is None:
+                state = await self.runner.run(partial(read_state, self.env))
+            elif inspect.isawaitable(state):
+                state = await await_env_code(state)
+            return lifted, call_env_code(normalise_state, state)
+        except Exception:
+            return lifted, None
 
     def check_action(self, action: Mapping[str, Any]) -> Any:
         """Validate ``action`` (raises ProtocolError) and return what ``step`` receives."""
@@ -240,23 +181,13 @@ class BoundEnv:
 
     async def step(self, action: Any) -> LiftedObservation:
         """Step with an already checked action."""
-        try:
-            return lift_observation(await self._call("step", action))
-        except BaseException as exc:
-            aborted = aborted_by(exc)
-            if aborted is None:
-                raise
-            raise aborted from exc
+        lifted: LiftedObservation = call_env_code(lift_observation, await self._call("step", action))
+        return lifted
 
     async def state(self) -> dict[str, Any]:
         """The ``data`` of a ``state`` frame."""
-        try:
-            return normalise_state(await self.runner.run(partial(read_state, self.env)))
-        except BaseException as exc:
-            aborted = aborted_by(exc)
-            if aborted is None:
-                raise
-            raise aborted from exc
+        state: dict[str, Any] = call_env_code(normalise_state, await self.runner.run(partial(read_state, self.env)))
+        return state
 
     @property
     def name(self) -> str:
@@ -289,12 +220,10 @@ class BoundEnv:
         on_loop = callable(close) and self._async["close"]
         try:
             if on_loop and close is not None:
-                await _awaited_on_loop(close())
+                await await_env_code(close())
             # a sync close() is the runner's last call: with a thread, one hand-off for both
             await self.runner.aclose(close if callable(close) and not on_loop else None)
-        except BaseException as exc:
-            if not isinstance(exc, Exception) and aborted_by(exc) is None:
-                raise  # cancelled
+        except Exception as exc:  # EnvironmentAborted included; cancellation and a Ctrl-C propagate
             log.error("environment close() raised %s", exception_text(exc), exc_info=exc)
         finally:
             with trio.CancelScope(shield=True):  # does not wait: the thread is told to stop

@@ -25,6 +25,8 @@ from typing import Any, Protocol
 import outcome
 import trio
 
+from .env_faults import await_env_code, call_env_code, env_outcome
+
 __all__ = ["CompletionInbox", "EnvRunner", "InlineRunner", "ThreadRunner", "thread_starter"]
 
 _thread_numbers = itertools.count(1)
@@ -56,9 +58,9 @@ class InlineRunner:
 
     @trio.lowlevel.enable_ki_protection
     async def run(self, fn: Callable[[], Any]) -> Any:
-        result = fn()
+        result = call_env_code(fn)
         if inspect.isawaitable(result):
-            result = await result
+            result = await await_env_code(result)
         return result
 
     async def aclose(self, final: Callable[[], Any] | None = None) -> None:
@@ -180,7 +182,7 @@ class ThreadRunner:
         while True:
             fn, pending, last = jobs.get()
             try:
-                post(pending, outcome.capture(fn))
+                post(pending, env_outcome(fn))
             except trio.RunFinishedError:
                 return
             if last:
@@ -202,7 +204,7 @@ class ThreadRunner:
             raise RuntimeError("the environment runner is closed")
         result = await self._submit(fn)
         if inspect.isawaitable(result):
-            result = await result
+            result = await await_env_code(result)
         return result
 
     async def aclose(self, final: Callable[[], Any] | None = None) -> None:
@@ -224,7 +226,7 @@ class ThreadRunner:
             return
         result = await self._submit(final or _STOP, last=True)
         if final is not None and inspect.isawaitable(result):
-            await result
+            await await_env_code(result)
         # The thread returns right after delivering _STOP. It is not joined here: joining
         # blocks the loop until that thread gets the GIL once more, which with thousands of
         # busy threads stalls every other connection (measured: seconds at 4,096 sessions).

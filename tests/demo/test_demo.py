@@ -101,7 +101,7 @@ def test_ctrl_c_stops_server_and_agents_cleanly() -> None:
     assert set(summary_rows(stdout)) == {"0", "1", "2", "3", "all"}, stdout  # the episodes so far
 
 
-@pytest.mark.parametrize("env", ["SlowInlineEnv", "SlowAsyncEnv"])
+@pytest.mark.parametrize("env", ["SlowInlineEnv", "SlowAsyncEnv", "SlowLiftEnv"])
 def test_ctrl_c_while_env_code_runs_on_the_loop_stops_the_demo(env: str) -> None:
     """Ctrl-C is the user's, not the environment's: arriving while an inline or async env's own
     code runs on the event loop's thread, it stops everything (exit 130) instead of being taken

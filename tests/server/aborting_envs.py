@@ -18,10 +18,22 @@ ABORTS: dict[str, type[BaseException]] = {
 }
 
 
+class _AbortingObservation:
+    """An observation whose own ``model_dump`` raises: env code that the server runs on the
+    event loop's thread when it reads the observation."""
+
+    def __init__(self, abort: type[BaseException]) -> None:
+        self.abort = abort
+
+    def model_dump(self) -> dict[str, Any]:
+        raise self.abort()
+
+
 class Aborting(Environment):
     """Raises ``ABORTS[name]`` in the method the client names: ``reset`` takes
-    ``abort_in_reset=NAME``, ``step`` takes ``{"abort": NAME}``, ``close`` aborts when the
-    last step asked ``{"abort_on_close": NAME}``."""
+    ``abort_in_reset=NAME``, ``step`` takes ``{"abort": NAME}`` (or returns an observation
+    whose ``model_dump`` raises it with ``{"abort_in_observation": NAME}``), ``close`` aborts
+    when the last step asked ``{"abort_on_close": NAME}``."""
 
     closes: ClassVar[int] = 0
     lock: ClassVar[threading.Lock] = threading.Lock()
@@ -36,9 +48,11 @@ class Aborting(Environment):
         self.steps = 0
         return {"steps": 0}
 
-    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+    def step(self, action: dict[str, Any]) -> Any:
         if action.get("abort"):
             raise ABORTS[action["abort"]]()
+        if action.get("abort_in_observation"):
+            return _AbortingObservation(ABORTS[action["abort_in_observation"]])
         self.abort_on_close = action.get("abort_on_close")
         self.steps += 1
         return {"steps": self.steps, "reward": 1.0}
@@ -65,7 +79,7 @@ class AsyncAborting(Aborting):
         await trio.sleep(0)
         return Aborting.reset(self, abort_in_reset, **kwargs)
 
-    async def step(self, action: dict[str, Any]) -> dict[str, Any]:  # type: ignore[override]
+    async def step(self, action: dict[str, Any]) -> Any:
         await trio.sleep(0)
         return Aborting.step(self, action)
 

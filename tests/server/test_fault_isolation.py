@@ -35,18 +35,20 @@ def _server_still_serves(server) -> None:
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 @pytest.mark.parametrize("abort", sorted(ABORTS))
-@pytest.mark.parametrize("where", ["reset", "step"])
+@pytest.mark.parametrize("where", ["reset", "step", "observation"])
 def test_env_base_exception_ends_only_its_session(kind: str, abort: str, where: str) -> None:
     """SRV-FAULT-1: the request is answered with EXECUTION_ERROR naming the exception, the
-    session closes with 1011, the other sessions and the server go on."""
+    session closes with 1011, the other sessions and the server go on. ``observation``: the
+    step's observation raises it when the server reads it (its ``model_dump``, env code on
+    the loop's thread)."""
     with running(KINDS[kind]) as server, ws_connect(server) as bystander, ws_connect(server) as victim:
         ask(bystander, {"type": "reset"})
         ask(victim, {"type": "reset"})
-        request = (
-            {"type": "reset", "data": {"abort_in_reset": abort}}
-            if where == "reset"
-            else {"type": "step", "data": {"abort": abort}}
-        )
+        request = {
+            "reset": {"type": "reset", "data": {"abort_in_reset": abort}},
+            "step": {"type": "step", "data": {"abort": abort}},
+            "observation": {"type": "step", "data": {"abort_in_observation": abort}},
+        }[where]
         answer = ask(victim, request)
         assert answer["data"]["code"] == "EXECUTION_ERROR"
         assert abort in answer["data"]["message"]
