@@ -95,8 +95,6 @@ def call_env_code(fn: Callable[..., Any], *args: Any) -> Any:
     :func:`await_env_code`)."""
     try:
         return fn(*args)
-    except Exception:
-        raise
     except BaseException as exc:
         _raise_aborted(exc)
         raise
@@ -109,8 +107,6 @@ async def await_env_code(call: Awaitable[Any]) -> Any:
     delivered to the main task, never raised inside env code as if the env had raised it."""
     try:
         return await call
-    except Exception:
-        raise
     except BaseException as exc:
         _raise_aborted(exc)
         raise
