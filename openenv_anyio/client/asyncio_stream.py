@@ -149,10 +149,14 @@ class AsyncioTcpStream(anyio.abc.ByteStream):
 
     async def aclose(self) -> None:
         """Close at once (as anyio's stream does: unsent data is discarded)."""
+        self.close_now()
+        await anyio.lowlevel.checkpoint()
+
+    def close_now(self) -> None:
+        """Close at once, without a checkpoint (:meth:`aclose` without the await)."""
         self._closed = True
         self._transport.abort()
         self._protocol._wake_reader()
-        await anyio.lowlevel.checkpoint()
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
