@@ -296,10 +296,20 @@ def _lifted(observation: Any, split: tuple[bool, bool]) -> LiftedObservation:
     sends them (``split``, learnt by :func:`_upstream_split`: openenv 0.10 keeps ``metadata``
     inside ``observation`` and sends it beside it when non-empty; openenv-core 0.3 drops it),
     dumped in one pass by pydantic's JSON mode; a model holding values that mode cannot dump
-    (numpy arrays) falls back to :func:`to_jsonable` (WS-OBS-2)."""
+    (numpy arrays) falls back to :func:`to_jsonable` (WS-OBS-2).
+
+    Runs once per step, on the session's thread: the serializer is looked up in a plain dict
+    (``functools.cache`` cost three times as much), a reward that is already a frame's value
+    skips :func:`plain_reward` (which returns it unchanged), and the tuple is built by
+    ``_make`` (a NamedTuple's ``__new__`` is a Python function: twice the cost).
+    """
     inside, beside = split
     exclude = _EXCLUDE_KEEPING_METADATA if inside else _EXCLUDE
-    to_python = _json_dump(typing.cast(Any, type(observation)))
+    model = type(observation)
+    try:
+        to_python = _json_dumps[model]
+    except KeyError:
+        to_python = _json_dumps[model] = _json_dump(model)
     try:
         if to_python is None:
             fields = observation.model_dump(mode="json", exclude=exclude)
@@ -310,16 +320,23 @@ def _lifted(observation: Any, split: tuple[bool, bool]) -> LiftedObservation:
     metadata = None
     if beside:
         metadata = fields.get("metadata") if inside else to_jsonable(getattr(observation, "metadata", None))
-    return LiftedObservation(fields, plain_reward(observation.reward), bool(observation.done), metadata or None)
+    reward = observation.reward
+    if type(reward) not in _FRAME_REWARD_TYPES:
+        reward = plain_reward(reward)
+    return _make_lifted((fields, reward, bool(observation.done), metadata or None))
 
 
 # Sets, not frozensets: pydantic-core takes a set's members directly and converts any other
 # collection on every call (measured: a frozenset costs a third more per dump). Never mutated.
 _EXCLUDE: Final[set[str]] = {"reward", "done", "metadata"}
 _EXCLUDE_KEEPING_METADATA: Final[set[str]] = {"reward", "done"}
+#: the reward types a frame carries as they are (:func:`plain_reward` returns them unchanged)
+_FRAME_REWARD_TYPES: Final = frozenset({float, int, bool, type(None)})
+_make_lifted: Final = LiftedObservation._make
+#: observation model -> its JSON-mode dump (:func:`_json_dump`); one entry per model class
+_json_dumps: dict[type, Callable[..., Any] | None] = {}
 
 
-@functools.cache
 def _json_dump(model: type) -> Callable[..., Any] | None:
     """The ``to_python`` of ``model``'s pydantic serializer when its ``model_dump`` is
     pydantic's own (which calls it with the same arguments, after a round of argument

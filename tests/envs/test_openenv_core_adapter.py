@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+import numpy as np
 import pytest
 import trio
 from adapter_samples import (
@@ -213,3 +214,20 @@ def test_model_overrides_are_honoured_like_upstream_honours_them() -> None:
     plain = OpenEnvCoreEnv.wrap(EchoEnv)()
     plain.reset()
     assert plain.step({"message": "hi"}).observation == {"echoed": "hi", "length": 2}
+
+
+class _NumpyRewardEnv(EchoEnv):
+    """Builds its observation without validation (``model_construct``), with a numpy scalar
+    as the reward: the frame must carry a plain number all the same."""
+
+    def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Any:
+        reward = np.int64(len(action.message)) if action.repeat == 1 else np.float32(0.5)
+        return EchoObservation.model_construct(echoed=action.message, length=len(action.message), reward=reward)
+
+
+def test_a_reward_that_is_not_a_plain_number_is_unwrapped() -> None:
+    env = OpenEnvCoreEnv.wrap(_NumpyRewardEnv)()
+    env.reset()
+    whole, half = env.step({"message": "abc"}), env.step({"message": "abc", "repeat": 2})
+    assert (type(whole.reward), whole.reward) == (int, 3)
+    assert (type(half.reward), half.reward) == (float, 0.5)
