@@ -193,7 +193,16 @@ class OpenEnvCoreEnv:
         return {key: value for key, value in kwargs.items() if key in keywords}
 
     def _step_sync(self, action: Mapping[str, Any]) -> LiftedObservation:
-        return _lifted(self._env.step(self.parse_action(action)), self._split)
+        # The whole step is this one call on the session's thread. A frame's data is a dict:
+        # parse_action's work without its call (it handles every other mapping).
+        if type(action) is dict:
+            try:
+                instance = self._validate(action)
+            except _pydantic_errors()[0] as exc:  # evaluated only when something was raised
+                raise _rejection(exc) from None
+        else:
+            instance = self.parse_action(action)
+        return _lifted(self._env.step(instance), self._split)
 
     async def _step_async(self, action: Mapping[str, Any]) -> LiftedObservation:
         return _lifted(await self._env.step_async(self.parse_action(action)), self._split)
@@ -301,7 +310,7 @@ def _lifted(observation: Any, split: tuple[bool, bool]) -> LiftedObservation:
     Runs once per step, on the session's thread: the serializer is looked up in a plain dict
     (``functools.cache`` cost three times as much), a reward that is already a frame's value
     skips :func:`plain_reward` (which returns it unchanged), and the tuple is built by
-    ``_make`` (a NamedTuple's ``__new__`` is a Python function: twice the cost).
+    ``tuple.__new__`` (a NamedTuple's ``__new__`` is a Python function: twice the cost).
     """
     inside, beside = split
     exclude = _EXCLUDE_KEEPING_METADATA if inside else _EXCLUDE
@@ -323,7 +332,7 @@ def _lifted(observation: Any, split: tuple[bool, bool]) -> LiftedObservation:
     reward = observation.reward
     if type(reward) not in _FRAME_REWARD_TYPES:
         reward = plain_reward(reward)
-    return _make_lifted((fields, reward, bool(observation.done), metadata or None))
+    return _new_tuple(LiftedObservation, (fields, reward, bool(observation.done), metadata or None))
 
 
 # Sets, not frozensets: pydantic-core takes a set's members directly and converts any other
@@ -332,7 +341,7 @@ _EXCLUDE: Final[set[str]] = {"reward", "done", "metadata"}
 _EXCLUDE_KEEPING_METADATA: Final[set[str]] = {"reward", "done"}
 #: the reward types a frame carries as they are (:func:`plain_reward` returns them unchanged)
 _FRAME_REWARD_TYPES: Final = frozenset({float, int, bool, type(None)})
-_make_lifted: Final = LiftedObservation._make
+_new_tuple: Final = tuple.__new__
 #: observation model -> its JSON-mode dump (:func:`_json_dump`); one entry per model class
 _json_dumps: dict[type, Callable[..., Any] | None] = {}
 
