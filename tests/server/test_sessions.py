@@ -51,6 +51,17 @@ def test_long_step_is_not_reaped() -> None:
         assert closed_code(ws)[0] == 4408
 
 
+def test_long_async_step_is_not_reaped() -> None:
+    """WS-IDLE-2 for a step that awaits on the event loop (a cancellation reaches it there,
+    where a thread-run step is waited for): it outlives the idle timeout and is answered."""
+    with running(AsyncEnv, session_timeout_s=0.3) as server, ws_connect(server) as ws:
+        ask(ws, {"type": "reset"})
+        answer = ask(ws, {"type": "step", "data": {"sleep": 0.9}})
+        assert answer["type"] == "observation" and answer["data"]["observation"]["count"] == 1
+        assert ask(ws, {"type": "state"})["data"]["step_count"] == 1
+        assert closed_code(ws)[0] == 4408
+
+
 def test_env_exception_is_execution_error_and_session_continues() -> None:
     """WS-ERR-7: same instance afterwards (its step count kept)."""
     with running(Tracked) as server, ws_connect(server) as ws:
