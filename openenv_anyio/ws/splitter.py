@@ -65,6 +65,8 @@ FAST_FRAME_LIMIT: Final = 1 << 20
 
 _DATA_OPCODES: Final = frozenset({0x0, 0x1, 0x2})
 _MIN_LENGTH: Final = {2: 0, 4: 126, 10: 65536}  # header size without mask -> smallest length it may carry
+_MASK_BIT: Final = 0x80
+_SHORT_LENGTH: Final = 125  # the largest payload length the header's 7 bits carry themselves
 
 
 class LargeState(enum.Enum):
@@ -122,7 +124,7 @@ class FrameSplitter:
     """
 
     __slots__ = (
-        "buffer", "passthrough", "mid_message", "general_frame_length", "large", "_masked", "_limit",
+        "buffer", "passthrough", "mid_message", "general_frame_length", "large", "_masked", "_mask_bit", "_limit",
         "_large_limit", "_offer", "_message", "_size", "_filled", "_key", "_utf8",
     )
 
@@ -134,6 +136,7 @@ class FrameSplitter:
         self.general_frame_length = 0
         self.large = LargeState.NONE
         self._masked = masked
+        self._mask_bit = _MASK_BIT if masked else 0  # the MASK bit of the second header byte, as expected
         self._limit = min(limit, FAST_FRAME_LIMIT)
         self._large_limit = limit if collect_large else 0
         self._offer: FrameHeader | None = None  # the offered large frame's header
@@ -209,28 +212,37 @@ class FrameSplitter:
     def _fast_frames(self, data: bytes | bytearray, out: list[SplitItem]) -> int:
         """Decode the whole fast frames at the start of ``data`` into ``out`` (``data`` is
         read, not kept); return how many bytes they took. Stops at the first frame that is
-        not one (or not whole): the rest goes through the buffer."""
+        not one (or not whole): the rest goes through the buffer.
+
+        The usual frame (a payload of at most 125 bytes, whose length the header's second
+        byte carries) is recognised from its two first bytes, without a :class:`FrameHeader`
+        (about a third of the splitter's work per frame)."""
+        if self.mid_message:
+            return 0
         size = len(data)
+        mask_bit = self._mask_bit
+        limit = self._limit
         pos = 0
-        while pos < size:
-            header = parse_header(data, pos)
-            if header is None or not self._is_fast(header):
-                break
-            start = pos + header.size
-            end = start + header.length
+        while size - pos >= 2:
+            second = data[pos + 1]
+            length = second & 0x7F
+            if data[pos] == FIN_TEXT and length <= _SHORT_LENGTH and second & _MASK_BIT == mask_bit and length <= limit:
+                start = pos + 6 if mask_bit else pos + 2
+            else:
+                header = parse_header(data, pos)
+                if header is None or not self._is_fast(header):
+                    break
+                start, length = pos + header.size, header.length
+            end = start + length
             if size < end:
                 break
-            if header.masked:
-                body = data[start:end]  # a copy: small (the fast limit), and nothing holds data
-                try:
-                    text = str(apply_mask(body, data[start - 4 : start]), "utf-8")
-                except UnicodeDecodeError:
-                    break  # the general parser refuses it (1007)
-            else:
-                try:
+            try:
+                if mask_bit:  # the body is a copy: small (the fast limit), and nothing holds data
+                    text = str(apply_mask(data[start:end], data[start - 4 : start]), "utf-8")
+                else:
                     text = str(data[start:end], "utf-8")
-                except UnicodeDecodeError:
-                    break
+            except UnicodeDecodeError:
+                break  # the general parser refuses it (1007)
             out.append(text)
             pos = end
         return pos
