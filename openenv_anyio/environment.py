@@ -112,6 +112,8 @@ def to_plain_dict(value: Any) -> dict[str, Any]:
     Raises :class:`TypeError` for anything else. Nested values are left as they are (the
     encoder serialises numpy values, dataclasses and pydantic models).
     """
+    if type(value) is dict:  # the usual observation: no abstract-class check
+        return value.copy()
     if isinstance(value, Mapping):
         return dict(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -59,7 +59,7 @@ class InlineRunner:
     @trio.lowlevel.enable_ki_protection
     async def run(self, fn: Callable[[], Any]) -> Any:
         result = call_env_code(fn)
-        if inspect.isawaitable(result):
+        if type(result) is not dict and inspect.isawaitable(result):  # a dict (the usual answer) never is
             result = await await_env_code(result)
         return result
 

@@ -461,15 +461,21 @@ class WsSession:
         error = Error(ErrorCode.EXECUTION_ERROR.value, public.message, {"error_id": public.error_id}, request_id)
         return self.ctx.encode(error, session=self)
 
-    async def _answer(self, frame: Request, request_id: str | None = None) -> str:
+    def _answer(self, frame: Request, request_id: str | None = None) -> Awaitable[str]:
         """The text of the answer to a reset, step, state or mcp request (runs the environment).
 
-        ``request_id`` (resume extension) is echoed in the answer (``EXT-REQ-2``).
+        ``request_id`` (resume extension) is echoed in the answer (``EXT-REQ-2``). (Returns the
+        coroutine that does the work and is not one itself: one frame less per request while
+        no dashboard watches.)
         """
+        if not self.ctx.hub.dashboards or type(frame) is StateRequest:
+            return self._execute(frame, request_id)
+        return self._answer_watched(frame, request_id)
+
+    async def _answer_watched(self, frame: Request, request_id: str | None) -> str:
+        """:meth:`_answer` while dashboards watch: they see the request start and end (``UI-7``)."""
         hub = self.ctx.hub
-        if not hub.dashboards or type(frame) is StateRequest:
-            return await self._execute(frame, request_id)
-        view = self.view  # UI-7: dashboards see the request start and end
+        view = self.view
         view.set_status(busy=True)
         hub.publish_status(view)
         try:
