@@ -52,10 +52,12 @@ def _figures(m: Measurement, n: int) -> dict[str, Any]:
     """One run's figures, with the per-session costs the on-paper arithmetic uses."""
     metrics = m.metrics
     figures: dict[str, Any] = {
-        key: metrics.get(key) for key in ("success_pct", "wall_s", "p50_s", "p99_s", "rss_peak_mb", "threads_peak", "server_cpu_s")
+        key: metrics.get(key)
+        for key in ("success_pct", "wall_s", "p50_s", "p99_s", "rss_peak_mb", "threads_peak", "server_cpu_s", "client_cpu_s")
     }
-    if metrics.get("server_cpu_s") and n:
-        figures["server_cpu_ms_per_session"] = metrics["server_cpu_s"] * 1000 / n
+    for side in ("server", "client"):  # the client's share matters too: its processes share the cores
+        if metrics.get(f"{side}_cpu_s") and n:
+            figures[f"{side}_cpu_ms_per_session"] = metrics[f"{side}_cpu_s"] * 1000 / n
     figures["note"] = m.note or m.unavailable
     return figures
 

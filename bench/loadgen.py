@@ -2,9 +2,11 @@
 
 ``python -m bench.loadgen STACK URL --sessions N --steps S --dir D --cap C --out FILE``
 imports STACK's client, creates ``D/ready-<pid>``, waits for ``D/go`` (which holds the
-wall-clock start time), runs N sessions starting together at that time, and writes one JSON
-object per session (ok, seconds, error) as a JSON list to FILE. Several workers share a
-large N so that one client process does not become the bottleneck.
+wall-clock start time), runs N sessions starting together at that time, and writes to FILE
+a JSON object: ``sessions``, one object per session (ok, seconds, error), and ``cpu_s``, the
+CPU time this process spent on the burst (the client's own cost, imports and the wait for
+the go signal excluded). Several workers share a large N so that one client process does
+not become the bottleneck.
 """
 
 from __future__ import annotations
@@ -78,8 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         start_at=start_at,
         cap_s=args.cap,
     )
+    cpu_before = time.process_time()
     outcomes = anyio.run(burst, backend=args.backend or stack.BACKEND)
-    args.out.write_text(json.dumps([dataclasses.asdict(o) for o in outcomes]))
+    cpu_s = time.process_time() - cpu_before
+    args.out.write_text(json.dumps({"sessions": [dataclasses.asdict(o) for o in outcomes], "cpu_s": cpu_s}))
     return 0
 
 

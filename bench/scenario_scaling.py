@@ -74,6 +74,7 @@ def _scaling_run(
     procs = []
     peak_rss_kb = peak_threads = 0
     server_cpu_s = math.nan
+    client_cpu_s = 0.0
     outcomes: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-scaling-") as tmp:
         folder = Path(tmp)
@@ -99,7 +100,9 @@ def _scaling_run(
                 time.sleep(0.2)
             server_cpu_s = tree_cpu_seconds(server.pid) - cpu_at_start
             for path in sorted(folder.glob("out-*.json")):
-                outcomes += json.loads(path.read_text())
+                written = json.loads(path.read_text())
+                outcomes += written["sessions"]
+                client_cpu_s += written["cpu_s"]
         except (RuntimeError, TimeoutError) as exc:  # server failed to start, workers never ready
             m.unavailable = str(exc)[:200]
             return m
@@ -124,6 +127,7 @@ def _scaling_run(
         "rss_peak_mb": peak_rss_kb / 1024,
         "threads_peak": float(peak_threads),
         "server_cpu_s": server_cpu_s,  # every server process, from the start to the last session's end
+        "client_cpu_s": client_cpu_s,  # every load process, its burst only (its imports excluded)
     }
     return m
 

@@ -207,7 +207,9 @@ def test_loadgen_connect_timeout_reaches_our_client_and_only_ours() -> None:
             cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
         )
         assert done.returncode == 0, done.stderr
-        [outcome] = json.loads(out.read_text())
+        written = json.loads(out.read_text())
+        [outcome] = written["sessions"]
+        assert written["cpu_s"] > 0
         assert not outcome["ok"] and "connect_timeout_s=0.25 s" in outcome["error"], outcome
         refused = subprocess.run(
             [sys.executable, "-m", "bench.loadgen", "openenv", url, "--sessions", "1", "--dir", tmp,
