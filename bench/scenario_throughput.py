@@ -91,19 +91,24 @@ def scenario_big(ctx: Context) -> list[Row]:
 
 def scenario_adapter(ctx: Context) -> list[Row]:
     """10. The same echo logic served by our server written in our env API and as an
-    openenv-core ``Environment`` through our adapter (and by OpenEnv itself), same client."""
+    openenv-core ``Environment`` through our adapter (and by OpenEnv itself), same client;
+    plus that very environment and its models written in our env API (``own-api+models``),
+    which does the adapted path's pydantic work without the adapter."""
     variants = [
         Variant("own-api", "ours", "ours", "echo"),
+        Variant("own-api+models", "ours", "ours", "echo_models"),
         Variant("adapter", "ours", "ours", "echo_adapted"),
         Variant("openenv", "ours", "openenv", "echo"),
     ]
-    note = "our client (asyncio) on all three; adapter cost = 1 - adapter/own-api"
+    note = "our client (asyncio) on all four; adapter cost = 1 - adapter/own-api"
     rows = []
     for n in ctx.profile.session_counts[:2]:
         row = measure_throughput(ctx, "10", f"adapter vs own env API, {n} sessions", variants, n, baseline="own-api", note=note)
-        ratio = row.ratio("adapter")
+        ratio, models = row.ratio("adapter"), row.ratio("own-api+models")
         if not math.isnan(ratio):
             row.note += f"; adapter cost {100 * (1 - ratio):.1f} %"
+            if not math.isnan(models) and models > 0:
+                row.note += f"; adapter / own-api+models {ratio / models:.2f}x"
         rows.append(row)
     return rows
 

@@ -21,6 +21,11 @@ STACKS = ("openenv", "ours", "ours-nometrics", "ours-mpmetrics", "echo-hypercorn
 #: env kinds our server serves as openenv-core ``Environment`` classes through its adapter
 #: (``openenv_anyio.envs.openenv_core``): the OpenEnv side's class of the named kind
 ADAPTED_KINDS = {"echo_adapted": "echo"}
+#: env kinds our server serves written in its own env API with the OpenEnv side's models
+#: (``bench.stacks.openenv_core_envs.OwnApiModelEnv``): the adapter's model work, no adapter
+MODEL_KINDS = {"echo_models": "echo"}
+#: env kinds that import openenv-core into our server process
+OPENENV_CORE_KINDS = {**ADAPTED_KINDS, **MODEL_KINDS}
 #: env kinds our server runs with process isolation (``ServerConfig(isolate="process")``):
 #: each session's environment, of the named kind, in a process of its own
 ISOLATED_KINDS = {"echo_isolated": "echo", "echo_inline_isolated": "echo_inline"}
@@ -77,6 +82,12 @@ def serve_ours(kind: str, port: int, max_concurrent_envs: int | None, workers: i
         if workers != 1:
             raise SystemExit(f"env kind {kind} is served by one process only")
         server: EnvServer | WorkerSupervisor = EnvServer(OpenEnvCoreEnv.wrap(OPENENV_KINDS[ADAPTED_KINDS[kind]][0]), config)
+    elif kind in MODEL_KINDS:  # the same environment and models, in our own env API
+        from bench.stacks.openenv_core_envs import own_api_model_env
+
+        if workers != 1:
+            raise SystemExit(f"env kind {kind} is served by one process only")
+        server = EnvServer(own_api_model_env(MODEL_KINDS[kind]), config)
     else:
         env = ENV_KINDS[kind]
         server = (

@@ -10,7 +10,8 @@ A VARIANT is ``SERVER[:KIND][@CLIENT][=PYTHONPATH]``:
 
 - SERVER: a stack of ``bench.serve`` (``ours``, ``ours-nometrics``, ``ours-mpmetrics``, ``openenv``, ``echo-hypercorn``, ``echo-uvicorn``);
 - KIND: an env kind of ``bench.envs`` (default ``echo``), or one our server serves through
-  its openenv-core adapter (``echo_adapted``: ``ours`` stacks only);
+  its openenv-core adapter (``echo_adapted``) or in its own env API with the same models
+  (``echo_models``), ``ours`` stacks only;
 - CLIENT: ``raw`` (default: pre-encoded frames, answers not decoded), ``openenv`` or ``ours``;
 - PYTHONPATH: put this directory first on the server's ``PYTHONPATH`` (compare another
   checkout of the server, e.g. a snapshot of the code before a change).
@@ -32,7 +33,7 @@ import anyio
 
 from bench.envs import ENV_KINDS
 from bench.procs import ServerProcess, raise_fd_limit, start_server
-from bench.serve import ADAPTED_KINDS, STACKS
+from bench.serve import OPENENV_CORE_KINDS, STACKS
 from bench.stacks.registry import client_stack
 
 _TICKS_PER_S = os.sysconf("SC_CLK_TCK")
@@ -54,10 +55,10 @@ class Variant:
         variant = cls(server, kind or "echo", client or "raw", pythonpath or None)
         if variant.server not in STACKS:
             raise argparse.ArgumentTypeError(f"unknown server {variant.server!r} (one of {', '.join(STACKS)})")
-        kinds = [*ENV_KINDS, *ADAPTED_KINDS]
+        kinds = [*ENV_KINDS, *OPENENV_CORE_KINDS]
         if variant.kind not in kinds:
             raise argparse.ArgumentTypeError(f"unknown env kind {variant.kind!r} (one of {', '.join(kinds)})")
-        if variant.kind in ADAPTED_KINDS and not variant.server.startswith("ours"):
+        if variant.kind in OPENENV_CORE_KINDS and not variant.server.startswith("ours"):
             raise argparse.ArgumentTypeError(f"env kind {variant.kind!r} is served by our server only")
         return variant
 
@@ -89,7 +90,7 @@ def serve(variant: Variant) -> Iterator[ServerProcess]:
     argv = [variant.server] if variant.server.startswith("echo-") else [variant.server, variant.kind]
     server = start_server(variant.label, argv, wait=False, pythonpath=variant.pythonpath)
     # openenv-core's imports (FastAPI, gradio, FastMCP) take tens of seconds on a busy machine
-    slow_start = variant.server == "openenv" or variant.kind in ADAPTED_KINDS
+    slow_start = variant.server == "openenv" or variant.kind in OPENENV_CORE_KINDS
     server.wait_ready(120.0 if slow_start else 30.0)
     try:
         yield server

@@ -88,3 +88,43 @@ OPENENV_KINDS: dict[str, tuple[type[Environment[Any, Any, Any]], type[Action], t
     "sleep": (_sync_wrapper("sleep"), EchoAction, EchoObservation),
     "big": (_sync_wrapper("big"), EchoAction, EchoObservation),
 }
+
+
+class OwnApiModelEnv:
+    """An environment of OpenEnv's kind written in our own env API, with the same models.
+
+    ``action_schema`` is the Action model: our server checks the action against its JSON
+    Schema and validates it into an instance on its loop; ``step`` is the OpenEnv side's
+    environment's own (it builds the Observation model), on the session's thread; the server
+    dumps the returned model. So it does the pydantic work of that environment served through
+    our adapter (``OpenEnvCoreEnv.wrap``), without the adapter: served side by side, the two
+    separate the adapter's cost from the models' (scenario 10).
+    """
+
+    NON_BLOCKING: bool = False
+    env_class: type[SyncWrapper] = SyncWrapper
+    action_schema: type[Action] = EchoAction
+
+    def __init__(self) -> None:
+        self._env = self.env_class()
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Observation:
+        return self._env.reset(seed=seed, episode_id=episode_id, **kwargs)
+
+    def step(self, action: Action) -> Observation:
+        return self._env.step(action)
+
+    @property
+    def state(self) -> State:
+        return self._env.state
+
+    def close(self) -> None:
+        self._env.close()
+
+
+def own_api_model_env(kind: str) -> type[OwnApiModelEnv]:
+    """An ``OwnApiModelEnv`` subclass around ``OPENENV_KINDS[kind]`` (a sync env kind)."""
+    env_class, action, _ = OPENENV_KINDS[kind]
+    if not issubclass(env_class, SyncWrapper) or env_class is AsyncWrapper:
+        raise ValueError(f"env kind {kind!r} is not a sync OpenEnv environment")
+    return type(f"OwnApi{env_class.__name__}", (OwnApiModelEnv,), {"env_class": env_class, "action_schema": action})
