@@ -215,7 +215,8 @@ class FrameSplitter:
         not one (or not whole): the rest goes through the buffer.
 
         The usual frame (a payload of at most 125 bytes, whose length the header's second
-        byte carries) is recognised from its two first bytes, without a :class:`FrameHeader`
+        byte carries, or up to 65,535 bytes, whose length the two next bytes carry: most
+        observations) is recognised from its first bytes, without a :class:`FrameHeader`
         (about a third of the splitter's work per frame)."""
         if self.mid_message:
             return 0
@@ -226,8 +227,16 @@ class FrameSplitter:
         while size - pos >= 2:
             second = data[pos + 1]
             length = second & 0x7F
-            if data[pos] == FIN_TEXT and length <= _SHORT_LENGTH and second & _MASK_BIT == mask_bit and length <= limit:
+            usual = data[pos] == FIN_TEXT and second & _MASK_BIT == mask_bit
+            if usual and length <= _SHORT_LENGTH and length <= limit:
                 start = pos + 6 if mask_bit else pos + 2
+            elif (
+                usual
+                and length == 126
+                and size - pos >= 4
+                and _SHORT_LENGTH < (length := data[pos + 2] << 8 | data[pos + 3]) <= limit
+            ):
+                start = pos + 8 if mask_bit else pos + 4
             else:
                 header = parse_header(data, pos)
                 if header is None or not self._is_fast(header):
