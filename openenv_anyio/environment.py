@@ -106,6 +106,21 @@ class LiftedObservation(NamedTuple):
         return data
 
 
+_DATACLASS_TYPES: dict[type, bool] = {}
+"""Whether instances of a type are dataclass instances, asked once per type (at most 1,024
+remembered): for a pydantic model, ``dataclasses.is_dataclass`` costs a failed attribute
+lookup on its metaclass (about 1 us, an exception built and dropped) on every call."""
+
+
+def _is_dataclass_type(cls: type) -> bool:
+    known = _DATACLASS_TYPES.get(cls)
+    if known is None:
+        if len(_DATACLASS_TYPES) >= 1024:
+            _DATACLASS_TYPES.clear()
+        known = _DATACLASS_TYPES[cls] = dataclasses.is_dataclass(cls)
+    return known
+
+
 def to_plain_dict(value: Any) -> dict[str, Any]:
     """A shallow ``dict`` copy of a mapping, dataclass instance or pydantic model.
 
@@ -116,11 +131,12 @@ def to_plain_dict(value: Any) -> dict[str, Any]:
         return value.copy()
     if isinstance(value, Mapping):
         return dict(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if _is_dataclass_type(type(value)):
         return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
     dump = getattr(value, "model_dump", None)
     if callable(dump):
-        return dict(dump())
+        dumped = dump()  # a new dict already: copied only when it is some other mapping
+        return dumped if type(dumped) is dict else dict(dumped)
     raise TypeError(
         f"expected a mapping, a dataclass or a pydantic model, got {type(value).__name__}"
     )
