@@ -245,11 +245,11 @@ class FrameSplitter:
             end = start + length
             if size < end:
                 break
-            try:
+            try:  # bytes.decode() with no argument is UTF-8 without looking the codec's name up
                 if mask_bit:  # the body is a copy: small (the fast limit), and nothing holds data
-                    text = str(apply_mask(data[start:end], data[start - 4 : start]), "utf-8")
+                    text = apply_mask(data[start:end], data[start - 4 : start]).decode()
                 else:
-                    text = str(data[start:end], "utf-8")
+                    text = data[start:end].decode()
             except UnicodeDecodeError:
                 break  # the general parser refuses it (1007)
             out.append(text)
