@@ -94,8 +94,9 @@ class StepResult:
 
     @classmethod
     def of(cls, frame: Observation) -> StepResult:
-        metadata = dict(frame.metadata) if frame.metadata is not None else None
-        return cls(observation=dict(frame.observation), reward=frame.reward, done=frame.done, metadata=metadata)
+        metadata = frame.metadata
+        # positional: a frozen dataclass's __init__ takes keywords at a cost, once per step
+        return cls(dict(frame.observation), frame.reward, frame.done, None if metadata is None else dict(metadata))
 
 
 @dataclass(frozen=True, slots=True)
