@@ -193,16 +193,7 @@ class OpenEnvCoreEnv:
         return {key: value for key, value in kwargs.items() if key in keywords}
 
     def _step_sync(self, action: Mapping[str, Any]) -> LiftedObservation:
-        # The whole step is this one call on the session's thread. A frame's data is a dict:
-        # parse_action's work without its call (it handles every other mapping).
-        if type(action) is dict:
-            try:
-                instance = self._validate(action)
-            except _pydantic_errors()[0] as exc:  # evaluated only when something was raised
-                raise _rejection(exc) from None
-        else:
-            instance = self.parse_action(action)
-        return _lifted(self._env.step(instance), self._split)
+        return _lifted(self._env.step(self.parse_action(action)), self._split)
 
     async def _step_async(self, action: Mapping[str, Any]) -> LiftedObservation:
         return _lifted(await self._env.step_async(self.parse_action(action)), self._split)

@@ -56,11 +56,7 @@ def encode_text_frame(text: str, *, masked: bool) -> bytes:
     if not masked:
         return header + payload
     key = os.urandom(4)
-    if not size:
-        return header + key
-    # apply_mask's XOR, written out: one call less per request a client sends
-    mask = (key * (size // 4 + 1))[:size]
-    return header + key + (int.from_bytes(payload, "little") ^ int.from_bytes(mask, "little")).to_bytes(size, "little")
+    return header + key + apply_mask(payload, key)
 
 
 def parse_header(buf: bytes | bytearray, offset: int = 0) -> FrameHeader | None:
