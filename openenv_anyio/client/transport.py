@@ -210,17 +210,30 @@ class WebSocketTransport:
 
         A request that is still reading at the next look (a slow step) is not polled: the
         reader sleeps until that request's read ends (the request wakes it), so a thousand
-        sessions waiting on one-second steps cost nothing meanwhile. Quick requests in a row
-        never wake it: it looks once per ``IDLE_TAKEOVER_S``.
+        sessions waiting on one-second steps cost nothing meanwhile. When the read it slept
+        through was slow (``IDLE_TAKEOVER_S`` or more) and the next request is reading
+        already, it sleeps through that one too, without a look in between: slow requests
+        in a row cost one wake-up each and no timer (a look that times out costs a cancel
+        scope, a timer and an exception thrown and caught). A reader that starts while the
+        connection's first read is under way (the ``session`` frame, the first request)
+        sleeps through that read the same way. Quick requests in a row never wake it: it
+        looks once per ``IDLE_TAKEOVER_S``.
         """
         seen = -1
+        slept_through_slow = True  # the read the reader last slept through was slow (or none yet)
         while not self._ended.is_set():
-            if not self._caller_reading and (seen == self._reads or self._reader_wanted.is_set()):
-                return
-            if self._caller_reading and seen == self._reads:  # the same request still reads
+            if not self._caller_reading:
+                if seen == self._reads or self._reader_wanted.is_set():
+                    return
+            elif seen == self._reads or slept_through_slow:  # a slow request reads
+                parked_at = anyio.current_time()
                 read_ended = self._read_ended = anyio.Event()
                 await read_ended.wait()
+                slept_through_slow = anyio.current_time() - parked_at >= IDLE_TAKEOVER_S
+                seen = -1  # nobody reading now is no idleness yet: look first
+                continue
             seen = self._reads
+            slept_through_slow = False
             with anyio.move_on_after(IDLE_TAKEOVER_S):
                 if self._reader_wanted.is_set():  # wanted, but a requester reads: look again soon
                     await anyio.sleep_forever()

@@ -130,3 +130,38 @@ async def test_after_a_slow_answer_the_reader_takes_over_and_answers_pings() -> 
                     await anyio.sleep(IDLE_TAKEOVER_S)
                 assert env._transport is not None and env._transport.pings_answered == 1
                 assert (await env.step({"message": "after"})).observation == {"echoed": "after"}
+
+
+async def test_slow_requests_in_a_row_then_idle_pings_are_all_answered() -> None:
+    """Slow steps back to back (the reader sleeps through each read, no look in between),
+    pings inside each, then a ping while the client is idle: every ping gets its pong, the
+    idle one from the reader, and each step its own answer."""
+    idle_pongs: list[int] = []
+    slow_steps = 3
+
+    async def slow_steps_then_idle_ping(peer: RawPeer) -> None:
+        for n in range(slow_steps):
+            frame = decode_client_frame(await peer.receive_text())
+            assert isinstance(frame, Step)
+            await anyio.sleep(3 * IDLE_TAKEOVER_S)
+            await peer.ping(f"during {n}".encode())
+            with anyio.fail_after(2):
+                await peer.expect_pong()
+            await anyio.sleep(3 * IDLE_TAKEOVER_S)
+            await peer.send_text(encode_frame(Observation({"echoed": frame.action["message"]}, 0.0, False)))
+        await anyio.sleep(5 * IDLE_TAKEOVER_S)  # the client is idle: only the reader reads
+        await peer.ping(b"idle")
+        with anyio.fail_after(2):
+            await peer.expect_pong()
+        idle_pongs.append(peer.pongs)
+        await echo_answers(peer)
+
+    async with raw_server(slow_steps_then_idle_ping) as url:
+        async with EnvClient(url, ping_interval_s=None) as env:
+            with anyio.fail_after(10):
+                for n in range(slow_steps):
+                    assert (await env.step({"message": f"s{n}"})).observation == {"echoed": f"s{n}"}
+                while not idle_pongs:
+                    await anyio.sleep(IDLE_TAKEOVER_S)
+                assert idle_pongs == [slow_steps + 1]
+                assert (await env.step({"message": "after"})).observation == {"echoed": "after"}
