@@ -141,6 +141,7 @@ class WebSocketTransport:
         self._send_free = anyio.Event()
         self._inbox: deque[str | bytes] = deque()
         self._closing = False  # a close by the peer is expected, not a failure
+        self._stream_closed = False
         self._ended = anyio.Event()
         self._pong = anyio.Event()
         self._ping_count = 0
@@ -203,7 +204,7 @@ class WebSocketTransport:
                     await self._read_while_idle()
         finally:
             self._end()
-            await _close_at_once(self._stream)
+            await self._close_stream()
 
     async def _await_idle(self) -> None:
         """Return once no request has read for ``IDLE_TAKEOVER_S`` (or the reader is wanted now).
@@ -276,10 +277,12 @@ class WebSocketTransport:
         return None
 
     def _end(self) -> None:
-        """The connection is over: wake whoever waits for it."""
+        """The connection is over: wake whoever waits for it (the reader, a keep-alive
+        waiting for its pong), so the connection's tasks end by themselves."""
         self._ended.set()
         self._reader_wanted.set()
         self._wake_parked_reader()
+        self._pong.set()
 
     def _receive(self, data: bytes) -> None:
         """React to ``data`` read from the socket (synchronously; control frames it calls for
@@ -506,4 +509,14 @@ class WebSocketTransport:
         if self._conn.state is _REFUSING and not self._ended.is_set():
             return  # the reader ends within CLOSE_GRACE_S and closes the stream
         self._end()
+        await self._close_stream()
+
+    async def _close_stream(self) -> None:
+        self._stream_closed = True
         await _close_at_once(self._stream)
+
+    @property
+    def finished(self) -> bool:
+        """The connection has ended and its socket is closed: its reader and keep-alive tasks
+        end by themselves, nothing they wait for stays pending."""
+        return self._stream_closed and self._ended.is_set()

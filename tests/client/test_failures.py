@@ -7,7 +7,7 @@ from collections.abc import Callable
 import anyio
 import pytest
 from wsproto import WSConnection
-from wsproto.events import BytesMessage, TextMessage
+from wsproto.events import BytesMessage, Ping, TextMessage
 
 from openenv_anyio.client import (
     ConnectionClosedByServer,
@@ -261,6 +261,32 @@ async def test_client_keepalive_keeps_a_live_connection() -> None:
             with anyio.fail_after(5):
                 assert (await env.step({"message": "ok"})).observation == {"echoed": "ok"}
     assert pinged and pinged[0] >= 3
+
+
+async def test_leaving_while_the_keepalive_waits_for_a_pong_ends_every_client_task() -> None:
+    """The client's tasks end by themselves once its connection is closed (it does not
+    cancel them then): a keep-alive still waiting for the pong of its ping (no pong timeout)
+    ends too, and leaving the ``async with`` returns."""
+    pinged = anyio.Event()
+
+    async def no_pongs(peer: RawPeer) -> None:
+        await peer.receive_text()
+        await peer.send_text(encode_frame(Observation({"echoed": "first"}, 0.0, False)))
+        while True:  # read without answering pings; the client's close is answered
+            for event in await peer._read_events():
+                if isinstance(event, TextMessage) and '"close"' in event.data:
+                    await peer.close(1000)
+                    return
+                if isinstance(event, Ping):
+                    pinged.set()
+
+    async with raw_server(no_pongs) as url:
+        with anyio.fail_after(10):
+            async with EnvClient(url, ping_interval_s=0.05, ping_timeout_s=None) as env:
+                assert (await env.step({"message": "x"})).observation == {"echoed": "first"}
+                await pinged.wait()
+                await anyio.sleep(0.05)  # the keep-alive now waits for its pong
+            assert client_tasks() == []
 
 
 async def test_a_task_cancelled_while_waiting_its_turn_does_not_break_the_client() -> None:
