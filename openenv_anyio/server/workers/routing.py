@@ -134,6 +134,26 @@ def read_head(data: bytes) -> Head | None:
     return Head(parts[1].split(b"?", 1)[0], websocket, token)
 
 
+def _peek_now(sock: trio.socket.SocketType) -> bytes | None:
+    """What ``sock`` holds, peeked (``MSG_PEEK``) without waiting: None when nothing has
+    arrived yet, ``b""`` when the peer hung up or the socket failed.
+
+    Through a standard socket object on the same descriptor (detached afterwards, so it
+    closes nothing): trio's own ``recv`` always passes through the scheduler."""
+    try:
+        view = socket.socket(sock.family, sock.type, sock.proto, fileno=sock.fileno())
+    except OSError:
+        return b""
+    try:
+        return view.recv(HEAD_LIMIT, socket.MSG_PEEK)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+    finally:
+        view.detach()
+
+
 class Placement(enum.Enum):
     """Where a connection is served."""
 
@@ -221,6 +241,19 @@ class OwnerRouter:
         return routed, [*listeners, inbox]
 
     async def _peek_head(self, stream: trio.SocketStream) -> Head | None:
+        # The usual case: the head arrived with (or before) the accept. One peek without
+        # waiting, then no timeout scope and no trip through the scheduler (a trio socket's
+        # recv yields even when it found data): 17 -> 8 us per connection, measured alone.
+        data = _peek_now(stream.socket)
+        if data:
+            try:
+                head = read_head(data)
+            except ValueError:
+                return None
+            if head is not None:
+                return head
+        elif data is not None:
+            return None  # the peer hung up, or the socket failed
         with trio.move_on_after(PEEK_TIMEOUT_S):
             while True:
                 try:
