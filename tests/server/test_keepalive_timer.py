@@ -113,3 +113,52 @@ async def test_restart_cancels_the_previous_timer_and_stop_cancels_one_not_yet_r
             await timers.stop()  # cancels "second" before it has run at all
             await timers.restart(Group(nursery), lambda: timer("third"))
     assert ran == ["third"]
+
+
+class _Connection:
+    """Stands in for Hypercorn's ``TCPServer`` as the timer sees it: the owner of the
+    ``_idle_timeout`` method it is handed, with the connection's ``stream``."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.timed_out = False
+
+    async def _idle_timeout(self) -> None:
+        await trio.sleep(0.05)
+        self.timed_out = True
+
+
+@pytest.mark.parametrize(
+    ("sent", "timer_starts"),
+    [
+        (b"GET / HTTP/1.1\r\nhost: x\r\n\r\n", False),  # the whole head is there: read next
+        (b"GET / HTTP/1.1\r\nhost: x\r\n", True),  # incomplete: a slow client is still timed
+        (b"", True),  # nothing yet: a silent client is still timed
+        (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", True),  # not HTTP/1.x: left to its protocol
+    ],
+)
+async def test_the_first_timer_is_not_started_when_the_request_head_is_already_there(
+    sent: bytes, timer_starts: bool
+) -> None:
+    class Group:
+        def __init__(self, nursery: trio.Nursery) -> None:
+            self._nursery = nursery
+
+    with trio.fail_after(5):
+        listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+        port = listener.socket.getsockname()[1]
+        client = await trio.open_tcp_stream("127.0.0.1", port)
+        server_side = await listener.accept()
+        if sent:
+            await client.send_all(sent)
+            await trio.lowlevel.wait_readable(server_side.socket)  # the bytes are in its socket
+        connection = _Connection(server_side)
+        async with trio.open_nursery() as nursery:
+            timers = KeepAliveTimer()
+            await timers.restart(Group(nursery), connection._idle_timeout)
+            assert len(nursery.child_tasks) == (1 if timer_starts else 0)
+            await timers.restart(Group(nursery), connection._idle_timeout)  # a later restart always starts
+            assert len(nursery.child_tasks) >= 1
+        assert connection.timed_out
+        for stream in (client, server_side, listener):
+            await stream.aclose()

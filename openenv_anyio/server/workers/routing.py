@@ -22,8 +22,9 @@ the session counts lag behind the connections in flight, and measured, re-routin
 connections between workers more often than there were connections). The target's inbox
 is a second listener beside the TCP one (:class:`InboxListener`).
 
-The request-head parsing (:func:`read_head`) and the session-id format
-(:func:`session_prefix`, :func:`session_owner`) are plain functions without I/O.
+The request-head parsing (:func:`~openenv_anyio.server.request_head.read_head`) and the
+session-id format (:func:`session_prefix`, :func:`session_owner`) are plain functions
+without I/O.
 """
 
 from __future__ import annotations
@@ -35,12 +36,12 @@ import os
 import re
 import socket
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Final, assert_never
 
 import trio
 
-from ...core import RESUME_TOKEN_HEADER, ResumeToken
+from ...core import ResumeToken
+from ..request_head import HEAD_LIMIT, Head, peek_now, read_head
 from .table import WorkerTable
 
 __all__ = [
@@ -63,8 +64,6 @@ BALANCE_SLACK: Final = 4
 #: connections in flight, and moving them made handshakes miss their clients' connect
 #: timeouts (measured: scenario 9 at 2,048 sessions, see bench/README.md).
 BALANCE_WHILE_ARRIVING: Final = 2
-#: Longest request head read to decide where a connection goes.
-HEAD_LIMIT: Final = 16 * 1024
 #: How long to wait for a whole request head before serving the connection here.
 PEEK_TIMEOUT_S: Final = 10.0
 #: Pause between peeks while a request head is still arriving.
@@ -74,7 +73,6 @@ INBOX_BURST: Final = 256
 #: How long a hand-off may wait for room in the target's inbox.
 HANDOFF_TIMEOUT_S: Final = 5.0
 
-_TOKEN_LINE: Final = RESUME_TOKEN_HEADER.lower().encode("ascii") + b":"
 _SESSION_ID: Final = re.compile(r"(\d+)-(\d+)-[0-9a-f]{32}")
 
 Handler = Callable[[Any], Awaitable[None]]
@@ -95,63 +93,6 @@ def session_owner(session_id: str) -> tuple[int, int] | None:
     if match is None:
         return None
     return int(match.group(1)), int(match.group(2))
-
-
-@dataclass(frozen=True, slots=True)
-class Head:
-    """What routing needs from an HTTP request head."""
-
-    path: bytes
-    websocket: bool
-    resume_token: str | None
-
-
-def read_head(data: bytes) -> Head | None:
-    """The request head at the start of ``data``; None while it is incomplete.
-
-    Raises ``ValueError`` when ``data`` does not start with an HTTP/1.x request line.
-    """
-    end = data.find(b"\r\n\r\n")
-    if end < 0:
-        if len(data) >= HEAD_LIMIT:
-            raise ValueError("request head too long")
-        return None
-    lines = data[:end].split(b"\r\n")
-    parts = lines[0].split(b" ")
-    if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
-        raise ValueError("not an HTTP/1.x request")
-    websocket = False
-    token: str | None = None
-    for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        if not colon:
-            continue
-        name = name.strip().lower()
-        if name == b"upgrade":
-            websocket = value.strip().lower() == b"websocket"
-        elif name + b":" == _TOKEN_LINE:
-            token = value.strip().decode("latin-1")
-    return Head(parts[1].split(b"?", 1)[0], websocket, token)
-
-
-def _peek_now(sock: trio.socket.SocketType) -> bytes | None:
-    """What ``sock`` holds, peeked (``MSG_PEEK``) without waiting: None when nothing has
-    arrived yet, ``b""`` when the peer hung up or the socket failed.
-
-    Through a standard socket object on the same descriptor (detached afterwards, so it
-    closes nothing): trio's own ``recv`` always passes through the scheduler."""
-    try:
-        view = socket.socket(sock.family, sock.type, sock.proto, fileno=sock.fileno())
-    except OSError:
-        return b""
-    try:
-        return view.recv(HEAD_LIMIT, socket.MSG_PEEK)
-    except BlockingIOError:
-        return None
-    except OSError:
-        return b""
-    finally:
-        view.detach()
 
 
 class Placement(enum.Enum):
@@ -244,7 +185,7 @@ class OwnerRouter:
         # The usual case: the head arrived with (or before) the accept. One peek without
         # waiting, then no timeout scope and no trip through the scheduler (a trio socket's
         # recv yields even when it found data): 17 -> 8 us per connection, measured alone.
-        data = _peek_now(stream.socket)
+        data = peek_now(stream.socket)
         if data:
             try:
                 head = read_head(data)
