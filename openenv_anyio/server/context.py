@@ -133,13 +133,13 @@ class ServerContext:
         stuck (:meth:`SessionRegistry.stuck`); the environment no longer counts as live.
         """
         grace = self.config.shutdown_grace_s
-        with trio.CancelScope(shield=True):
-            with trio.move_on_after(grace) as bound_scope:
-                await bound.aclose()
-            if bound_scope.cancelled_caught:
-                log.error("%s: close() of environment %s still running after %g s; left running", owner, bound.name, grace)
-                self.registry.closing_late(bound, owner)
-            self.registry.env_closed()
+        # One scope for both: shielded from outside, bounded by its own deadline.
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + grace) as bound_scope:
+            await bound.aclose()
+        if bound_scope.cancelled_caught:
+            log.error("%s: close() of environment %s still running after %g s; left running", owner, bound.name, grace)
+            self.registry.closing_late(bound, owner)
+        self.registry.env_closed()
 
     @contextlib.asynccontextmanager
     async def fresh_env(self, *, counted: bool = True) -> AsyncIterator[BoundEnv]:

@@ -301,10 +301,16 @@ class _DirectIO:
         self._inbox.append({"type": "websocket.receive", "bytes": None, "text": None, HELD_TEXT: held})
 
     async def _flush(self, conn: WebSocketConnection) -> None:
-        """Write the frames the connection queued (bytes read are always answered)."""
+        """Write the frames the connection queued (bytes read are always answered: what the
+        socket does not take at once is written shielded from cancellation; a write taken
+        at once has nothing to shield, so it enters no cancel scope)."""
         if conn.has_bytes_to_send:
-            with trio.CancelScope(shield=True):
-                await self._write(conn.bytes_to_send())
+            data = conn.bytes_to_send()
+            tcp = self._tcp
+            written = connection_guards.write_now(tcp, data)
+            if written < len(data):
+                with trio.CancelScope(shield=True):
+                    await tcp.protocol_send(RawData(data=data[written:]))
 
     async def _write(self, data: bytes) -> None:
         tcp = self._tcp
