@@ -49,6 +49,8 @@ from ..core import (
     dumps,
     encode_frame,
     new_affinity_key,
+    new_instance,
+    slot_setters,
 )
 from ..core import State as StateFrame
 from ..core import spec_validator
@@ -95,8 +97,20 @@ class StepResult:
     @classmethod
     def of(cls, frame: Observation) -> StepResult:
         metadata = frame.metadata
-        # positional: a frozen dataclass's __init__ takes keywords at a cost, once per step
-        return cls(dict(frame.observation), frame.reward, frame.done, None if metadata is None else dict(metadata))
+        observation = dict(frame.observation)
+        metadata = None if metadata is None else dict(metadata)
+        if cls is not StepResult:  # a subclass may have more fields: its own constructor
+            return cls(observation, frame.reward, frame.done, metadata)
+        # once per step: the slots are set directly, not through the frozen __init__ (see slot_setters)
+        result: StepResult = new_instance(StepResult)
+        _result_observation(result, observation)
+        _result_reward(result, frame.reward)
+        _result_done(result, frame.done)
+        _result_metadata(result, metadata)
+        return result
+
+
+_result_observation, _result_reward, _result_done, _result_metadata = slot_setters(StepResult)
 
 
 @dataclass(frozen=True, slots=True)

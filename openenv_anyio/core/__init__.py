@@ -51,6 +51,7 @@ from .jsonrpc import (
     rpc_error,
     rpc_result,
 )
+from .slot_setters import new_instance, slot_setters
 from .spec import ENTRY_POINTS, EXTENSIBLE, SPEC_VERSION, Spec, SpecError, load_spec, sender_view
 from .validation import SchemaFault, Validator, sender_validator, spec_validator
 
@@ -111,8 +112,10 @@ __all__ = [
     "dumps",
     "encode_frame",
     "load_spec",
+    "new_instance",
     "sender_validator",
     "sender_view",
+    "slot_setters",
     "parse_json",
     "spec_validator",
 ]

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Final, TypeAlias, assert_never
 import orjson
 
 from .errors import ErrorCode, ProtocolError, clip_message
+from .slot_setters import new_instance, slot_setters
 from .spec import ENTRY_POINTS, Spec, load_spec, sender_view
 from .validation import Validator, spec_validator
 
@@ -293,21 +294,43 @@ def dumps(value: Any) -> str:
         raise TypeError(f"cannot encode as JSON: {exc}") from exc
 
 
+# The two frames of every step, built without their frozen __init__ (see ``slot_setters``).
+_step_action, _step_request_id, _step_episode_id = slot_setters(Step)
+(
+    _observation_observation, _observation_reward, _observation_done, _observation_request_id,
+    _observation_episode_id, _observation_metadata,
+) = slot_setters(Observation)
+
+
+def _step(obj: dict[str, Any]) -> Step:
+    """``Step(...)`` of a validated ``step`` frame (every field set)."""
+    frame: Step = new_instance(Step)
+    _step_action(frame, obj["data"])
+    _step_request_id(frame, obj.get("request_id"))
+    _step_episode_id(frame, obj.get("episode_id"))
+    return frame
+
+
+def _observation(obj: dict[str, Any]) -> Observation:
+    """``Observation(...)`` of a validated ``observation`` frame (every field set)."""
+    data = obj["data"]
+    frame: Observation = new_instance(Observation)
+    _observation_observation(frame, data["observation"])
+    _observation_reward(frame, data["reward"])
+    _observation_done(frame, data["done"])
+    _observation_request_id(frame, obj.get("request_id"))
+    _observation_episode_id(frame, obj.get("episode_id"))
+    _observation_metadata(frame, data.get("metadata"))
+    return frame
+
+
 def _from_wire(obj: dict[str, Any]) -> Frame:
     """The typed frame of a validated wire object; its ``type`` must be one the spec lists."""
     match obj["type"]:
         case "step":
-            if len(obj) == 2:
-                return Step(obj["data"])
-            return Step(obj["data"], obj.get("request_id"), obj.get("episode_id"))
+            return _step(obj)
         case "observation":
-            data = obj["data"]
-            if len(obj) == 2 and len(data) == 3:
-                return Observation(data["observation"], data["reward"], data["done"])
-            return Observation(
-                data["observation"], data["reward"], data["done"], obj.get("request_id"), obj.get("episode_id"),
-                data.get("metadata"),
-            )
+            return _observation(obj)
         case "reset":
             return Reset(obj.get("data") or {}, obj.get("request_id"))
         case "error":
@@ -470,16 +493,19 @@ def _with_alias_hint(error: ProtocolError, frame_type: str, frame: Mapping[str, 
     return error
 
 
-_codecs: dict[tuple[str, bool], FrameCodec] = {}
+# by entry point; one dict per view, so the per-frame lookup hashes a string, not a tuple
+_codecs: dict[str, FrameCodec] = {}
+_sender_codecs: dict[str, FrameCodec] = {}
 
 
 def _codec(entry: str, *, sender: bool = False) -> FrameCodec:
     """The entry point's codec as a receiver reads frames (open objects ignore unknown
     members, COMPAT-1) or, with ``sender``, as a sender must write them (COMPAT-2)."""
-    codec = _codecs.get((entry, sender))
+    codecs = _sender_codecs if sender else _codecs
+    codec = codecs.get(entry)
     if codec is None:
         spec = sender_view(load_spec()) if sender else load_spec()
-        codec = _codecs[entry, sender] = FrameCodec(entry, spec=spec)
+        codec = codecs[entry] = FrameCodec(entry, spec=spec)
     return codec
 
 
