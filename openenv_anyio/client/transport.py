@@ -21,6 +21,7 @@ bounded inbox. Nothing is spawned per frame.
 from __future__ import annotations
 
 import ssl
+import time
 from collections import deque
 from collections.abc import Sequence
 from typing import Final, assert_never
@@ -68,6 +69,7 @@ IDLE_TAKEOVER_S: Final = 0.02
 # The connection states the per-step path compares with, as module constants: reading a
 # member off the enum class costs about 1k instructions on Python 3.11 (three per step).
 _OPEN: Final = ConnectionState.OPEN
+_monotonic: Final = time.monotonic
 _REFUSING: Final = ConnectionState.REFUSING
 
 
@@ -227,10 +229,12 @@ class WebSocketTransport:
                 if seen == self._reads or self._reader_wanted.is_set():
                     return
             elif seen == self._reads or slept_through_slow:  # a slow request reads
-                parked_at = anyio.current_time()
+                # how long it slept, on the process's monotonic clock: a hint only (which
+                # way to wait next), and cheaper than asking anyio for the loop's time
+                parked_at = _monotonic()
                 read_ended = self._read_ended = anyio.Event()
                 await read_ended.wait()
-                slept_through_slow = anyio.current_time() - parked_at >= IDLE_TAKEOVER_S
+                slept_through_slow = _monotonic() - parked_at >= IDLE_TAKEOVER_S
                 seen = -1  # nobody reading now is no idleness yet: look first
                 continue
             seen = self._reads
