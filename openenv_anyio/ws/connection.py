@@ -146,7 +146,8 @@ class WebSocketConnection:
     """One end (``role``) of one WebSocket connection, without I/O (see the module doc)."""
 
     __slots__ = (
-        "role", "state", "pings_answered", "invalid_text_reply", "_limit", "_proto", "_splitter", "_outgoing",
+        "role", "state", "pings_answered", "invalid_text_reply", "has_bytes_to_send", "_limit", "_proto", "_splitter",
+        "_outgoing",
         "_parts", "_size", "_masks",
     )
 
@@ -161,6 +162,9 @@ class WebSocketConnection:
         self._proto = FrameProtocol(client=self._masks, extensions=[])
         self._splitter = FrameSplitter(masked=not self._masks, limit=max_message_size, collect_large=collect_large)
         self._outgoing = bytearray()
+        #: whether :meth:`bytes_to_send` has something (a plain attribute, not a property: the
+        #: transports read it after every read and send, and a property costs a Python call)
+        self.has_bytes_to_send = False
         self._parts: list[str | bytes] = []
         self._size = 0
 
@@ -185,14 +189,14 @@ class WebSocketConnection:
     def close(self, code: int, reason: str = "") -> None:
         """Start the closing handshake: a close frame is queued (OPEN -> CLOSING)."""
         if self.state is ConnectionState.OPEN:
-            self._outgoing += self._proto.close(code, reason or None)
+            self._queue(self._proto.close(code, reason or None))
             self._to(ConnectionState.CLOSING)
 
     def refuse(self, code: int, reason: str) -> None:
         """Stop taking messages and close with ``code`` (a close frame is queued unless one
         was sent already): OPEN or CLOSING -> REFUSING."""
         if self.state is ConnectionState.OPEN:
-            self._outgoing += self._proto.close(code, reason or None)
+            self._queue(self._proto.close(code, reason or None))
         if self.state is not ConnectionState.CLOSED:
             self._parts, self._size = [], 0
             self._to(ConnectionState.REFUSING)
@@ -210,18 +214,20 @@ class WebSocketConnection:
         """A :class:`LargeFrame` waits for :meth:`admit` or :meth:`skip`."""
         return self._splitter.large is _OFFERED
 
+    def _queue(self, frame: bytes | bytearray) -> None:
+        """Queue a frame that what arrived (or a close) calls for."""
+        self._outgoing += frame
+        self.has_bytes_to_send = True
+
     def bytes_to_send(self) -> bytes:
         """Control frames queued by what arrived (pongs, close frames); empties the queue."""
         data, self._outgoing = bytes(self._outgoing), bytearray()
+        self.has_bytes_to_send = False
         return data
 
     @property
     def closed(self) -> bool:
         return self.state is ConnectionState.CLOSED
-
-    @property
-    def has_bytes_to_send(self) -> bool:
-        return bool(self._outgoing)
 
     # -- inbound -------------------------------------------------------------------------
 
@@ -264,8 +270,8 @@ class WebSocketConnection:
         """The peer's bytes broke the protocol: queue our close (OPEN only), end the connection."""
         if self.state is ConnectionState.OPEN:
             if code == CloseCode.INVALID_PAYLOAD and self.invalid_text_reply is not None:
-                self._outgoing += encode_text_frame(self.invalid_text_reply, masked=self._masks)
-            self._outgoing += self._proto.close(code, "invalid frame")
+                self._queue(encode_text_frame(self.invalid_text_reply, masked=self._masks))
+            self._queue(self._proto.close(code, "invalid frame"))
         self._to(ConnectionState.CLOSED)
         events.append(Broken(detail))
 
@@ -278,7 +284,7 @@ class WebSocketConnection:
                         self._on_data(frame.payload, frame.message_finished, events)  # type: ignore[arg-type]
                 elif opcode is Opcode.PING:
                     if self.state is ConnectionState.OPEN:
-                        self._outgoing += self._proto.pong(frame.payload)  # type: ignore[arg-type]
+                        self._queue(self._proto.pong(frame.payload))  # type: ignore[arg-type]
                         self.pings_answered += 1
                 elif opcode is Opcode.PONG:
                     events.append(Pong(bytes(frame.payload)))  # type: ignore[arg-type]
@@ -286,7 +292,7 @@ class WebSocketConnection:
                     code, reason = cast(tuple[int, str], frame.payload)
                     answered = self.state is ConnectionState.OPEN
                     if answered:  # echo it (RFC 6455 5.5.1)
-                        self._outgoing += self._proto.close(code, reason or None)
+                        self._queue(self._proto.close(code, reason or None))
                     self._to(ConnectionState.CLOSED)
                     events.append(PeerClosed(int(code), str(reason), answered))
                     return

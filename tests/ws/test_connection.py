@@ -167,7 +167,10 @@ def test_each_role_reads_its_peer_as_wsproto_does(role: Role, specs: list[tuple[
     start = 0
     for end in sorted({min(cut, len(wire)) for cut in cuts} | {len(wire)}):
         events += conn.receive_data(wire[start:end])
-        answered += conn.bytes_to_send()
+        queued = conn.has_bytes_to_send
+        sent = conn.bytes_to_send()
+        assert queued is bool(sent) and not conn.has_bytes_to_send  # the attribute says what bytes_to_send has
+        answered += sent
         start = end
     assert events == expected
     assert _read_as(role, bytes(answered)) == [(Opcode.PONG, payload) for payload in pings]
