@@ -35,7 +35,6 @@ from ..ws import (
     ConnectionState,
     LargeFrame,
     LargeText,
-    Message,
     PeerClosed,
     Pong,
     Role,
@@ -293,9 +292,9 @@ class WebSocketTransport:
         wait in the connection's outbound queue, see :meth:`_flush`)."""
         for event in self._conn.receive_data(data):
             match event:
-                case Message():
+                case str() | bytes():  # a whole message (``Message``)
                     if self._conn.state is not _REFUSING:
-                        self._deliver(event.data)
+                        self._deliver(event)
                 case Pong():
                     self._pong.set()
                 case PeerClosed():

@@ -17,7 +17,6 @@ from openenv_anyio.ws import (
     ConnectionState,
     LargeFrame,
     LargeText,
-    Message,
     PeerClosed,
     Pong,
     Role,
@@ -42,7 +41,7 @@ def test_messages_fast_and_general_arrive_in_order() -> None:
     server, conn = _server(), WebSocketConnection(max_message_size=1 << 20)
     data = bytes(server.send_data("one", True)) + bytes(server.send_data("tw", False)) + bytes(server.send_data("o", True))
     data += bytes(server.send_data(b"\x00bin", True)) + bytes(server.send_data("three", True))
-    assert conn.receive_data(data) == [Message("one"), Message("two"), Message(b"\x00bin"), Message("three")]
+    assert conn.receive_data(data) == ["one", "two", b"\x00bin", "three"]
     assert conn.state is ConnectionState.OPEN and not conn.has_bytes_to_send
 
 
@@ -67,7 +66,7 @@ def test_our_close_then_the_peers_is_not_echoed() -> None:
     assert conn.state is ConnectionState.CLOSING
     assert _read_as_server(conn.bytes_to_send()) == [(Opcode.CLOSE, (1000, ""))]
     assert conn.receive_data(bytes(server.send_data("still", True)) + bytes(server.close(1000))) == [
-        Message("still"),
+        "still",
         PeerClosed(1000, "", False),
     ]
     assert conn.state is ConnectionState.CLOSED and not conn.has_bytes_to_send
@@ -135,11 +134,11 @@ def _peer_wire(role: Role, specs: list[tuple[str, Any]]) -> tuple[bytes, list[ob
     for kind, payload in specs:
         if kind in ("text", "binary"):
             wire += peer.send_data(payload, True)
-            expected.append(Message(payload))
+            expected.append(payload)
         elif kind in ("fragments", "binary-fragments"):
             for index, part in enumerate(payload):
                 wire += peer.send_data(part, index == len(payload) - 1)
-            expected.append(Message(("" if kind == "fragments" else b"").join(payload)))
+            expected.append(("" if kind == "fragments" else b"").join(payload))
         elif kind == "ping":
             wire += peer.ping(payload)
             pings.append(payload)
@@ -206,7 +205,7 @@ def test_each_role_refuses_text_that_is_not_utf8_with_1007(role: Role) -> None:
     bad = bytes(_peer_of(role).send_data(b"\xff\xfe", True))
     bad = bytes([0x81]) + bad[1:]  # the binary frame's payload as a text frame
     events = conn.receive_data(frame + bad)
-    assert events[0] == Message("ok") and isinstance(events[1], Broken) and conn.state is ConnectionState.CLOSED
+    assert events[0] == "ok" and isinstance(events[1], Broken) and conn.state is ConnectionState.CLOSED
     assert _read_as(role, conn.bytes_to_send()) == [(Opcode.CLOSE, (1007, "invalid frame"))]
 
 
@@ -247,7 +246,7 @@ def test_a_large_text_frame_waits_for_admit_then_arrives_whole() -> None:
     assert conn.receive_data(frame[1000:]) == [LargeFrame(len(text.encode()))]  # asked again until decided
     conn.admit()
     events = conn.receive_data(b"")
-    assert len(events) == 2 and isinstance(events[0], LargeText) and events[1] == Message("next")
+    assert len(events) == 2 and isinstance(events[0], LargeText) and events[1] == "next"
     assert bytes(events[0].data).decode() == text and not conn.large_offered
 
 
@@ -256,7 +255,7 @@ def test_a_skipped_large_frame_is_read_and_dropped() -> None:
     frame = _large_text_frame("x" * (FAST_FRAME_LIMIT + 1)) + encode_text_frame("next", masked=True)
     assert conn.receive_data(frame) == [LargeFrame(FAST_FRAME_LIMIT + 1)]
     conn.skip()
-    assert conn.receive_data(b"") == [Message("next")]
+    assert conn.receive_data(b"") == ["next"]
 
 
 def test_a_large_frame_that_is_not_utf8_fails_the_connection_with_1007() -> None:

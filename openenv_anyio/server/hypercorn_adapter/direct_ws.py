@@ -60,7 +60,6 @@ from ...ws import (
     ConnectionState,
     LargeFrame,
     LargeText,
-    Message,
     PeerClosed,
     Pong,
     Role,
@@ -238,12 +237,10 @@ class _DirectIO:
         stream = self._stream
         for event in events:
             match event:
-                case Message():  # (no positional capture: the class pattern alone is cheaper)
-                    payload = event.data
-                    if type(payload) is str:
-                        inbox.append({"type": "websocket.receive", "bytes": None, "text": payload})
-                    else:
-                        inbox.append({"type": "websocket.receive", "bytes": payload, "text": None})
+                case str():  # a whole text message (``Message``)
+                    inbox.append({"type": "websocket.receive", "bytes": None, "text": event})
+                case bytes():  # a whole binary message
+                    inbox.append({"type": "websocket.receive", "bytes": event, "text": None})
                 case Pong():
                     if stream.probe is not None:
                         stream.probe.last_pong = trio.current_time()
@@ -286,7 +283,7 @@ class _DirectIO:
                     conn.skip()
                     self._deliver(HeldText(None, size, None))
                 await self._receive(conn, b"")  # the offered frame was admitted or skipped: read on
-            case Message() | Pong() | TooLarge() | LargeText():
+            case str() | bytes() | Pong() | TooLarge() | LargeText():
                 raise AssertionError("delivered by _take")
             case _:
                 assert_never(last)
