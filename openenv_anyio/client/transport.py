@@ -392,7 +392,7 @@ class WebSocketTransport:
             raise self.failure or ConnectionLost(self.address.url, "the connection has ended")
         await self._send_bytes(self._conn.send_text(text))
 
-    async def _send_bytes(self, data: bytes | bytearray) -> None:
+    async def _send_bytes(self, data: bytes) -> None:
         """Send ``data``, then any control frames the reader queued meanwhile (pongs, closes)."""
         while self._sending:
             self._send_waiters += 1
@@ -403,7 +403,7 @@ class WebSocketTransport:
         self._sending = True
         try:
             if data:
-                await self._stream.send(bytes(data) if isinstance(data, bytearray) else data)
+                await self._stream.send(data)
             while self._conn.has_bytes_to_send:
                 await self._stream.send(self._conn.bytes_to_send())
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:

@@ -6,8 +6,8 @@ which decodes the common text frame itself and streams every other byte to wspro
 ``FrameProtocol``), the message size limit, answering pings, the closing handshake and the
 bytes that must go out because of what came in. The transport calls
 :meth:`WebSocketConnection.receive_data` with what it read and acts on the events it gets
-back; it sends :meth:`send_text` / :meth:`ping` frames and, after every receive, whatever
-:meth:`bytes_to_send` holds (pongs, close frames).
+back; it sends the frames of :attr:`~WebSocketConnection.send_text` and :meth:`ping` and,
+after every receive, whatever :meth:`bytes_to_send` holds (pongs, close frames).
 
 Its :class:`Role` is the end it plays, fixed at creation: a ``CLIENT`` reads unmasked frames
 and masks what it sends; a ``SERVER`` reads masked frames (an unmasked one breaks the
@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Final, TypeAlias, assert_never, cast
 
 from wsproto.frame_protocol import FrameProtocol, Opcode, ParseFailed
 
 from ..core.close_codes import CloseCode
-from .frames import encode_text_frame
+from .frames import encode_masked_text_frame, encode_text_frame, encode_unmasked_text_frame
 from .splitter import FrameSplitter, InvalidText, LargeFrame, LargeState, LargeText
 
 __all__ = [
@@ -145,7 +146,8 @@ class WebSocketConnection:
     """One end (``role``) of one WebSocket connection, without I/O (see the module doc)."""
 
     __slots__ = (
-        "role", "state", "pings_answered", "invalid_text_reply", "has_bytes_to_send", "_limit", "_proto", "_splitter",
+        "role", "state", "pings_answered", "invalid_text_reply", "has_bytes_to_send", "send_text", "_limit", "_proto",
+        "_splitter",
         "_outgoing",
         "_parts", "_size", "_masks",
     )
@@ -158,6 +160,10 @@ class WebSocketConnection:
         self.invalid_text_reply: str | None = None
         self._limit = max_message_size
         self._masks = role is Role.CLIENT  # what we send is masked; what we read is masked the other way
+        #: ``send_text(text)``: the frame that sends ``text`` (the transport sends only while
+        #: OPEN). The role's encoder itself (masked for a client), not a method that calls it:
+        #: one Python call less per message.
+        self.send_text: Callable[[str], bytes] = encode_masked_text_frame if self._masks else encode_unmasked_text_frame
         self._proto = FrameProtocol(client=self._masks, extensions=[])
         self._splitter = FrameSplitter(masked=not self._masks, limit=max_message_size, collect_large=collect_large)
         self._outgoing = bytearray()
@@ -173,10 +179,6 @@ class WebSocketConnection:
             self.state = state
 
     # -- outbound ------------------------------------------------------------------------
-
-    def send_text(self, text: str) -> bytes:
-        """The frame that sends ``text`` (the transport sends only while OPEN)."""
-        return encode_text_frame(text, masked=self._masks)
 
     def send_bytes(self, data: bytes) -> bytes:
         """The frame that sends the binary message ``data`` (the transport sends only while OPEN)."""

@@ -4,10 +4,10 @@ Every request is one masked text frame from the client and (nearly always) one u
 final text frame back. wsproto handles every frame in general (fragments, extensions,
 incremental UTF-8, control frames) at a few microseconds a frame; these functions do the
 common case of both directions directly; everything else goes to wsproto. Sans-IO and
-stateless.
+stateless but for a pool of unused masking keys (see ``_keys``).
 
-A client sends :func:`encode_text_frame` ``(masked=True)``, a server ``(masked=False)``;
-both read with :class:`~openenv_anyio.ws.FrameSplitter`, which stands on
+A client sends :func:`encode_masked_text_frame`, a server :func:`encode_unmasked_text_frame`
+(:func:`encode_text_frame` picks one by ``masked``); both read with :class:`~openenv_anyio.ws.FrameSplitter`, which stands on
 :func:`parse_header` and :func:`apply_mask`.
 """
 
@@ -17,7 +17,15 @@ import os
 import struct
 from typing import Final, NamedTuple
 
-__all__ = ["FIN_TEXT", "FrameHeader", "apply_mask", "encode_text_frame", "parse_header"]
+__all__ = [
+    "FIN_TEXT",
+    "FrameHeader",
+    "apply_mask",
+    "encode_masked_text_frame",
+    "encode_text_frame",
+    "encode_unmasked_text_frame",
+    "parse_header",
+]
 
 FIN_TEXT: Final = 0x81  # first byte of a final text frame: FIN, no RSV bits, opcode 1
 _MASKED: Final = 0x80
@@ -44,19 +52,62 @@ def apply_mask(payload: bytes | bytearray | memoryview, key: bytes | bytearray |
 def encode_text_frame(text: str, *, masked: bool) -> bytes:
     """One final text frame carrying ``text``: masked with a fresh random key (what a client
     sends, RFC 6455 5.3) or unmasked (what a server sends)."""
-    payload = text.encode("utf-8")
+    return encode_masked_text_frame(text) if masked else encode_unmasked_text_frame(text)
+
+
+def encode_unmasked_text_frame(text: str) -> bytes:
+    """One final, unmasked text frame carrying ``text`` (a server's frame)."""
+    payload = text.encode()
     size = len(payload)
-    flag = _MASKED if masked else 0
     if size < 126:
-        header = bytes((FIN_TEXT, flag | size))
-    elif size < 65536:
-        header = bytes((FIN_TEXT, flag | 126)) + _LEN16.pack(size)
-    else:
-        header = bytes((FIN_TEXT, flag | 127)) + _LEN64.pack(size)
-    if not masked:
-        return header + payload
-    key = os.urandom(4)
-    return header + key + apply_mask(payload, key)
+        return _HEADERS[size] + payload
+    return _long_header(0, size) + payload
+
+
+def encode_masked_text_frame(text: str) -> bytes:
+    """One final text frame carrying ``text``, masked with a fresh random key (a client's frame).
+
+    The masking is inlined (not :func:`apply_mask`) and the short headers come from a table:
+    this runs once per request, where each Python call costs as much as the masking.
+    """
+    payload = text.encode()
+    size = len(payload)
+    try:
+        key = _keys.pop()
+    except IndexError:
+        key = _refill_keys()
+    header = _MASKED_HEADERS[size] if size < 126 else _long_header(_MASKED, size)
+    if not size:
+        return header + key
+    mask = (key * (size // 4 + 1))[:size]
+    return header + key + (int.from_bytes(payload, "little") ^ int.from_bytes(mask, "little")).to_bytes(size, "little")
+
+
+def _long_header(flag: int, size: int) -> bytes:
+    if size < 65536:
+        return bytes((FIN_TEXT, flag | 126)) + _LEN16.pack(size)
+    return bytes((FIN_TEXT, flag | 127)) + _LEN64.pack(size)
+
+
+#: Headers of final text frames with a payload under 126 bytes, by payload length.
+_HEADERS: Final = tuple(bytes((FIN_TEXT, size)) for size in range(126))
+_MASKED_HEADERS: Final = tuple(bytes((FIN_TEXT, _MASKED | size)) for size in range(126))
+
+# Masking keys, drawn from the operating system's CSPRNG (RFC 6455 5.3: a strong source of
+# entropy) a block at a time rather than one system call per frame; each key is used once.
+# A forked child drops the parent's unused keys, so the two never send the same ones.
+_KEY_BLOCK: Final = 1024  # keys per draw
+_keys: list[bytes] = []
+
+
+def _refill_keys() -> bytes:
+    """Draw a new block of keys; return one of them."""
+    block = os.urandom(4 * _KEY_BLOCK)
+    _keys[:] = [block[i : i + 4] for i in range(4, len(block), 4)]
+    return block[:4]
+
+
+os.register_at_fork(after_in_child=_keys.clear)
 
 
 def parse_header(buf: bytes | bytearray, offset: int = 0) -> FrameHeader | None:
