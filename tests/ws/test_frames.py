@@ -4,6 +4,7 @@ that wsproto decides."""
 
 from __future__ import annotations
 
+import os
 import struct
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from wsproto.frame_protocol import FrameProtocol, Opcode, ParseFailed
 
 from openenv_anyio.ws import FAST_FRAME_LIMIT, FrameSplitter, apply_mask, encode_text_frame, parse_header
+from openenv_anyio.ws.frames import encode_masked_text_frame
 
 LIMIT = 1 << 20
 texts = st.one_of(
@@ -67,6 +69,31 @@ def test_parse_header_reports_fragments_and_control_frames_as_they_are() -> None
     assert fragment is not None and fragment.first == 0x01
     ping = parse_header(bytes(FrameProtocol(client=True, extensions=[]).ping(b"p")))
     assert ping is not None and ping.first == 0x89 and ping.masked and ping.length == 1
+
+
+def _key(frame: bytes) -> bytes:
+    return frame[2:6]  # the masking key of a frame with a payload under 126 bytes
+
+
+def test_every_client_frame_has_its_own_masking_key_across_draws_of_the_key_pool() -> None:
+    keys = [_key(encode_masked_text_frame("x")) for _ in range(3000)]  # the pool is drawn 1,024 keys at a time
+    # 32-bit random keys: a repeat among 3,000 has odds of about 1 in 1,000, two of about 1 in 2 million
+    assert len(set(keys)) >= len(keys) - 1
+
+
+def test_a_forked_child_does_not_send_the_parent_s_next_masking_key() -> None:
+    encode_masked_text_frame("x")  # the pool holds unused keys when the process forks
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next key, to the parent, then out without any cleanup
+        os.write(write_end, _key(encode_masked_text_frame("x")))
+        os._exit(0)
+    os.close(write_end)
+    parent_key = _key(encode_masked_text_frame("x"))
+    child_key = os.read(read_end, 4)
+    os.close(read_end)
+    os.waitpid(pid, 0)
+    assert len(child_key) == 4 and child_key != parent_key
 
 
 # -- server -> client ------------------------------------------------------------------
