@@ -43,7 +43,6 @@ from ..core import (
     Reset,
     Session,
     StateRequest,
-    Step,
     check_affinity_key,
     decode_server_frame,
     dumps,
@@ -51,6 +50,7 @@ from ..core import (
     new_affinity_key,
     new_instance,
     slot_setters,
+    step_frame,
 )
 from ..core import State as StateFrame
 from ..core import spec_validator
@@ -157,6 +157,8 @@ def _authorization(token: str | None, headers: Mapping[str, str] | None) -> list
 
 
 def _action_mapping(action: Any) -> Mapping[str, Any]:
+    if type(action) is dict:  # the usual action, without the Mapping ABC's isinstance machinery
+        return action
     if isinstance(action, Mapping):
         return action
     dump = getattr(action, "model_dump", None)  # pydantic models
@@ -445,7 +447,7 @@ class EnvClient:
 
     async def step(self, action: Any) -> StepResult:
         """Send one action (a mapping, dataclass or pydantic model) (WS-STEP-1)."""
-        return StepResult.of(await self._request(Step(_action_mapping(action)).to_wire(), "step", Observation))
+        return StepResult.of(await self._request(step_frame(_action_mapping(action)).to_wire(), "step", Observation))
 
     async def state(self) -> State:
         """The session's current state (WS-STATE-1)."""

@@ -30,6 +30,7 @@ from .frames import (
     dumps,
     encode_frame,
     parse_json,
+    step_frame,
 )
 from .resume import (
     RESUME_TOKEN_HEADER,
@@ -116,6 +117,7 @@ __all__ = [
     "sender_validator",
     "sender_view",
     "slot_setters",
+    "step_frame",
     "parse_json",
     "spec_validator",
 ]
