@@ -9,7 +9,7 @@ the client's transport and the server's ``/ws`` path (after Hypercorn's handshak
 
 from wsproto.utilities import generate_accept_token, generate_nonce
 
-from .frames import FIN_TEXT, FrameHeader, apply_mask, encode_text_frame, parse_header
+from .frames import FIN_CLOSE, FIN_TEXT, FrameHeader, apply_mask, encode_close_frame, encode_text_frame, parse_header
 from .connection import (
     TRANSITIONS,
     Broken,
@@ -24,6 +24,7 @@ from .connection import (
 )
 from .splitter import (
     FAST_FRAME_LIMIT,
+    CloseFrame,
     LARGE_TRANSITIONS,
     FrameSplitter,
     InvalidText,
@@ -45,6 +46,7 @@ __all__ = [
     "TooLarge",
     "WebSocketConnection",
     "FAST_FRAME_LIMIT",
+    "CloseFrame",
     "LARGE_TRANSITIONS",
     "InvalidText",
     "LargeFrame",
@@ -52,4 +54,5 @@ __all__ = [
     "LargeText",
     "SplitItem",
     "generate_accept_token",
-    "generate_nonce", "FIN_TEXT", "FrameHeader", "FrameSplitter", "apply_mask", "encode_text_frame", "parse_header"]
+    "generate_nonce", "FIN_CLOSE", "FIN_TEXT", "FrameHeader", "FrameSplitter", "apply_mask", "encode_close_frame",
+    "encode_text_frame", "parse_header"]

@@ -2,8 +2,9 @@
 
 Theory of operation. The transport owns the socket and the tasks; this object owns
 everything between bytes and messages: the inbound buffer (through :class:`FrameSplitter`,
-which decodes the common text frame itself and streams every other byte to wsproto's
-``FrameProtocol``), the message size limit, answering pings, the closing handshake and the
+which decodes the common text frame and the peer's plain close itself and streams every
+other byte to wsproto's ``FrameProtocol``, built only when a frame first needs it: a
+connection that exchanges text and closes normally never builds one), the message size limit, answering pings, the closing handshake and the
 bytes that must go out because of what came in. The transport calls
 :meth:`WebSocketConnection.receive_data` with what it read and acts on the events it gets
 back; it sends the frames of :attr:`~WebSocketConnection.send_text` and :meth:`ping` and,
@@ -41,8 +42,8 @@ from typing import Final, TypeAlias, assert_never, cast
 from wsproto.frame_protocol import FrameProtocol, Opcode, ParseFailed
 
 from ..core.close_codes import CloseCode
-from .frames import encode_masked_text_frame, encode_text_frame, encode_unmasked_text_frame
-from .splitter import FrameSplitter, InvalidText, LargeFrame, LargeState, LargeText
+from .frames import encode_close_frame, encode_masked_text_frame, encode_text_frame, encode_unmasked_text_frame
+from .splitter import CloseFrame, FrameSplitter, InvalidText, LargeFrame, LargeState, LargeText
 
 __all__ = [
     "Broken",
@@ -164,7 +165,7 @@ class WebSocketConnection:
         #: OPEN). The role's encoder itself (masked for a client), not a method that calls it:
         #: one Python call less per message.
         self.send_text: Callable[[str], bytes] = encode_masked_text_frame if self._masks else encode_unmasked_text_frame
-        self._proto = FrameProtocol(client=self._masks, extensions=[])
+        self._proto: FrameProtocol | None = None  # the general parser, built when first needed (_general)
         self._splitter = FrameSplitter(masked=not self._masks, limit=max_message_size, collect_large=collect_large)
         self._outgoing = bytearray()
         #: whether :meth:`bytes_to_send` has something (a plain attribute, not a property: the
@@ -172,6 +173,13 @@ class WebSocketConnection:
         self.has_bytes_to_send = False
         self._parts: list[str | bytes] = []
         self._size = 0
+
+    def _general(self) -> FrameProtocol:
+        """wsproto's frame parser and encoder for everything the fast paths do not do."""
+        proto = self._proto
+        if proto is None:
+            proto = self._proto = FrameProtocol(client=self._masks, extensions=[])
+        return proto
 
     def _to(self, state: ConnectionState) -> None:
         if state is not self.state:
@@ -182,22 +190,22 @@ class WebSocketConnection:
 
     def send_bytes(self, data: bytes) -> bytes:
         """The frame that sends the binary message ``data`` (the transport sends only while OPEN)."""
-        return bytes(self._proto.send_data(data, True))
+        return bytes(self._general().send_data(data, True))
 
     def ping(self, payload: bytes) -> bytes:
-        return bytes(self._proto.ping(payload))
+        return bytes(self._general().ping(payload))
 
     def close(self, code: int, reason: str = "") -> None:
         """Start the closing handshake: a close frame is queued (OPEN -> CLOSING)."""
         if self.state is ConnectionState.OPEN:
-            self._queue(self._proto.close(code, reason or None))
+            self._queue(self._general().close(code, reason or None))
             self._to(ConnectionState.CLOSING)
 
     def refuse(self, code: int, reason: str) -> None:
         """Stop taking messages and close with ``code`` (a close frame is queued unless one
         was sent already): OPEN or CLOSING -> REFUSING."""
         if self.state is ConnectionState.OPEN:
-            self._queue(self._proto.close(code, reason or None))
+            self._queue(self._general().close(code, reason or None))
         if self.state is not ConnectionState.CLOSED:
             self._parts, self._size = [], 0
             self._to(ConnectionState.REFUSING)
@@ -243,16 +251,18 @@ class WebSocketConnection:
                     events.append(item)
                 continue
             if type(item) is bytes:
-                self._proto.receive_bytes(item)
+                self._general().receive_bytes(item)
                 self._read_general(events)
             else:
-                self._on_large(item, events)  # type: ignore[arg-type]
+                self._on_item(item, events)  # type: ignore[arg-type]
             if self.closed:
                 break
         return events
 
-    def _on_large(self, item: LargeFrame | LargeText | InvalidText, events: list[ConnectionEvent]) -> None:
+    def _on_item(self, item: CloseFrame | LargeFrame | LargeText | InvalidText, events: list[ConnectionEvent]) -> None:
         match item:
+            case CloseFrame(code, reason):
+                self._peer_closed(code, reason, events, read_here=True)
             case LargeFrame():
                 if self.state is ConnectionState.REFUSING:  # discarded anyway: not offered
                     self._splitter.skip()
@@ -272,30 +282,39 @@ class WebSocketConnection:
         if self.state is ConnectionState.OPEN:
             if code == CloseCode.INVALID_PAYLOAD and self.invalid_text_reply is not None:
                 self._queue(encode_text_frame(self.invalid_text_reply, masked=self._masks))
-            self._queue(self._proto.close(code, "invalid frame"))
+            self._queue(self._general().close(code, "invalid frame"))
         self._to(ConnectionState.CLOSED)
         events.append(Broken(detail))
 
+    def _peer_closed(self, code: int, reason: str, events: list[ConnectionEvent], *, read_here: bool) -> None:
+        """The peer's close arrived (``read_here``: a :class:`CloseFrame` of the splitter, else
+        wsproto's): echoed unless we had closed (RFC 6455 5.5.1)."""
+        answered = self.state is ConnectionState.OPEN
+        if answered:
+            if read_here:  # a code and a reason the splitter checked: no general parser needed
+                self._queue(encode_close_frame(code, reason, masked=self._masks))
+            else:
+                self._queue(self._general().close(code, reason or None))
+        self._to(ConnectionState.CLOSED)
+        events.append(PeerClosed(int(code), str(reason), answered))
+
     def _read_general(self, events: list[ConnectionEvent]) -> None:
+        proto = self._general()
         try:
-            for frame in self._proto.received_frames():
+            for frame in proto.received_frames():
                 opcode = frame.opcode
                 if opcode is Opcode.TEXT or opcode is Opcode.BINARY or opcode is Opcode.CONTINUATION:
                     if self.state is not ConnectionState.REFUSING:
                         self._on_data(frame.payload, frame.message_finished, events)  # type: ignore[arg-type]
                 elif opcode is Opcode.PING:
                     if self.state is ConnectionState.OPEN:
-                        self._queue(self._proto.pong(frame.payload))  # type: ignore[arg-type]
+                        self._queue(proto.pong(frame.payload))  # type: ignore[arg-type]
                         self.pings_answered += 1
                 elif opcode is Opcode.PONG:
                     events.append(Pong(bytes(frame.payload)))  # type: ignore[arg-type]
                 elif opcode is Opcode.CLOSE:
                     code, reason = cast(tuple[int, str], frame.payload)
-                    answered = self.state is ConnectionState.OPEN
-                    if answered:  # echo it (RFC 6455 5.5.1)
-                        self._queue(self._proto.close(code, reason or None))
-                    self._to(ConnectionState.CLOSED)
-                    events.append(PeerClosed(int(code), str(reason), answered))
+                    self._peer_closed(code, reason, events, read_here=False)
                     return
         except ParseFailed as exc:
             self._fail(int(exc.code), str(exc), events)

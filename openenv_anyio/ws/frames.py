@@ -6,6 +6,10 @@ incremental UTF-8, control frames) at a few microseconds a frame; these function
 common case of both directions directly; everything else goes to wsproto. Sans-IO and
 stateless but for a pool of unused masking keys (see ``_keys``).
 
+A peer's close frame with a code and a reason that need no checking (see
+:class:`~openenv_anyio.ws.FrameSplitter`) is read here too and answered with
+:func:`encode_close_frame`.
+
 A client sends :func:`encode_masked_text_frame`, a server :func:`encode_unmasked_text_frame`
 (:func:`encode_text_frame` picks one by ``masked``); both read with :class:`~openenv_anyio.ws.FrameSplitter`, which stands on
 :func:`parse_header` and :func:`apply_mask`.
@@ -18,9 +22,11 @@ import struct
 from typing import Final, NamedTuple
 
 __all__ = [
+    "FIN_CLOSE",
     "FIN_TEXT",
     "FrameHeader",
     "apply_mask",
+    "encode_close_frame",
     "encode_masked_text_frame",
     "encode_text_frame",
     "encode_unmasked_text_frame",
@@ -28,6 +34,7 @@ __all__ = [
 ]
 
 FIN_TEXT: Final = 0x81  # first byte of a final text frame: FIN, no RSV bits, opcode 1
+FIN_CLOSE: Final = 0x88  # first byte of a close frame: FIN, no RSV bits, opcode 8
 _MASKED: Final = 0x80
 _LEN16: Final = struct.Struct("!H")
 _LEN64: Final = struct.Struct("!Q")
@@ -81,6 +88,22 @@ def encode_masked_text_frame(text: str) -> bytes:
         return header + key
     mask = (key * (size // 4 + 1))[:size]
     return header + key + (int.from_bytes(payload, "little") ^ int.from_bytes(mask, "little")).to_bytes(size, "little")
+
+
+def encode_close_frame(code: int, reason: str, *, masked: bool) -> bytes:
+    """A close frame carrying ``code`` and ``reason`` (at most 123 bytes of UTF-8, RFC 6455
+    5.5), masked with a fresh random key or unmasked: the answer to the peer's close."""
+    payload = code.to_bytes(2, "big") + reason.encode()
+    size = len(payload)
+    if size > 125:
+        raise ValueError(f"a close frame's payload is at most 125 bytes, not {size}")
+    if not masked:
+        return bytes((FIN_CLOSE, size)) + payload
+    try:
+        key = _keys.pop()
+    except IndexError:
+        key = _refill_keys()
+    return bytes((FIN_CLOSE, _MASKED | size)) + key + apply_mask(payload, key)
 
 
 def _long_header(flag: int, size: int) -> bytes:

@@ -9,6 +9,13 @@ every frame starts from its own reading of the headers, so it can tell, by its o
 bookkeeping, that the general parser is between frames (:attr:`passthrough` is 0) and
 between messages (:attr:`mid_message` is false) before it decodes a frame itself.
 
+The peer's close frame is read here too when nothing in it needs checking beyond its
+shape: a whole close frame, masked as expected, whose payload is a code every peer may send
+(1000, 1001, or 3000-4999) and a UTF-8 reason; it becomes :class:`CloseFrame`. Every other
+close frame (no code, a code reserved or unknown, a reason that is not UTF-8) goes to the
+general parser, which refuses what it must. So a connection that only ever exchanges text
+messages and closes normally never needs the general parser at all.
+
 State, per connection:
 
 - ``buffer``: bytes received and not yet handed anywhere (at most the current frame);
@@ -46,9 +53,10 @@ import enum
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
-from .frames import FIN_TEXT, FrameHeader, apply_mask, parse_header
+from .frames import FIN_CLOSE, FIN_TEXT, FrameHeader, apply_mask, parse_header
 
 __all__ = [
+    "CloseFrame",
     "FAST_FRAME_LIMIT",
     "FrameSplitter",
     "InvalidText",
@@ -67,6 +75,7 @@ _DATA_OPCODES: Final = frozenset({0x0, 0x1, 0x2})
 _MIN_LENGTH: Final = {2: 0, 4: 126, 10: 65536}  # header size without mask -> smallest length it may carry
 _MASK_BIT: Final = 0x80
 _SHORT_LENGTH: Final = 125  # the largest payload length the header's 7 bits carry themselves
+_PLAIN_CLOSE_CODES: Final = frozenset({1000, 1001})  # with 3000-4999: codes read here (RFC 6455 7.4)
 
 
 class LargeState(enum.Enum):
@@ -102,6 +111,14 @@ class LargeText:
 
 
 @dataclass(frozen=True, slots=True)
+class CloseFrame:
+    """The peer's close frame, read here (see the module doc): its code and reason are valid."""
+
+    code: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class InvalidText:
     """An admitted large text frame is not UTF-8 (RFC 6455 8.1: fail the connection, 1007)."""
 
@@ -109,8 +126,9 @@ class InvalidText:
 
 
 #: What :meth:`FrameSplitter.feed` returns, in order: fast text messages (``str``), chunks
-#: for the general parser (``bytes``) and the large-frame items.
-SplitItem: TypeAlias = str | bytes | LargeFrame | LargeText | InvalidText
+#: for the general parser (``bytes``), the peer's plain close (:class:`CloseFrame`) and the
+#: large-frame items.
+SplitItem: TypeAlias = str | bytes | CloseFrame | LargeFrame | LargeText | InvalidText
 
 
 class FrameSplitter:
@@ -178,6 +196,19 @@ class FrameSplitter:
                 if text is not None:
                     del buf[:end]
                     out.append(text)
+                    continue
+            elif (
+                header.first == FIN_CLOSE
+                and header.masked is self._masked
+                and 2 <= header.length <= _SHORT_LENGTH
+                and header.size == (6 if header.masked else 2)  # the length in its 7 bits, as it must be
+            ):
+                if len(buf) < end:
+                    break
+                close = self._decode_close(buf, header.size, end, header.masked)
+                if close is not None:
+                    del buf[:end]
+                    out.append(close)
                     continue
             if (
                 FAST_FRAME_LIMIT < header.length <= self._large_limit
@@ -270,6 +301,24 @@ class FrameSplitter:
                 return None
             finally:
                 body.release()
+
+    @staticmethod
+    def _decode_close(buf: bytearray, start: int, end: int, masked: bool) -> CloseFrame | None:
+        """The close frame ``buf[start:end]`` carries, when its code and reason need no
+        checking by the general parser (see the module doc); else None."""
+        with memoryview(buf) as view:
+            body = view[start:end]
+            try:
+                payload = apply_mask(body, view[start - 4 : start]) if masked else bytes(body)
+            finally:
+                body.release()
+        code = payload[0] << 8 | payload[1]
+        if code not in _PLAIN_CLOSE_CODES and not 3000 <= code <= 4999:
+            return None
+        try:
+            return CloseFrame(code, payload[2:].decode())
+        except UnicodeDecodeError:
+            return None
 
     # -- large text frames (collect_large) ----------------------------------------------
 

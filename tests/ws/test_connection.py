@@ -60,6 +60,24 @@ def test_peer_close_is_echoed_and_ends_the_connection() -> None:
     assert conn.receive_data(bytes(server.send_data("after", True))) == []
 
 
+@pytest.mark.parametrize("role", [Role.CLIENT, Role.SERVER])
+def test_a_plain_close_is_echoed_mid_message_and_in_every_state(role: Role) -> None:
+    peer = FrameProtocol(client=role is Role.SERVER, extensions=[])
+    reader = FrameProtocol(client=role is Role.SERVER, extensions=[])  # reads what we send
+    opened = WebSocketConnection(role, max_message_size=1024)  # a fragmented message is open
+    assert opened.receive_data(bytes(peer.send_data("par", False)) + bytes(peer.close(1001, "bye"))) == [
+        PeerClosed(1001, "bye", True)
+    ]
+    reader.receive_bytes(opened.bytes_to_send())
+    assert [(frame.opcode, frame.payload) for frame in reader.received_frames()] == [(Opcode.CLOSE, (1001, "bye"))]
+    peer = FrameProtocol(client=role is Role.SERVER, extensions=[])  # the first one's message is still open
+    refusing = WebSocketConnection(role, max_message_size=10)
+    assert refusing.receive_data(bytes(peer.send_data("x" * 20, True)))[0] == TooLarge(20, 10, True)
+    refusing.bytes_to_send()
+    assert refusing.receive_data(bytes(peer.close(1000))) == [PeerClosed(1000, "", False)]
+    assert refusing.state is ConnectionState.CLOSED and not refusing.has_bytes_to_send
+
+
 def test_our_close_then_the_peers_is_not_echoed() -> None:
     server, conn = _server(), WebSocketConnection(max_message_size=1024)
     conn.close(1000)

@@ -12,7 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from wsproto.frame_protocol import FrameProtocol, Opcode, ParseFailed
 
-from openenv_anyio.ws import FAST_FRAME_LIMIT, FrameSplitter, apply_mask, encode_text_frame, parse_header
+from openenv_anyio.ws import (
+    FAST_FRAME_LIMIT,
+    CloseFrame,
+    FrameSplitter,
+    apply_mask,
+    encode_close_frame,
+    encode_text_frame,
+    parse_header,
+)
 from openenv_anyio.ws.frames import encode_masked_text_frame
 
 LIMIT = 1 << 20
@@ -209,3 +217,77 @@ def test_splitter_streams_frames_over_the_limit_and_counts_them() -> None:
     assert first == [frame[:50]] and splitter.passthrough == len(frame) - 50
     assert splitter.general_frame_length == 200
     assert splitter.feed(frame[50:] + _server_frame("after")) == [frame[50:], "after"]
+
+
+# -- the peer's plain close, read by the splitter ------------------------------------------
+
+PLAIN_CLOSES = [(1000, ""), (1001, "going away"), (3000, "é" * 40), (4408, "idle"), (4999, "x" * 123)]
+
+
+@pytest.mark.parametrize("from_client", [True, False], ids=["from-client", "from-server"])
+@pytest.mark.parametrize(("code", "reason"), PLAIN_CLOSES)
+def test_splitter_reads_a_plain_close_as_wsproto_does(code: int, reason: str, from_client: bool) -> None:
+    sender = FrameProtocol(client=from_client, extensions=[])
+    wire = bytes(sender.send_data("before", True)) + bytes(sender.close(code, reason or None))
+    proto = FrameProtocol(client=not from_client, extensions=[])
+    proto.receive_bytes(wire)
+    assert [(frame.opcode, frame.payload) for frame in proto.received_frames()] == [
+        (Opcode.TEXT, "before"),
+        (Opcode.CLOSE, (code, reason)),
+    ]
+    for cut in range(len(wire) + 1):  # however the bytes arrive
+        splitter = FrameSplitter(masked=from_client, limit=LIMIT)
+        assert splitter.feed(wire[:cut]) + splitter.feed(wire[cut:]) == ["before", CloseFrame(code, reason)]
+        assert not splitter.buffer and not splitter.passthrough
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"",  # no code (1005 to the reader)
+        b"\x03",  # a one-byte payload
+        struct.pack("!H", 1005),  # codes no peer may send
+        struct.pack("!H", 1006),
+        struct.pack("!H", 1015),
+        struct.pack("!H", 999),
+        struct.pack("!H", 2999),
+        struct.pack("!H", 5000),
+        struct.pack("!H", 1002) + b"protocol error",  # a valid code the splitter leaves to wsproto
+        struct.pack("!H", 1000) + b"\xff\xfe",  # a reason that is not UTF-8
+    ],
+)
+def test_splitter_leaves_every_other_close_to_wsproto(payload: bytes) -> None:
+    frame = bytes((0x88, len(payload))) + payload
+    assert FrameSplitter(masked=False, limit=LIMIT).feed(frame) == [frame]
+    masked = bytes((0x88, 0x80 | len(payload))) + b"\x01\x02\x03\x04" + apply_mask(payload, b"\x01\x02\x03\x04")
+    assert FrameSplitter(masked=True, limit=LIMIT).feed(masked) == [masked]
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        bytes((0x88, 126)) + struct.pack("!HH", 2, 1000),  # a non-minimal length
+        bytes((0x98, 2)) + struct.pack("!H", 1000),  # RSV1 set
+        bytes((0x08, 2)) + struct.pack("!H", 1000),  # not final
+        bytes((0x88, 0x82)) + b"\x01\x02\x03\x04" + apply_mask(struct.pack("!H", 1000), b"\x01\x02\x03\x04"),  # masked
+    ],
+    ids=["non-minimal", "rsv1", "not-final", "masked"],
+)
+def test_splitter_leaves_to_wsproto_the_close_frames_it_must_refuse(frame: bytes) -> None:
+    assert FrameSplitter(masked=False, limit=LIMIT).feed(frame) == [frame]
+    proto = FrameProtocol(client=True, extensions=[])
+    proto.receive_bytes(frame)
+    with pytest.raises(ParseFailed):
+        list(proto.received_frames())
+
+
+@pytest.mark.parametrize(("code", "reason"), PLAIN_CLOSES)
+def test_close_frames_are_wsprotos_byte_for_byte_or_read_by_it_alike(code: int, reason: str) -> None:
+    assert encode_close_frame(code, reason, masked=False) == bytes(FrameProtocol(client=False, extensions=[]).close(code, reason or None))
+    masked = encode_close_frame(code, reason, masked=True)
+    proto = FrameProtocol(client=False, extensions=[])
+    proto.receive_bytes(masked)
+    assert [(frame.opcode, frame.payload) for frame in proto.received_frames()] == [(Opcode.CLOSE, (code, reason))]
+    assert masked[2:6] != encode_close_frame(code, reason, masked=True)[2:6]  # a fresh key each time
+    with pytest.raises(ValueError, match="at most 125 bytes"):
+        encode_close_frame(code, "x" * 124, masked=False)
