@@ -310,7 +310,9 @@ class WsSession:
         a request being executed is never cut short by it (``WS-IDLE-2``); a new scope is
         opened only once one has fired (a timeout, a stop). A frame that arrived just as its
         scope fired is answered in the next one. (A scope entered and left per frame cost
-        about a fifth of the server's bytecode per step.)"""
+        about a fifth of the server's bytecode per step.) A scope opens with its deadline, and
+        the deadline is set again only when it moved; the connection's end (a disconnect)
+        returns without lifting it: each change of a deadline is a trio bookkeeping of its own."""
         config = self.ctx.config
         receive, send, handle = self.receive, self.send, self._handle
         idle_limit = config.session_timeout_s or math.inf
@@ -319,10 +321,12 @@ class WsSession:
         pending: MutableMapping[str, Any] | None = None  # a frame to answer before the next wait
         with trio.CancelScope() as self._abort_scope:
             while True:
-                with trio.CancelScope() as scope:
+                with trio.CancelScope(deadline=_INF if pending is not None else min(idle_deadline, pings.deadline())) as scope:
                     while True:
                         if pending is None:
-                            scope.deadline = min(idle_deadline, pings.deadline())
+                            deadline = min(idle_deadline, pings.deadline())
+                            if deadline != scope.deadline:
+                                scope.deadline = deadline
                             self._wait_scope = scope
                             if self._stop is not None:
                                 scope.cancel()
@@ -331,12 +335,14 @@ class WsSession:
                             if scope.cancel_called:  # it fired as the frame came: answered in the next scope
                                 pending = message
                                 break
-                            scope.deadline = _INF
+                            kind = message["type"]
+                            if kind != "websocket.disconnect" or self._stop is not None:  # a disconnect returns at once
+                                scope.deadline = _INF
                         else:
                             message, pending = pending, None
+                            kind = message["type"]
                         if self._stop is not None:
                             return await self._stopped(send)
-                        kind = message["type"]
                         if kind == "websocket.receive":
                             text = message.get("text")
                             if text is None:
