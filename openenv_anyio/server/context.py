@@ -94,7 +94,9 @@ class ServerContext:
             ServerMetrics(limit) if self.config.metrics else None,
             load_tracer(self.tracer_provider) if self.config.traces else None,
         )
-        self.registry = SessionRegistry(limit, self.shared_capacity, self.instruments.sessions_changed)
+        self.registry = SessionRegistry(
+            limit, self.shared_capacity, self.instruments.count_sessions(lambda: self.registry.sessions)
+        )
         self.hub = UiHub(self.config.max_ui_subscribers, self.instruments)
         self.hosted = HostedSessions(self)
         self.large_frames = LargeFrames(

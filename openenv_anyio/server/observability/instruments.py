@@ -33,6 +33,10 @@ def peer_of(scope: dict[str, Any]) -> str | None:
     return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
 
 
+def _ignore_count(active: int) -> None:
+    return None
+
+
 class Instruments:
     """Metrics (``None``: off), log events, and spans (``tracer`` ``None``: off) of one server."""
 
@@ -87,10 +91,15 @@ class Instruments:
 
     # -- session lifecycle -----------------------------------------------------------------
 
-    def sessions_changed(self, active: int) -> None:
-        """The number of sessions holding a capacity slot changed."""
-        if self.metrics is not None:
-            self.metrics.sessions_active.set(active)
+    def count_sessions(self, count: Callable[[], int]) -> Callable[[int], None]:
+        """What the session registry calls on every change of the number of sessions holding
+        a capacity slot, which ``count()`` reads: nothing when the gauge reads ``count()``
+        itself when scraped (one process; a ``Gauge.set`` per change is a lock and a few
+        Python calls, twice per session), else the gauge's ``set`` (multi-process serving)."""
+        metrics = self.metrics
+        if metrics is None or metrics.read_sessions_when_scraped(count):
+            return _ignore_count
+        return metrics.sessions_active.set
 
     def session_opened(self, session: SessionIdentity, accepted_at: float, *, resumable: bool) -> None:
         """A session is ready to serve; ``accepted_at`` is the ``perf_counter()`` of its upgrade."""

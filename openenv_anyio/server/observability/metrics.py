@@ -139,6 +139,16 @@ class ServerMetrics:
             self.observe_step_and_count = self._count_and_observe_step
         self.observe_request = {kind: self.request_observer(kind) for kind in REQUEST_TYPES}
 
+    def read_sessions_when_scraped(self, count: Callable[[], int]) -> bool:
+        """In one process ``openenv_sessions_active`` reads ``count()`` at each scrape (no
+        update per session); under multi-process serving the value must be in
+        prometheus-client's files for another worker's scrape, so it is set on every change.
+        Whether it reads ``count()``."""
+        if multiprocess_directory() is not None:
+            return False
+        self.sessions_active.set_function(count)
+        return True
+
     def _count_and_observe_step(self, seconds: float) -> None:
         """A step was answered with an observation; the environment took ``seconds``."""
         self._steps.inc()
