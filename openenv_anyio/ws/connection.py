@@ -42,7 +42,7 @@ from typing import Final, TypeAlias, assert_never, cast
 from wsproto.frame_protocol import FrameProtocol, Opcode, ParseFailed
 
 from ..core.close_codes import CloseCode
-from .frames import encode_close_frame, encode_masked_text_frame, encode_text_frame, encode_unmasked_text_frame
+from .frames import encode_close_frame, encode_masked_text_frame, encode_unmasked_text_frame
 from .splitter import CloseFrame, FrameSplitter, InvalidText, LargeFrame, LargeState, LargeText
 
 __all__ = [
@@ -281,7 +281,7 @@ class WebSocketConnection:
         """The peer's bytes broke the protocol: queue our close (OPEN only), end the connection."""
         if self.state is ConnectionState.OPEN:
             if code == CloseCode.INVALID_PAYLOAD and self.invalid_text_reply is not None:
-                self._queue(encode_text_frame(self.invalid_text_reply, masked=self._masks))
+                self._queue(self.send_text(self.invalid_text_reply))
             self._queue(self._general().close(code, "invalid frame"))
         self._to(ConnectionState.CLOSED)
         events.append(Broken(detail))

@@ -79,10 +79,7 @@ def encode_masked_text_frame(text: str) -> bytes:
     """
     payload = text.encode()
     size = len(payload)
-    try:
-        key = _keys.pop()
-    except IndexError:
-        key = _refill_keys()
+    key = _fresh_key()
     header = _MASKED_HEADERS[size] if size < 126 else _long_header(_MASKED, size)
     if not size:
         return header + key
@@ -99,10 +96,7 @@ def encode_close_frame(code: int, reason: str, *, masked: bool) -> bytes:
         raise ValueError(f"a close frame's payload is at most 125 bytes, not {size}")
     if not masked:
         return bytes((FIN_CLOSE, size)) + payload
-    try:
-        key = _keys.pop()
-    except IndexError:
-        key = _refill_keys()
+    key = _fresh_key()
     return bytes((FIN_CLOSE, _MASKED | size)) + key + apply_mask(payload, key)
 
 
@@ -121,6 +115,11 @@ _MASKED_HEADERS: Final = tuple(bytes((FIN_TEXT, _MASKED | size)) for size in ran
 # A forked child drops the parent's unused keys, so the two never send the same ones.
 _KEY_BLOCK: Final = 1024  # keys per draw
 _keys: list[bytes] = []
+
+
+def _fresh_key() -> bytes:
+    """A masking key no frame has used."""
+    return _keys.pop() if _keys else _refill_keys()
 
 
 def _refill_keys() -> bytes:
