@@ -1,4 +1,4 @@
-"""The README's tools example is real: the environment is served and the client snippet runs."""
+"""The user guide's tools example (docs/mcp.md) is real: the environment is served and the client snippet runs."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from pathlib import Path
 
 from openenv_anyio.server import EnvServer, ServerConfig
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+GUIDE_PAGE = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"
+BLOCKS = re.findall(r"```python\n(.*?)```", GUIDE_PAGE.read_text(encoding="utf-8"), re.S)
 
 
 def test_readme_tools_example_runs(tmp_path: Path) -> None:
     env_code = next(block for block in BLOCKS if "from openenv_anyio.tools import tool" in block)
     client_code = next(block for block in BLOCKS if "env.call_tool(" in block)
     namespace: dict[str, object] = {}
-    exec(compile(env_code, "README-tools", "exec"), namespace)
+    exec(compile(env_code, "docs/mcp.md", "exec"), namespace)
     with EnvServer(namespace["Notes"], ServerConfig(port=0)).run_in_thread() as running:  # type: ignore[arg-type]
         script = tmp_path / "tools_snippet.py"
         body = "\n".join("    " + line for line in client_code.replace("http://127.0.0.1:8000", running.url).splitlines())
