@@ -81,6 +81,7 @@ class OpenEnvCoreEnv:
     action_schema: Mapping[str, Any] | None = None
     observation_schema: Mapping[str, Any] | None = None
     state_schema: Mapping[str, Any] | None = None
+    reset_observation_schema: Mapping[str, Any] | None = None
     metadata: Mapping[str, Any] = {}
     action_model: Any = None
     observation_model: Any = None
@@ -100,8 +101,13 @@ class OpenEnvCoreEnv:
         action_model: type | None = None,
         observation_model: type | None = None,
         state_model: type | None = None,
+        reset_observation_model: type | None = None,
     ) -> type[OpenEnvCoreEnv]:
         """A zero-argument subclass serving ``env``, an Environment subclass or a factory of one.
+
+        ``reset_observation_model`` is what upstream's ``create_app(...,
+        reset_observation_cls=...)`` takes: the observation model of a reset when it differs
+        from a step's (``GET /schema`` answers it as ``reset_observation``).
 
         Raises :class:`EnvTargetError` when openenv-core is missing, when ``env`` makes no
         openenv-core Environment, or when its Action model cannot be found.
@@ -127,6 +133,7 @@ class OpenEnvCoreEnv:
             or _pick(_model_candidates(env_class, core_environment, 1), Observation)
             or Observation
         )
+        reset_observation: Any = reset_observation_model or observation
         state: Any = state_model or _pick(_model_candidates(env_class, core_environment, 2), State) or State
         concurrent = bool(getattr(env_class, "SUPPORTS_CONCURRENT_SESSIONS", False))
         overridden_reset = env_class.reset_async is not core_environment.reset_async
@@ -146,6 +153,7 @@ class OpenEnvCoreEnv:
             "action_schema": action.model_json_schema(),
             "observation_schema": observation.model_json_schema(),
             "state_schema": state.model_json_schema(),
+            "reset_observation_schema": reset_observation.model_json_schema(),
             "metadata": _class_metadata(env, env_class, core_environment),
             "_validate": staticmethod(_action_validator(action)),
             "_split": _upstream_split(),
