@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from ..core.jsonrpc import RpcCode, RpcFailure
-from ..environment import LiftedObservation, plain_reward
+from ..environment import WEB_HOOKS, LiftedObservation, plain_reward
 from .errors import ActionRejected, EnvTargetError, json_pointer
 from .jsonable import to_jsonable
 
@@ -160,6 +160,10 @@ class OpenEnvCoreEnv:
             "reset": cls._reset_async if overridden_reset else cls._reset_sync,
             "step": cls._step_async if overridden_step else cls._step_sync,
         }
+        for hook in WEB_HOOKS:  # openenv 0.10's /web hooks, where the environment draws itself
+            own = getattr(env_class, hook, None)
+            if callable(own) and own is not getattr(core_environment, hook, None):
+                attributes[hook] = getattr(cls, f"_{hook}")
         if _is_mcp_environment(env_class):
             attributes["list_tools"] = cls._list_tools
             attributes["call_tool"] = cls._call_tool
@@ -219,6 +223,19 @@ class OpenEnvCoreEnv:
             return self._validate(data)
         except _pydantic_errors()[0] as exc:  # evaluated only when something was raised
             raise _rejection(exc) from None
+
+    def _render_web(self, observation: Mapping[str, Any]) -> str | None:
+        """The environment's ``render_web`` (openenv 0.10): HTML drawing ``observation``."""
+        drawing: str | None = self._env.render_web(dict(observation))
+        return drawing
+
+    def _web_actions(self, observation: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+        """The environment's ``web_actions`` (openenv 0.10): one-click ``(label, action)`` pairs;
+        an Action model instance is given as the JSON object a step takes."""
+        return [
+            (str(label), action if isinstance(action, Mapping) else typing.cast(Mapping[str, Any], to_jsonable(action)))
+            for label, action in self._env.web_actions(dict(observation))
+        ]
 
     def _list_tools(self) -> list[dict[str, Any]]:
         """``tools/list`` of an MCPEnvironment: its tools as MCP lists them."""
