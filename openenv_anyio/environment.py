@@ -14,7 +14,7 @@ No I/O happens here: the server decides where and how the calls run.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple, TypeAlias
 
 __all__ = [
@@ -22,6 +22,9 @@ __all__ = [
     "Environment",
     "LiftedObservation",
     "SchemaLike",
+    "WEB_HOOKS",
+    "has_web_hooks",
+    "web_view",
     "env_metadata",
     "is_model_class",
     "lift_observation",
@@ -47,16 +50,22 @@ class Environment:
       pydantic model class, or ``None``. A declared action schema is enforced: an action that
       does not match it is refused before ``step`` sees it. When it is a pydantic model,
       ``step`` receives an instance of that model; otherwise it receives the JSON object.
+    - ``reset_observation_schema``: the same, for the observation ``reset`` returns when it
+      differs from a step's (``GET /schema`` answers ``observation_schema`` for it otherwise).
     - ``metadata``: ``name``, ``description``, ``version``, ... (``name`` defaults to the
       class name).
     - ``MAX_CONCURRENT_SESSIONS``: ``None`` (no limit of its own) or the most sessions the
       environment supports at once; a server caps ``max_concurrent_envs`` at it.
+
+    Two optional methods serve the dashboard's playground (``/web``), as in OpenEnv 0.10:
+    :meth:`render_web` draws an observation, :meth:`web_actions` offers one-click actions.
     """
 
     NON_BLOCKING: ClassVar[bool] = False
     action_schema: ClassVar[SchemaLike] = None
     observation_schema: ClassVar[SchemaLike] = None
     state_schema: ClassVar[SchemaLike] = None
+    reset_observation_schema: ClassVar[SchemaLike] = None
     metadata: ClassVar[Mapping[str, Any]] = {}
     MAX_CONCURRENT_SESSIONS: ClassVar[int | None] = None
 
@@ -75,6 +84,18 @@ class Environment:
 
     def close(self) -> None:
         """Release resources; called once when the session ends."""
+
+    def render_web(self, observation: Mapping[str, Any]) -> str | None:
+        """HTML that draws ``observation`` (a board, a page) in the dashboard's playground, or
+        ``None`` to draw nothing. ``observation`` is the observation's members plus ``reward``
+        and ``done``. The page shows the HTML in a sandboxed frame: no scripts, no requests,
+        no access to the page or its token (``SECURITY.md``)."""
+        return None
+
+    def web_actions(self, observation: Mapping[str, Any]) -> Sequence[tuple[str, Mapping[str, Any]]]:
+        """One-click actions for the playground, as ``(label, action)`` pairs (the legal
+        moves of a game); each action is what ``step`` receives. Not asked once ``done``."""
+        return []
 
 
 #: A class or a zero-argument callable that builds one environment instance.
@@ -220,3 +241,39 @@ def env_metadata(env_or_class: Any) -> dict[str, Any]:
     }
     answer.update(declared)
     return answer
+
+
+#: The optional methods an environment draws its observations with in the dashboard's playground.
+WEB_HOOKS = ("render_web", "web_actions")
+
+
+def has_web_hooks(env_or_class: Any) -> bool:
+    """Whether an environment (class or instance) defines :meth:`Environment.render_web` or
+    :meth:`Environment.web_actions` of its own (the base class's draw nothing)."""
+    cls = env_or_class if isinstance(env_or_class, type) else type(env_or_class)
+    return any(
+        callable(getattr(cls, name, None)) and getattr(cls, name) is not getattr(Environment, name)
+        for name in WEB_HOOKS
+    )
+
+
+def web_view(env: Any, data: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"html": str | None, "actions": [{"label", "action"}]}`` for the ``data`` of an
+    observation frame, from the environment's web hooks (sync ones; missing ones give nothing).
+
+    Raises :class:`TypeError` when a hook returns something else than it promises.
+    """
+    observation = data.get("observation")
+    seen = {**(observation if isinstance(observation, Mapping) else {}), "reward": data.get("reward"), "done": bool(data.get("done"))}
+    render = getattr(env, "render_web", None)
+    html = render(seen) if callable(render) else None
+    if html is not None and not isinstance(html, str):
+        raise TypeError(f"render_web() must return a string or None, not {type(html).__name__}")
+    offer = getattr(env, "web_actions", None)
+    pairs = offer(seen) if callable(offer) and not seen["done"] else []
+    actions = []
+    for index, pair in enumerate(pairs or ()):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not isinstance(pair[1], Mapping):
+            raise TypeError(f"web_actions() item {index} must be a (label, action object) pair, not {pair!r:.80}")
+        actions.append({"label": str(pair[0]), "action": to_plain_dict(pair[1])})
+    return {"html": html or None, "actions": actions}

@@ -518,6 +518,30 @@ async def _openapi(ctx: CaseContext) -> None:
         raise CaseFailed(f"the OpenAPI paths mix the modes (HTTP-10): only {', '.join(simulation)} of /reset, /step, /state")
 
 
+_SCHEMA_RESPONSE = "http/schema-response.json"
+
+
+@case("HTTP-08", "GET /schema answers the reset observation's schema (reset_observation)", ("HTTP-3",), required=False)
+async def _reset_observation_schema(ctx: CaseContext) -> None:
+    body = await _get_json(ctx, "/schema")
+    validator = spec_validator(_SCHEMA_RESPONSE)
+    if not validator.is_valid(body):
+        fault = validator.faults(body)[0]
+        raise CaseFailed(f"GET /schema does not match {_SCHEMA_RESPONSE} ({fault.pointer or '/'}: {fault.message})")
+    if "reset_observation" not in body:
+        ctx.non_strict(
+            "GET /schema has no `reset_observation` (HTTP-3 SHOULD; openenv-core 0.3 sends none): "
+            "a reset's observation is read with `observation`"
+        )
+        return
+    schema = body["reset_observation"]
+    if isinstance(schema, Mapping):
+        try:
+            Validator(schema)
+        except ValueError as exc:
+            raise CaseFailed(f"GET /schema: `reset_observation` does not compile: {exc}") from None
+
+
 # --- MCP (JSON-RPC 2.0) ------------------------------------------------------------------
 
 _RPC_RESPONSE = "jsonrpc/response.json"

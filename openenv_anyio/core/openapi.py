@@ -76,14 +76,17 @@ def openapi_document(
 ) -> dict[str, Any]:
     """The OpenAPI 3.1 document of one server.
 
-    ``env_schemas`` holds the environment's ``action``, ``observation`` and ``state`` JSON
-    Schemas (what ``GET /schema`` answers); ``version`` becomes ``info.version``.
+    ``env_schemas`` holds the environment's ``action``, ``observation``, ``state`` and
+    (optionally) ``reset_observation`` JSON Schemas (what ``GET /schema`` answers);
+    ``version`` becomes ``info.version``.
     """
     spec = spec or load_spec()
     schemas: dict[str, Any] = {
         "Action": _standalone(env_schemas["action"], "action"),
         "Observation": _standalone(env_schemas["observation"], "observation"),
+        "ResetObservation": _standalone(env_schemas.get("reset_observation", env_schemas["observation"]), "reset_observation"),
         "State": _standalone(env_schemas["state"], "state"),
+        "SchemaResponse": _spec_part(spec, "http/schema-response.json"),
         "JsonRpcRequest": _spec_part(spec, "jsonrpc/request.json"),
         "JsonRpcResponse": _spec_part(spec, "jsonrpc/response.json"),
         "ValidationFailure": {
@@ -105,8 +108,8 @@ def openapi_document(
             "200": {"description": "Prometheus text exposition.", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
         "/metadata": {"get": {"summary": "The environment's name, description and version (HTTP-2)", "operationId": "metadata", "responses": {
             "200": _answer("Metadata.", schema={"type": "object", "required": ["name", "description"], "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "version": {"type": "string"}}})}}},
-        "/schema": {"get": {"summary": "The action, observation and state schemas (HTTP-3)", "operationId": "schema", "responses": {
-            "200": _answer("The environment's JSON Schemas.", schema={"type": "object", "required": ["action", "observation", "state"], "properties": {"action": {"type": "object"}, "observation": {"type": "object"}, "state": {"type": "object"}}})}}},
+        "/schema": {"get": {"summary": "The action, observation, reset observation and state schemas (HTTP-3)", "operationId": "schema", "responses": {
+            "200": _answer("The environment's JSON Schemas: components Action, Observation, ResetObservation and State.", "SchemaResponse")}}},
         "/mcp": {"post": {
             "summary": "One JSON-RPC 2.0 request: tools/list, tools/call, openenv/session/create, openenv/session/close (MCP-RPC-1)",
             "operationId": "mcp",

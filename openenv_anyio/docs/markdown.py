@@ -85,7 +85,15 @@ def _index(reference: Reference) -> str:
         lines.append("")
     lines += ["## Frames", ""]
     lines += [
-        f"- {schema_link(reference, f.relative)} (`{spec_path(reference, f.relative)}`)" for f in reference.frames
+        f"- {schema_link(reference, f.relative)} (`{spec_path(reference, f.relative)}`)"
+        for f in reference.frames
+        if not f.is_http
+    ]
+    lines += ["", "## HTTP answers", ""]
+    lines += [
+        f"- {schema_link(reference, f.relative)} (`{spec_path(reference, f.relative)}`)"
+        for f in reference.frames
+        if f.is_http
     ]
     lines += ["", "## Registries", ""]
     lines += [

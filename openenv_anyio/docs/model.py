@@ -21,9 +21,11 @@ from .fields import FieldRow, FieldWalker
 from .flow import FLOW, Phase, check_flow
 from .refs import RefResolver
 
-__all__ = ["ERROR_CODES", "REGISTRIES", "EntryPoint", "FramePage", "Reference", "Registry", "RegistryEntry", "build_reference"]
+__all__ = ["ERROR_CODES", "HTTP_PREFIX", "REGISTRIES", "EntryPoint", "FramePage", "Reference", "Registry", "RegistryEntry", "build_reference"]
 
 ERROR_CODES = "error-codes.json"
+#: Schema documents of HTTP answers (``GET /schema``): pages of their own, listed apart from the frames.
+HTTP_PREFIX = "http/"
 #: The code registries of the spec, in the order the reference shows them: relative path,
 #: heading, and the prefix that makes a code's anchor unique on the one-page reference.
 REGISTRIES: tuple[tuple[str, str, str], ...] = (
@@ -47,6 +49,11 @@ class FramePage:
     other_members: bool | None  # additionalProperties at the top: False closed, True open
     examples: tuple[Example, ...]
     extensible: bool = False  # open by the compatibility policy (COMPAT-1): receivers ignore unknown members
+
+    @property
+    def is_http(self) -> bool:
+        """Whether this schema is an HTTP answer's body rather than a frame."""
+        return self.relative.startswith(HTTP_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +136,7 @@ def build_reference(spec: Spec) -> Reference:
     # Frames in the order the entry points dispatch to them, then any other frame schema.
     dispatched = [path for types in dispatch.values() for _, path in types]
     check_flow(FLOW, [(name, frame_type) for name, types in dispatch.items() for frame_type, _ in types])
-    others = [path for path in spec.relative_paths() if path.startswith("frames/")]
+    others = [path for path in spec.relative_paths() if path.startswith(("frames/", HTTP_PREFIX))]
     frame_paths = list(dict.fromkeys([*dispatched, *others]))
     walker = FieldWalker(resolver, frozenset([*frame_paths, *(relative for relative, _, _ in REGISTRIES)]))
     examples = load_examples(spec)

@@ -88,6 +88,8 @@ def schema_link(reference: Reference, relative: str, fragment: str | None = None
 
 def sent_as_sentence(reference: Reference, page: FramePage) -> str:
     """Which entry points dispatch to this frame, and on which ``type``."""
+    if page.is_http:
+        return "The body of an HTTP answer (`protocol/PROTOCOL.md` section 9), not a frame."
     if not page.sent_as:
         return "No entry point dispatches to this schema."
     uses = []

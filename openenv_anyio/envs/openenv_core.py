@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from ..core.jsonrpc import RpcCode, RpcFailure
-from ..environment import LiftedObservation, plain_reward
+from ..environment import WEB_HOOKS, LiftedObservation, plain_reward
 from .errors import ActionRejected, EnvTargetError, json_pointer
 from .jsonable import to_jsonable
 
@@ -81,6 +81,7 @@ class OpenEnvCoreEnv:
     action_schema: Mapping[str, Any] | None = None
     observation_schema: Mapping[str, Any] | None = None
     state_schema: Mapping[str, Any] | None = None
+    reset_observation_schema: Mapping[str, Any] | None = None
     metadata: Mapping[str, Any] = {}
     action_model: Any = None
     observation_model: Any = None
@@ -100,8 +101,13 @@ class OpenEnvCoreEnv:
         action_model: type | None = None,
         observation_model: type | None = None,
         state_model: type | None = None,
+        reset_observation_model: type | None = None,
     ) -> type[OpenEnvCoreEnv]:
         """A zero-argument subclass serving ``env``, an Environment subclass or a factory of one.
+
+        ``reset_observation_model`` is what upstream's ``create_app(...,
+        reset_observation_cls=...)`` takes: the observation model of a reset when it differs
+        from a step's (``GET /schema`` answers it as ``reset_observation``).
 
         Raises :class:`EnvTargetError` when openenv-core is missing, when ``env`` makes no
         openenv-core Environment, or when its Action model cannot be found.
@@ -127,6 +133,7 @@ class OpenEnvCoreEnv:
             or _pick(_model_candidates(env_class, core_environment, 1), Observation)
             or Observation
         )
+        reset_observation: Any = reset_observation_model or observation
         state: Any = state_model or _pick(_model_candidates(env_class, core_environment, 2), State) or State
         concurrent = bool(getattr(env_class, "SUPPORTS_CONCURRENT_SESSIONS", False))
         overridden_reset = env_class.reset_async is not core_environment.reset_async
@@ -146,12 +153,17 @@ class OpenEnvCoreEnv:
             "action_schema": action.model_json_schema(),
             "observation_schema": observation.model_json_schema(),
             "state_schema": state.model_json_schema(),
+            "reset_observation_schema": reset_observation.model_json_schema(),
             "metadata": _class_metadata(env, env_class, core_environment),
             "_validate": staticmethod(_action_validator(action)),
             "_split": _upstream_split(),
             "reset": cls._reset_async if overridden_reset else cls._reset_sync,
             "step": cls._step_async if overridden_step else cls._step_sync,
         }
+        for hook in WEB_HOOKS:  # openenv 0.10's /web hooks, where the environment draws itself
+            own = getattr(env_class, hook, None)
+            if callable(own) and own is not getattr(core_environment, hook, None):
+                attributes[hook] = getattr(cls, f"_{hook}")
         if _is_mcp_environment(env_class):
             attributes["list_tools"] = cls._list_tools
             attributes["call_tool"] = cls._call_tool
@@ -211,6 +223,19 @@ class OpenEnvCoreEnv:
             return self._validate(data)
         except _pydantic_errors()[0] as exc:  # evaluated only when something was raised
             raise _rejection(exc) from None
+
+    def _render_web(self, observation: Mapping[str, Any]) -> str | None:
+        """The environment's ``render_web`` (openenv 0.10): HTML drawing ``observation``."""
+        drawing: str | None = self._env.render_web(dict(observation))
+        return drawing
+
+    def _web_actions(self, observation: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+        """The environment's ``web_actions`` (openenv 0.10): one-click ``(label, action)`` pairs;
+        an Action model instance is given as the JSON object a step takes."""
+        return [
+            (str(label), action if isinstance(action, Mapping) else typing.cast(Mapping[str, Any], to_jsonable(action)))
+            for label, action in self._env.web_actions(dict(observation))
+        ]
 
     def _list_tools(self) -> list[dict[str, Any]]:
         """``tools/list`` of an MCPEnvironment: its tools as MCP lists them."""

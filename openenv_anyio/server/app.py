@@ -7,8 +7,10 @@ schemas as the WebSocket frames; a bad body or action is HTTP 422 ``{"detail": [
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+import trio
 from quart import Response, request
 from quart_trio import QuartTrio
 
@@ -20,7 +22,8 @@ from .env_profile import EnvProfile
 from .access import ACCESS_ROUTE, presented_role
 from .error_text import public_error
 from .large_frames import LARGE_FRAME_CHARS
-from .web_page import add_web_routes
+from ..environment import web_view
+from .web_page import WEB_VIEW_ROUTE, add_web_routes
 from .observability.metrics import CONTENT_TYPE, exposition
 from .mcp_http import add_mcp_route
 
@@ -35,7 +38,7 @@ ROOT_ENDPOINTS = {
     "/access": "GET: whether a bearer token is required, and what the presented one grants",
     "/metrics": "GET: Prometheus metrics (operator)",
     "/metadata": "GET: the environment's name, description and version",
-    "/schema": "GET: action, observation and state JSON Schemas",
+    "/schema": "GET: action, observation, reset observation and state JSON Schemas",
     "/ws": "WebSocket: one session per connection (reset, step, state, close)",
     "/ws/ui": "WebSocket: state_update frames of every session (read-only)",
     "/reset": "POST: reset a fresh environment (stateless)",
@@ -235,4 +238,19 @@ def create_app(ctx: ServerContext) -> QuartTrio:
 
     if ctx.config.serves_web:
         add_web_routes(app)
+        viewing = trio.Lock()  # one viewing environment at a time, whatever the page sends
+
+        @app.post(WEB_VIEW_ROUTE)
+        async def web_view_route() -> Response:  # UI-10: the playground's drawing and one-click actions
+            body = await _json_body(ctx, default=None)
+            if not isinstance(body, dict) or not isinstance(body.get("observation"), dict):
+                missing = {"loc": ["body", "observation"], "msg": "Field required: the data of an observation frame", "type": "missing"}
+                return _json({"detail": [missing]}, 422)
+            if not await profile.web_hooks():
+                return _json({"html": None, "actions": []})
+            async with viewing, ctx.fresh_env(counted=False) as env:
+                try:
+                    return _json(await env.runner.run(partial(web_view, env.env, body)))
+                except Exception as exc:
+                    return _server_error(ctx, exc)
     return app

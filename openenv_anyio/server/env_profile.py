@@ -1,14 +1,15 @@
 """What ``GET /metadata`` and ``GET /schema`` say about the served environment.
 
 Read from the factory when it is a class; otherwise (a function or partial, whose instances may
-carry their own schemas) one instance is built, read and closed, once. Undeclared schemas fall back to permissive ones.
+carry their own schemas) one instance is built, read and closed, once. Undeclared schemas fall
+back to permissive ones; an undeclared reset observation schema is the observation schema.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..environment import env_metadata, schema_of
+from ..environment import env_metadata, has_web_hooks, schema_of
 from .context import ServerContext
 
 __all__ = ["DEFAULT_SCHEMAS", "EnvProfile"]
@@ -29,9 +30,16 @@ DEFAULT_SCHEMAS: dict[str, dict[str, Any]] = {
 
 
 def _describe(source: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    schemas = {
+    declared = {
         key: schema_of(getattr(source, f"{key}_schema", None)) or DEFAULT_SCHEMAS[key]
         for key in DEFAULT_SCHEMAS
+    }
+    reset_observation = schema_of(getattr(source, "reset_observation_schema", None)) or declared["observation"]
+    schemas = {  # HTTP-3: openenv 0.10's order and members
+        "action": declared["action"],
+        "observation": declared["observation"],
+        "reset_observation": reset_observation,
+        "state": declared["state"],
     }
     return env_metadata(source), schemas
 
@@ -42,14 +50,20 @@ class EnvProfile:
     def __init__(self, ctx: ServerContext) -> None:
         self._ctx = ctx
         self._cached: tuple[dict[str, Any], dict[str, Any]] | None = None
+        self._web_hooks = False
 
     async def describe(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """``(metadata, {"action": ..., "observation": ..., "state": ...})``."""
+        """``(metadata, {"action": ..., "observation": ..., "reset_observation": ..., "state": ...})``."""
         if self._cached is None:
             factory = self._ctx.factory
             if isinstance(factory, type):
-                self._cached = _describe(factory)
+                self._cached, self._web_hooks = _describe(factory), has_web_hooks(factory)
             else:  # a factory function or partial: its instances may carry their own schemas
                 async with self._ctx.fresh_env(counted=False) as bound:  # once per server
-                    self._cached = _describe(bound.env)
+                    self._cached, self._web_hooks = _describe(bound.env), has_web_hooks(bound.env)
         return self._cached
+
+    async def web_hooks(self) -> bool:
+        """Whether the environment draws itself in the playground (``render_web``, ``web_actions``)."""
+        await self.describe()
+        return self._web_hooks

@@ -3,7 +3,9 @@
 // It watches every session through /ws/ui?dashboard=1 and drives a private session of its
 // own on /ws (the playground), all on the page's own origin; it reads /metadata and /schema
 // for the environment's name and action schema. No dependencies, no build step. Values that
-// come from the server are only ever put into the page as text (never as HTML).
+// come from the server are only ever put into the page as text (never as HTML); the one
+// exception, the environment's own drawing of an observation (POST /web/view, UI-10), goes
+// into a sandboxed frame of its own (no scripts, no requests, an opaque origin: SECURITY.md).
 //
 // A server with bearer tokens (SECURITY.md, SEC-TOKEN-1) refuses the page until it has one.
 // The page asks the public GET /access first (SEC-TOKEN-2: whether a token is required and
@@ -40,6 +42,11 @@ function protocols() {
 
 function get(path) {
   return fetch(path, { headers: token ? { Authorization: `Bearer ${token}` } : {}, cache: "no-store" });
+}
+
+function post(path, body) {
+  const headers = { "Content-Type": "application/json", ...(token ? { Authorization: `Bearer ${token}` } : {}) };
+  return fetch(path, { method: "POST", headers, body: JSON.stringify(body), cache: "no-store" });
 }
 
 function wsUrl(path) {
@@ -82,6 +89,8 @@ function shortId(id) {
 // ---------------------------------------------------------------- the /ws/ui feed
 
 let feedRetryMs = 500;
+/** whether the /ws/ui feed is open: the session list is only news while it is */
+let feedLive = false;
 
 function setFeed(state, text) {
   const badge = $("feed-status");
@@ -95,8 +104,10 @@ function connectFeed() {
   setFeed("connecting");
   socket.addEventListener("open", () => {
     opened = true;
+    feedLive = true;
     feedRetryMs = 500;
     setFeed("live");
+    queueRender();
   });
   socket.addEventListener("message", (event) => {
     const frame = JSON.parse(event.data);
@@ -108,6 +119,7 @@ function connectFeed() {
     queueRender();
   });
   socket.addEventListener("close", async (event) => {
+    feedLive = false;
     sessions.clear();
     queueRender();
     setFeed("closed", event.code === 1006 ? "disconnected" : `closed (${event.code})`);
@@ -199,7 +211,8 @@ function newRow(sessionId) {
 function renderSessions() {
   const states = [...sessions.values()].sort((a, b) => a.opened_at.localeCompare(b.opened_at));
   $("session-count").textContent = String(states.length);
-  $("no-sessions").hidden = states.length > 0;
+  $("no-sessions").hidden = states.length > 0 || !feedLive;
+  $("no-feed").hidden = feedLive;
   const body = $("sessions").tBodies[0];
   for (const [id, row] of rowsById) {
     if (!sessions.has(id)) {
@@ -387,11 +400,36 @@ function jsonTree(value, path, depth) {
 
 // ---------------------------------------------------------------- the playground
 
-const playground = { socket: null, rootSchema: null, readAction: null };
+const playground = {
+  socket: null,
+  rootSchema: null,
+  readAction: null,
+  /** the types of the requests sent and not answered yet, oldest first (answers come in order) */
+  pending: [],
+  /** the number of the latest drawing asked for: an older answer arriving late is dropped */
+  viewAsked: 0,
+};
+let logCount = 0;
+
+/** Arguments whose names end so are masked in the form and the log, as upstream's playground does. */
+const SECRET_SUFFIXES = ["api_key", "token", "secret", "password"];
+const MASK = "•••";
+
+function isSecret(name) {
+  const lower = String(name).toLowerCase();
+  return SECRET_SUFFIXES.some((suffix) => lower.endsWith(suffix));
+}
+
+/** ``value`` with every member whose name is a secret's replaced by a mask (a copy). */
+function masked(value) {
+  if (Array.isArray(value)) return value.map(masked);
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(Object.entries(value).map(([key, child]) => [key, isSecret(key) && child != null && child !== "" ? MASK : masked(child)]));
+}
 
 function log(text, kind, detail) {
-  const item = el("li", { class: kind }, text);
-  if (detail !== undefined) item.append(el("details", {}, el("summary", {}, "frame"), JSON.stringify(detail, null, 2)));
+  const item = el("li", { class: kind }, el("span", { class: "n" }, `${++logCount}.`), text);
+  if (detail !== undefined) item.append(el("details", {}, el("summary", {}, "frame"), JSON.stringify(masked(detail), null, 2)));
   $("pg-log").prepend(item);
 }
 
@@ -400,6 +438,7 @@ function setPlaygroundOpen(open, status) {
   for (const id of ["pg-reset", "pg-step", "pg-state", "pg-end"]) $(id).disabled = !open;
   $("pg-start").disabled = open;
   $("pg-fields").disabled = !open;
+  for (const button of $("pg-actions").querySelectorAll("button")) button.disabled = !open;
 }
 
 /** Follows a local "#/$defs/..." reference of the action schema. */
@@ -423,39 +462,55 @@ function typeOf(schema) {
   return Array.isArray(schema.type) ? schema.type.find((type) => type !== "null") : schema.type;
 }
 
+/** The value a field starts from: the schema's default, else its first example, else the
+ *  enclosing object's example's member (``example``); undefined when the schema offers none. */
+function startingValue(schema, example) {
+  if (schema.default !== undefined) return schema.default;
+  if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
+  return example;
+}
+
 /** A form control for ``schema``: returns [element, read] where read() gives the value
- *  (undefined when left empty) or throws an Error naming the field. */
-function control(schemaIn, name, required) {
+ *  (undefined when left empty) or throws an Error naming the field. A field starts from the
+ *  schema's default or example; a required number without either starts at its minimum or 0,
+ *  so that Reset then Step sends a valid action when the schema allows one. */
+function control(schemaIn, name, required, example) {
   const schema = resolve(schemaIn);
+  const start = startingValue(schema, example);
   const label = (input) => el("label", { class: "field" }, el("span", { title: schema.description ?? "" }, name), input);
   if (Array.isArray(schema.enum)) {
     const select = el("select", { name });
     if (!required) select.append(el("option", { value: "" }, "—"));
     schema.enum.forEach((option, index) => select.append(el("option", { value: String(index) }, JSON.stringify(option))));
+    const chosen = schema.enum.findIndex((option) => JSON.stringify(option) === JSON.stringify(start));
+    if (chosen >= 0) select.value = String(chosen);
     return [label(select), () => (select.value === "" ? undefined : schema.enum[Number(select.value)])];
   }
   if ("const" in schema) return [label(el("code", {}, JSON.stringify(schema.const))), () => schema.const];
   const type = typeOf(schema);
   if (type === "boolean") {
     const box = el("input", { type: "checkbox", name });
+    box.checked = start === true;
     return [label(box), () => box.checked];
   }
   if (type === "integer" || type === "number") {
     const input = el("input", { type: "number", name, step: type === "integer" ? "1" : "any" });
     if (schema.minimum !== undefined) input.min = schema.minimum;
     if (schema.maximum !== undefined) input.max = schema.maximum;
-    if (schema.default !== undefined) input.value = schema.default;
+    if (typeof start === "number") input.value = String(start);
+    else if (required) input.value = String(schema.minimum ?? (schema.exclusiveMinimum !== undefined ? schema.exclusiveMinimum + 1 : 0));
     return [label(input), () => (input.value === "" ? undefined : Number(input.value))];
   }
   if (type === "string") {
-    const input = el("input", { type: "text", name });
-    if (schema.default !== undefined) input.value = schema.default;
+    const input = el("input", { type: isSecret(name) ? "password" : "text", name });
+    if (typeof start === "string") input.value = start;
     return [label(input), () => (input.value === "" && !required ? undefined : input.value)];
   }
   if (type === "object" && schema.properties) {
     const fieldset = el("fieldset", {}, el("legend", {}, name));
+    const examples = start !== null && typeof start === "object" ? start : {};
     const readers = Object.entries(schema.properties).map(([key, child]) => {
-      const [element, read] = control(child, key, (schema.required ?? []).includes(key));
+      const [element, read] = control(child, key, (schema.required ?? []).includes(key), examples[key]);
       fieldset.append(element);
       return [key, read];
     });
@@ -469,7 +524,8 @@ function control(schemaIn, name, required) {
     };
     return [fieldset, read];
   }
-  const input = el("input", { type: "text", name, placeholder: "JSON" });
+  const input = el("input", { type: isSecret(name) ? "password" : "text", name, placeholder: "JSON" });
+  if (start !== undefined) input.value = JSON.stringify(start);
   return [
     label(input),
     () => {
@@ -501,12 +557,17 @@ function buildForm(actionSchema) {
   syncJson();
 }
 
-function syncJson() {
-  if ($("pg-use-json").checked || playground.readAction === null) return;
+/** The JSON box shows the form's action (secrets masked) until the user chooses to send the
+ *  box instead: then it gets the action as it is, to edit. */
+function syncJson(toggled = false) {
+  if (playground.readAction === null) return;
+  const raw = $("pg-use-json").checked;
+  if (raw && !toggled) return; // the user's own JSON: the form no longer writes it
   try {
-    $("pg-json").value = JSON.stringify(playground.readAction());
+    const action = playground.readAction();
+    $("pg-json").value = JSON.stringify(raw ? action : masked(action));
   } catch (error) {
-    $("pg-json").value = "";
+    if (!raw) $("pg-json").value = "";
   }
 }
 
@@ -549,11 +610,19 @@ async function startPlayground() {
   }
   const socket = new WebSocket(wsUrl("/ws"), protocols());
   playground.socket = socket;
+  playground.pending = [];
+  showView(null, []);
   socket.addEventListener("open", () => setPlaygroundOpen(true, "session open: reset to start an episode"));
   socket.addEventListener("message", (event) => {
     const frame = JSON.parse(event.data);
+    const asked = ["observation", "state", "error"].includes(frame.type) ? playground.pending.shift() : undefined;
+    if (frame.type === "observation" && asked === "reset") log("new episode", "episode");
     const [text, kind] = describeReply(frame);
     log(text, kind, frame);
+    if (frame.type === "observation") drawObservation(frame.data ?? {});
+    if (frame.type === "error" && asked === "reset") {
+      log("the reset failed: the episode, its drawing and its actions are kept", "error");
+    }
   });
   socket.addEventListener("close", (event) => {
     if (playground.socket === socket) playground.socket = null;
@@ -565,7 +634,44 @@ function send(frame) {
   const socket = playground.socket;
   if (socket === null || socket.readyState !== WebSocket.OPEN) return;
   socket.send(JSON.stringify(frame));
-  log(`→ ${JSON.stringify(frame)}`, "sent");
+  if (frame.type !== "close") playground.pending.push(frame.type);
+  log(`→ ${JSON.stringify(masked(frame))}`, "sent");
+}
+
+/** What the drawing frame may do on its own (with its sandbox: no scripts, an opaque origin). */
+const DRAWING_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'";
+
+/** Ask the server for the environment's drawing and one-click actions of an observation
+ *  (UI-10); the latest answer wins. */
+async function drawObservation(data) {
+  const asked = ++playground.viewAsked;
+  let view;
+  try {
+    const response = await post("/web/view", data);
+    view = await response.json();
+    if (!response.ok) throw new Error(`POST /web/view answered ${response.status}: ${view.detail ?? ""}`);
+  } catch (error) {
+    if (asked === playground.viewAsked) log(`could not draw the observation: ${error.message}`, "error");
+    return;
+  }
+  if (asked === playground.viewAsked) showView(view.html ?? null, view.actions ?? []);
+}
+
+function showView(html, actions) {
+  $("pg-view").hidden = html === null && actions.length === 0;
+  const frame = $("pg-drawing");
+  frame.hidden = html === null;
+  const page = html === null ? "" : `<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="${DRAWING_POLICY}"></head><body>${html}</body></html>`;
+  if (frame.srcdoc !== page) frame.srcdoc = page;
+  const open = playground.socket !== null && playground.socket.readyState === WebSocket.OPEN;
+  $("pg-actions").replaceChildren(
+    ...actions.map(({ label, action }) => {
+      const button = el("button", { type: "button", title: JSON.stringify(masked(action)) }, String(label));
+      button.disabled = !open;
+      button.addEventListener("click", () => send({ type: "step", data: action }));
+      return button;
+    }),
+  );
 }
 
 function wirePlayground() {
@@ -587,10 +693,16 @@ function wirePlayground() {
     }
     send({ type: "step", data: action });
   });
+  $("pg-form").addEventListener("keydown", (event) => {
+    // Enter in a field steps (a select or checkbox too, where the browser would not submit)
+    if (event.key !== "Enter" || event.isComposing || !["INPUT", "SELECT"].includes(event.target.tagName)) return;
+    event.preventDefault();
+    if (!$("pg-step").disabled) $("pg-form").requestSubmit();
+  });
   $("pg-form").addEventListener("input", (event) => {
     if (event.target !== $("pg-json") && event.target !== $("pg-use-json")) syncJson();
   });
-  $("pg-use-json").addEventListener("change", syncJson);
+  $("pg-use-json").addEventListener("change", () => syncJson(true));
 }
 
 // ---------------------------------------------------------------- start

@@ -47,6 +47,7 @@ ACTION_SCHEMA: dict[str, Any] = {
 SCHEMAS = {
     "action": ACTION_SCHEMA,
     "observation": {"type": "object"},
+    "reset_observation": {"type": "object"},
     "state": {"type": "object", "properties": {"episode_id": {}, "step_count": {"type": "integer"}}},
 }
 METADATA = {"name": "MinimalEcho", "description": "echoes the message", "version": "1.0.0"}

@@ -27,7 +27,7 @@ def check(*args: str) -> int:
 def test_correct_server_exits_0(minimal_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert check(minimal_url, "--frame-limit-mb", "1") == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[-1].startswith("38 cases: ")
+    assert out.splitlines()[-1].startswith("39 cases: ")
     assert out.rstrip().endswith("PASSED")
     assert "\x1b[" not in out  # no colour when not a terminal
 
@@ -42,7 +42,7 @@ def test_only_runs_the_named_cases_and_groups(openenv_core_url: str, tmp_path: P
     report_file = tmp_path / "report.json"
     assert check(openenv_core_url, "--only", "HTTP", "WS-ERR-01", "--json", str(report_file)) == 0
     report = json.loads(report_file.read_text())
-    assert [c["id"] for c in report["cases"]] == ["WS-ERR-01", "HTTP-01", "HTTP-02", "HTTP-03", "HTTP-04", "HTTP-05", "HTTP-06", "HTTP-07"]
+    assert [c["id"] for c in report["cases"]] == ["WS-ERR-01", "HTTP-01", "HTTP-02", "HTTP-03", "HTTP-04", "HTTP-05", "HTTP-06", "HTTP-07", "HTTP-08"]
 
 
 def test_json_report_matches_its_schema(openenv_core_url: str, tmp_path: Path) -> None:
@@ -54,7 +54,7 @@ def test_json_report_matches_its_schema(openenv_core_url: str, tmp_path: Path) -
     assert report["passed"] is False
     failed = {c["id"]: c.get("reason") for c in report["cases"] if c["verdict"] in ("fail", "timeout")}
     assert set(failed) == {"WS-RESET-04", "WS-ERR-02", "WS-ERR-07", "SPEC-VEC-01"}, failed
-    assert report["summary"]["fail"] == 4 and report["summary"]["total"] == 38
+    assert report["summary"]["fail"] == 4 and report["summary"]["total"] == 39
     assert report["setup"]["action"] == {"message": ""}
     binary = next(c for c in report["cases"] if c["id"] == "WS-ERR-07")
     assert binary["fails_run"] and any(e["close_code"] == 1000 for e in binary["evidence"])
@@ -66,7 +66,7 @@ def test_junit_report_parses_with_one_testcase_per_case(openenv_core_url: str, t
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None
     cases = suite.findall("testcase")
-    assert len(cases) == int(suite.get("tests", "0")) == 38
+    assert len(cases) == int(suite.get("tests", "0")) == 39
     failed = sorted(c.get("name", "").split()[0] for c in cases if c.find("failure") is not None)
     assert failed == ["WS-ERR-02", "WS-ERR-07"]  # required failures; WS-RESET-04 is optional
     assert suite.get("failures") == "2"
@@ -129,7 +129,7 @@ def test_unreachable_server_is_a_one_line_error() -> None:
 def test_list_prints_every_case(capsys: pytest.CaptureFixture[str]) -> None:
     assert check("http://unused", "--list") == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 38 and lines[0].startswith("WS-CONN-01")
+    assert len(lines) == 39 and lines[0].startswith("WS-CONN-01")
 
 
 def test_a_loopback_server_is_never_checked_through_a_proxy(minimal_url: str, tmp_path: Path) -> None:
@@ -157,11 +157,11 @@ def test_a_server_that_stops_answering_in_every_report(tmp_path: Path, capsys: p
     assert status == 1
     out = capsys.readouterr().out
     assert out.count("the server stopped answering after WS-CONN-01: GET /health gave no answer within 2 s") == 2  # case + summary
-    assert "(found in WS-RESET-01); 7 later case(s) not run" in out
+    assert "(found in WS-RESET-01); 8 later case(s) not run" in out
     assert out.count("not run: the server stopped answering") == 0  # not repeated on each case
     report = json.loads(report_file.read_text())
     jsonschema.validate(report, REPORT_SCHEMA, cls=jsonschema.Draft202012Validator)
     assert report["stopped"] == {"case": "WS-RESET-01", "after": "WS-CONN-01", "probe": "GET /health gave no answer within 2 s"}
-    assert report["summary"]["not-run"] == 7 and report["summary"]["timeout"] == 1
+    assert report["summary"]["not-run"] == 8 and report["summary"]["timeout"] == 1
     suite = ET.parse(junit).getroot().find("testsuite")
-    assert suite is not None and suite.get("failures") == "1" and suite.get("skipped") == "7"
+    assert suite is not None and suite.get("failures") == "1" and suite.get("skipped") == "8"

@@ -39,6 +39,7 @@ EXPECTED_VERDICTS = {
     "HTTP-05": "pass",
     "HTTP-06": "pass",
     "HTTP-07": "pass",  # FastAPI's OpenAPI 3.1 document, with the simulation routes
+    "HTTP-08": "non-strict",  # openenv-core 0.3 sends no reset_observation
     "UI-01": "not-applicable",  # create_fastapi_app has no /ws/ui
     "EXT-NEG-01": "not-applicable",  # no resume extension: the subprotocol is not selected
     "EXT-REQ-01": "not-applicable",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import pydantic
@@ -148,3 +149,65 @@ class PeakCounter(Environment):
     def close(self) -> None:
         with PeakCounter.lock:
             PeakCounter.live -= 1
+
+
+class Welcome(pydantic.BaseModel):
+    """What a reset of :class:`BoardEnv` answers: an empty board and a greeting."""
+
+    board: list[str]
+    message: str
+
+
+class BoardView(pydantic.BaseModel):
+    """What a step of :class:`BoardEnv` answers: the board and whose turn it is."""
+
+    board: list[str]
+    turn: str
+
+
+class BoardEnv(Environment):
+    """Noughts and crosses against nobody: X and O take turns on nine cells. Declares its reset
+    observation apart from a step's, and draws itself in the playground with both web hooks."""
+
+    NON_BLOCKING: ClassVar[bool] = True
+    action_schema: ClassVar[Any] = {
+        "type": "object",
+        "properties": {"cell": {"type": "integer", "minimum": 0, "maximum": 8, "examples": [4]}},
+        "required": ["cell"],
+        "additionalProperties": False,
+    }
+    observation_schema: ClassVar[type] = BoardView
+    reset_observation_schema: ClassVar[type] = Welcome
+
+    def __init__(self) -> None:
+        self.board = [""] * 9
+        self.steps = 0
+        self.episode_id: str | None = None
+
+    def reset(self, episode_id: str | None = None, **kwargs: Any) -> dict[str, Any]:
+        self.board = [""] * 9
+        self.steps = 0
+        self.episode_id = episode_id
+        return {"board": self.board.copy(), "message": "X to play", "reward": 0.0, "done": False}
+
+    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        cell = action["cell"]
+        if self.board[cell]:
+            raise ValueError(f"cell {cell} is taken")
+        self.board[cell] = "XO"[self.steps % 2]
+        self.steps += 1
+        return {"board": self.board.copy(), "turn": "XO"[self.steps % 2], "reward": 0.0, "done": all(self.board)}
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return {"episode_id": self.episode_id, "step_count": self.steps}
+
+    def render_web(self, observation: Mapping[str, Any]) -> str | None:
+        cells = "".join(
+            f'<td class="cell" data-cell="{index}">{mark or "&nbsp;"}</td>' + ("</tr><tr>" if index in (2, 5) else "")
+            for index, mark in enumerate(observation["board"])
+        )
+        return f'<style>td{{border:1px solid #333;width:2em;height:2em;text-align:center}}</style><table id="board"><tr>{cells}</tr></table>'
+
+    def web_actions(self, observation: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        return [(f"play {index}", {"cell": index}) for index, mark in enumerate(observation["board"]) if not mark]

@@ -6,11 +6,12 @@ import httpx
 import pytest
 import trio
 
+from openenv_anyio.core import spec_validator
 from openenv_anyio.envs.echo import EchoEnv
 from openenv_anyio.server.env_profile import DEFAULT_SCHEMAS
 
 from .conftest import ask, running, wait_for, ws_connect
-from .envs import PeakCounter, PydanticEnv, Tracked, failing_factory
+from .envs import BoardEnv, PeakCounter, PydanticEnv, Tracked, failing_factory
 
 
 @pytest.fixture(scope="module")
@@ -37,12 +38,31 @@ def test_metadata(http) -> None:
 
 
 def test_schema(http) -> None:
-    """HTTP-3: action from the env's declaration; undeclared parts get defaults."""
+    """HTTP-3: action from the env's declaration; undeclared parts get defaults; the reset
+    observation is the observation when the env declares none (openenv 0.10's four keys)."""
     schema = http.get("/schema").json()
-    assert set(schema) == {"action", "observation", "state"}
+    assert list(schema) == ["action", "observation", "reset_observation", "state"]
     assert schema["action"]["required"] == ["message"]
     assert schema["observation"]["title"] == "EchoObservation"
+    assert schema["reset_observation"] == schema["observation"]
     assert schema["state"] == DEFAULT_SCHEMAS["state"]
+    assert spec_validator("http/schema-response.json").is_valid(schema)
+
+
+def test_schema_of_a_declared_reset_observation() -> None:
+    """HTTP-3, HTTP-9: a declared ``reset_observation_schema`` (here a pydantic model) is
+    answered as ``reset_observation`` and is the OpenAPI document's ResetObservation."""
+    with running(BoardEnv) as server, httpx.Client(base_url=server.url, timeout=10) as client:
+        schema = client.get("/schema").json()
+        assert schema["reset_observation"]["title"] == "Welcome"
+        assert schema["observation"]["title"] == "BoardView"
+        assert spec_validator("http/schema-response.json").is_valid(schema)
+        components = client.get("/openapi.json").json()["components"]["schemas"]
+        assert components["ResetObservation"]["title"] == "Welcome"
+        assert components["Observation"]["title"] == "BoardView"
+        answer = client.get("/openapi.json").json()["paths"]["/schema"]["get"]["responses"]["200"]
+        assert answer["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/SchemaResponse"}
+        assert "reset_observation" in components["SchemaResponse"]["properties"]
 
 
 def test_state_of_a_fresh_env(http) -> None:

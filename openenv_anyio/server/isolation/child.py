@@ -88,7 +88,7 @@ def describe(bound: BoundEnv, tools: EnvTools) -> dict[str, Any]:
     return {
         "name": type(env).__qualname__,
         "metadata": env_metadata(env),
-        "schemas": {key: schema_of(getattr(env, f"{key}_schema", None)) for key in ("action", "observation", "state")},
+        "schemas": {key: schema_of(getattr(env, f"{key}_schema", None)) for key in ("action", "observation", "reset_observation", "state")},
         "tools": tools.available(),
     }
 

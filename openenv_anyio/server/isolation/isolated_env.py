@@ -84,6 +84,7 @@ class _Description:
         self.action_schema = schemas.get("action")
         self.observation_schema = schemas.get("observation")
         self.state_schema = schemas.get("state")
+        self.reset_observation_schema = schemas.get("reset_observation")
         self.metadata = ready.get("metadata")
         self.name = str(ready.get("name") or "environment")
         if ready.get("tools"):
