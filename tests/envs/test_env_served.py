@@ -110,3 +110,31 @@ def test_an_openenv_core_env_calling_sys_exit_ends_only_its_session(serve: Any) 
     with GenericEnvClient(base_url=url, message_timeout_s=10).sync() as env:
         env.reset()
         assert env.step({"message": "ok"}).observation["echoed"] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("target", "action", "loc", "fault"),
+    [
+        ("adapter_samples:ShoutEnv", {"message": "quiet"}, ["message"], "must be upper case"),
+        ("adapter_samples:GridWalkEnv", {"action": [3, 0]}, ["action", 0], "MultiDiscrete"),
+    ],
+    ids=["pydantic-validator", "gymnasium-space"],
+)
+def test_an_action_the_adapter_refuses_is_422_over_http_as_over_ws(
+    serve: Any, target: str, action: dict[str, Any], loc: list[Any], fault: str
+) -> None:
+    """HTTP-4, WS-STEP-2: an action that passes the schema but that the adapter refuses when
+    the environment runs it is a 422 on ``POST /step`` (as upstream's server answers) and a
+    VALIDATION_ERROR on ``/ws``, at the same place."""
+    url = serve(target)
+    answer = httpx.post(f"{url}/step", json={"action": action}, timeout=10)
+    assert answer.status_code == 422, answer.text
+    detail = answer.json()["detail"]
+    assert detail[0]["loc"] == ["body", "action", *loc] and fault in detail[0]["msg"]
+    with connect(url.replace("http", "ws", 1) + "/ws", open_timeout=10) as ws:
+        ws.send(json.dumps({"type": "reset"}))
+        ws.recv(timeout=10)
+        ws.send(json.dumps({"type": "step", "data": action}))
+        refusal = json.loads(ws.recv(timeout=10))["data"]
+    assert refusal["code"] == "VALIDATION_ERROR" and fault in refusal["message"]
+    assert refusal["errors"][0]["loc"] == ["data", *loc]
