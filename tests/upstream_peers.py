@@ -247,7 +247,8 @@ def serve_ours(peer: Peer, app_dir: Path, target: str, *extra_args: str) -> Iter
     peer.require()
     command = [str(peer.bin("openenv-anyio")), "serve", target, "--port", "0", *extra_args]
     environ = _peer_environ()
-    environ["PYTHONPATH"] = str(app_dir)
+    # the checkout's package before the peer's installed copy of it
+    environ["PYTHONPATH"] = os.pathsep.join((str(app_dir), str(ROOT)))
     process = subprocess.Popen(
         command, cwd=app_dir, env=environ,
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
