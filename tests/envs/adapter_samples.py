@@ -136,7 +136,7 @@ class QuitOnRequest(EchoEnv):
         return super().step(action, timeout_s, **kwargs)
 
 
-class ShoutAction(Action):
+class CapitalsAction(Action):
     """A message that must be upper case: a rule of the model's own that its JSON Schema
     cannot say, so only the adapter (pydantic) refuses ``{"message": "quiet"}``."""
 
@@ -150,13 +150,13 @@ class ShoutAction(Action):
         return value
 
 
-class ShoutEnv(Environment[ShoutAction, EchoObservation, EchoState]):
+class CapitalsOnly(Environment[CapitalsAction, EchoObservation, EchoState]):
     """Echoes upper-case messages."""
 
     def reset(self, **kwargs: Any) -> EchoObservation:
         return EchoObservation(reward=0.0)
 
-    def step(self, action: ShoutAction, **kwargs: Any) -> EchoObservation:
+    def step(self, action: CapitalsAction, **kwargs: Any) -> EchoObservation:
         return EchoObservation(echoed=action.message, length=len(action.message), reward=1.0)
 
     @property
@@ -251,3 +251,14 @@ class PlainEnv:
 
 echo_instance = EchoEnv()
 settings = {"max_steps": 3}
+
+
+# --- ASGI applications that upstream's create_app did not build ------------------------
+
+from fastapi import FastAPI  # noqa: E402
+
+plain_fastapi_app = FastAPI()
+
+
+async def asgi_function(scope: Any, receive: Any, send: Any) -> None:
+    """A bare ASGI application."""

@@ -8,7 +8,10 @@ episode, and an invalid action answered with VALIDATION_ERROR naming the space (
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,6 +21,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from openenv_anyio.envs.loading import resolve_env_target
+from serve_process import serve_environment, serve_process
 
 from openenv_anyio import server
 
@@ -115,7 +119,7 @@ def test_an_openenv_core_env_calling_sys_exit_ends_only_its_session(serve: Any) 
 @pytest.mark.parametrize(
     ("target", "action", "loc", "fault"),
     [
-        ("adapter_samples:ShoutEnv", {"message": "quiet"}, ["message"], "must be upper case"),
+        ("adapter_samples:CapitalsOnly", {"message": "quiet"}, ["message"], "must be upper case"),
         ("adapter_samples:GridWalkEnv", {"action": [3, 0]}, ["action", 0], "MultiDiscrete"),
     ],
     ids=["pydantic-validator", "gymnasium-space"],
@@ -138,3 +142,27 @@ def test_an_action_the_adapter_refuses_is_422_over_http_as_over_ws(
         refusal = json.loads(ws.recv(timeout=10))["data"]
     assert refusal["code"] == "VALIDATION_ERROR" and fault in refusal["message"]
     assert refusal["errors"][0]["loc"] == ["data", *loc]
+
+
+def test_serve_command_takes_the_app_upstream_built() -> None:
+    """``openenv-anyio serve pkg.server.app:app``: the app's session limit, named where it comes from
+    (openenv-core 0.3 keeps no env_name: the environment class names it)."""
+    with serve_process("interop.shout_env.server.app:app") as served:
+        served.wait_for_line(r"at most 2 concurrent sessions: ShoutEnvironment allows no more \(max_concurrent_envs=2 in its create_app\)")
+        assert httpx.get(f"{served.url}/schema", timeout=10).json()["action"]["title"] == "ShoutAction"
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("adapter_samples:plain_fastapi_app", "adapter_samples:plain_fastapi_app is an ASGI application (FastAPI) that upstream OpenEnv's create_app did not build"),
+        ("interop.shout_env.server.app:apps", "'interop.shout_env.server.app' has no attribute 'apps'; did you mean app?"),
+    ],
+)
+def test_serve_command_refuses_a_bad_app_in_one_line(target: str, message: str) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "openenv_anyio", "serve", target, "--port", "0"],
+        capture_output=True, text=True, timeout=120, env=serve_environment(), cwd=Path(__file__).parent,
+    )
+    assert completed.returncode == 2
+    assert completed.stderr.startswith(f"openenv-anyio serve: {message}") and completed.stderr.count("\n") == 1
