@@ -7,8 +7,8 @@ the ``inputSchema`` a server lists (or an action model's schema), to the
 :class:`ToolSignature` a generated method carries.
 
 Types map as JSON Schema reads: ``string`` -> ``str``, ``integer`` -> ``int``, ``number``
--> ``float``, ``boolean`` -> ``bool``, ``null`` -> ``None``, ``array`` -> ``list[ITEM]``,
-``object`` -> ``dict[str, VALUE]``, ``enum``/``const`` of scalars -> ``Literal[...]``, a list
+-> ``float``, ``boolean`` -> ``bool``, ``null`` -> ``None``, ``array`` -> ``list[ITEM]`` (or
+``list``), ``object`` -> ``dict[str, VALUE]`` (``additionalProperties``, or ``dict``), ``enum``/``const`` of scalars -> ``Literal[...]``, a list
 of types, ``anyOf`` and ``oneOf`` -> a union, ``{}`` -> ``Any``; ``$ref`` into the schema's own
 ``$defs`` is followed. Anything else (a parameter name that cannot be a Python keyword
 argument, a top level that is not an object with ``properties``, a ``type`` JSON Schema does
@@ -101,7 +101,8 @@ def tool_signature(
         raise UnexpressibleSchema(f"tool name {name!r} cannot be a Python method name")
     definitions = _definitions(input_schema)
     top = _resolved(input_schema, definitions, f"tool {name!r}")
-    if top.get("type", "object") != "object" or not isinstance(top.get("properties", {}), Mapping):
+    combined = any(key in top for key in ("anyOf", "oneOf", "allOf", "not", "if"))
+    if combined or top.get("type", "object") != "object" or not isinstance(top.get("properties", {}), Mapping):
         raise UnexpressibleSchema(
             f"tool {name!r}: its arguments are not an object with properties (schema keys: {', '.join(sorted(top)) or 'none'})"
         )
@@ -123,7 +124,8 @@ def tool_signature(
         elif "default" in schema and isinstance(schema["default"], _JSON_SCALAR_TYPES):
             parameters.append(ToolParameter(parameter, annotation, text, default=schema["default"]))
         else:  # optional, no scalar default: None stands for "not sent"
-            parameters.append(ToolParameter(parameter, annotation | None, text, default=None, omit_default=True))
+            optional = annotation if annotation is Any else annotation | None
+            parameters.append(ToolParameter(parameter, optional, text, default=None, omit_default=True))
     return ToolSignature(name, _one_line(description or top.get("description") or ""), tuple(parameters))
 
 
@@ -169,10 +171,10 @@ def _python_type(schema: Mapping[str, Any], definitions: Mapping[str, Any], wher
         return _SCALARS[kind]
     if kind == "array":
         items = schema.get("items")
-        return list[_python_type(items, definitions, where, depth + 1) if isinstance(items, Mapping) else Any]  # type: ignore[misc]
+        return list[_python_type(items, definitions, where, depth + 1)] if isinstance(items, Mapping) else list  # type: ignore[misc]
     if kind == "object":
         values = schema.get("additionalProperties")
-        return dict[str, _python_type(values, definitions, where, depth + 1) if isinstance(values, Mapping) else Any]  # type: ignore[misc]
+        return dict[str, _python_type(values, definitions, where, depth + 1)] if isinstance(values, Mapping) else dict  # type: ignore[misc]
     raise UnexpressibleSchema(f"{where}: JSON Schema has no type {kind!r}")
 
 
