@@ -32,15 +32,16 @@ import weakref
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from ..client import EnvClient
-from ..client.errors import EnvClientError, RpcMethodNotFound
-from ..client.urls import AGENT_CHANNEL, websocket_address
+from ..client import EnvClient, EnvClientError, RpcMethodNotFound, websocket_address
+from ..core.errors import clip_message
 from .tool_signature import ToolSignature, UnexpressibleSchema, tool_signature
 
 __all__ = ["EnvironmentUnavailable", "UnexpressibleSchema", "close", "environment_factory"]
 
 #: optional action fields upstream's Action models all have, of no use to a model
 HIDDEN_ACTION_FIELDS = ("metadata",)
+#: the agent channel, which :func:`websocket_address` appends to a base URL
+_AGENT_CHANNEL = "/ws"
 #: what :func:`environment_factory` waits for the server to list its tools or schema
 DISCOVERY_TIMEOUT_S = 30.0
 
@@ -241,7 +242,7 @@ def _http_base(url: str) -> str:
     """The HTTP base URL of the server whose agent channel :func:`websocket_address` finds."""
     address = websocket_address(url)
     scheme = "https" if address.secure else "http"
-    prefix = address.target[: -len(AGENT_CHANNEL)] if address.target.endswith(AGENT_CHANNEL) else address.target
+    prefix = address.target.removesuffix(_AGENT_CHANNEL)
     return f"{scheme}://{address.host_header}{prefix}"
 
 
@@ -261,10 +262,5 @@ def _class_doc(url: str, metadata: Mapping[str, Any], names: list[str]) -> str:
     return f"{what} (served at {url}), one session per instance; tools: {', '.join(names) or 'none'}."
 
 
-#: how much of an error's text a one-line message keeps
-_MESSAGE_CHARS = 300
-
-
 def _one_line(text: object) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= _MESSAGE_CHARS else flat[: _MESSAGE_CHARS - 3] + "..."
+    return clip_message(" ".join(str(text).split()))

@@ -185,7 +185,7 @@ def test_an_upstream_app_gives_its_declared_models_limit_and_name() -> None:
 
 def test_an_upstream_app_s_timeout_and_mode() -> None:
     timed = resolve_serve_target("shout_env.server.app:timed_app", app_dir=SHOUT_APPS).app
-    assert timed is not None and timed.session_timeout_s == 30.0 and not timed.production
+    assert timed is not None and timed.session_timeout_s == 1.0 and not timed.production
     production = resolve_serve_target("shout_env.server.app:production_app", app_dir=SHOUT_APPS).app
     assert production is not None and production.production and production.max_concurrent_envs == 2
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -166,3 +167,21 @@ def test_serve_command_refuses_a_bad_app_in_one_line(target: str, message: str) 
     )
     assert completed.returncode == 2
     assert completed.stderr.startswith(f"openenv-anyio serve: {message}") and completed.stderr.count("\n") == 1
+
+
+def test_serve_command_keeps_the_app_s_idle_timeout() -> None:
+    """``ConcurrencyConfig(session_timeout=1.0)`` in the app: an idle session closes with 4408
+    (WS-IDLE-1), as ``--session-timeout 1`` would make it; the option still wins over the app."""
+    for extra, idle_s in (((), 1.0), (("--session-timeout", "30"), None)):
+        with serve_process("interop.shout_env.server.app:timed_app", *extra) as served:
+            with connect(served.ws_url, open_timeout=10) as ws:
+                ws.send(json.dumps({"type": "reset"}))
+                ws.recv(timeout=10)
+                if idle_s is None:
+                    time.sleep(3 * 1.0)  # three times the app's timeout: the option's 30 s hold
+                    ws.send(json.dumps({"type": "state"}))
+                    assert json.loads(ws.recv(timeout=10))["type"] == "state"
+                    continue
+                with pytest.raises(ConnectionClosed) as closed:
+                    ws.recv(timeout=30)
+                assert closed.value.rcvd is not None and closed.value.rcvd.code == 4408

@@ -8,9 +8,11 @@ instance's own session, with the exact results the environment gives.
 
 from __future__ import annotations
 
+import gc
 import json
 import socket
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -188,3 +190,23 @@ def test_an_upstream_app_s_action_model_becomes_the_step_method(backend: str) ->
             assert refused.value.code == "VALIDATION_ERROR"
         finally:
             close(env)
+
+
+def test_an_instance_leaves_no_thread_behind(ledger_url: str, backend: str) -> None:
+    """Each instance's client runs in a thread of its own: ``close`` ends it, and so does
+    dropping the instance (a trainer never closes its environments)."""
+    Tools = environment_factory(ledger_url, backend=backend)
+
+    def client_threads() -> set[threading.Thread]:  # the server in this process runs "openenv-*" threads
+        return {thread for thread in threading.enumerate() if not thread.name.startswith("openenv-")}
+
+    before = client_threads()
+    kept, dropped = Tools(), Tools()
+    kept.reset()
+    dropped.reset()
+    assert len(client_threads() - before) == 2
+    close(kept)
+    del dropped
+    gc.collect()
+    assert client_threads() - before == set()
+    close(kept)  # again: nothing to do

@@ -23,13 +23,13 @@ app = create_app(
     ShoutEnvironment, ShoutAction, ShoutObservation, env_name="shout_env", max_concurrent_envs=MAX_SESSIONS, **STATE
 )
 
-#: the same environment with an idle timeout, as an app built from a ConcurrencyConfig
+#: the same environment with a (short) idle timeout, as an app built from a ConcurrencyConfig
 timed_app = create_app(
     ShoutEnvironment,
     ShoutAction,
     ShoutObservation,
     env_name="shout_env",
-    concurrency_config=ConcurrencyConfig(max_concurrent_envs=MAX_SESSIONS, session_timeout=30.0),
+    concurrency_config=ConcurrencyConfig(max_concurrent_envs=MAX_SESSIONS, session_timeout=1.0),
     **STATE,
 )
 
