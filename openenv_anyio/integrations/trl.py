@@ -81,20 +81,25 @@ def environment_factory(
     options = {**client_options, "token": token}
     listed, metadata = _discover(url, options, backend)
     if listed is not None:
-        signatures = [tool_signature(tool.name, tool.description, tool.input_schema) for tool in listed]
-        calls = {signature.name: _tool_call(signature) for signature in signatures}
+        offered = [(tool.name, tool.description, tool.input_schema, _tool_call) for tool in listed]
     else:
         action = _action_schema(url, options)
-        signature = tool_signature(step_name, _step_description(action), action, hidden=HIDDEN_ACTION_FIELDS)
-        signatures, calls = [signature], {step_name: _step_call(signature)}
+        offered = [(step_name, _step_description(action), action, _step_call)]
     if tools is not None:
-        unknown = sorted(set(tools) - set(calls))
+        unknown = sorted(set(tools) - {name for name, *_ in offered})
         if unknown:
-            raise ValueError(f"{url} has no tool {', '.join(map(repr, unknown))} (it has {', '.join(sorted(calls))})")
-        signatures = [signature for signature in signatures if signature.name in tools]
-    clashes = sorted({signature.name for signature in signatures} & _RESERVED)
+            have = ", ".join(sorted(name for name, *_ in offered))
+            raise ValueError(f"{url} has no tool {', '.join(map(repr, unknown))} (it has {have})")
+        offered = [entry for entry in offered if entry[0] in tools]
+    clashes = sorted({name for name, *_ in offered} & _RESERVED)
     if clashes:
         raise UnexpressibleSchema(f"tool {clashes[0]!r} would hide the instance's own {clashes[0]!r}: leave it out with tools=")
+    signatures, calls = [], {}
+    for tool_name, description, schema, make_call in offered:  # only the tools offered need a signature
+        hidden = HIDDEN_ACTION_FIELDS if make_call is _step_call else ()
+        signature = tool_signature(tool_name, description, schema, hidden=hidden)
+        signatures.append(signature)
+        calls[signature.name] = make_call(signature)
     class_name = name or _class_name(str(metadata.get("name") or "Environment"))
     attributes: dict[str, Any] = {
         "__doc__": _class_doc(url, metadata, [s.name for s in signatures]),

@@ -24,7 +24,7 @@ from openenv_anyio import NotConnected, RpcInvalidParams, ServerError
 from openenv_anyio.integrations.trl import EnvironmentUnavailable, UnexpressibleSchema, close, environment_factory
 from openenv_anyio.server import EnvServer, ServerConfig
 
-from .trl_envs import Board, Ledger, Tagged
+from .trl_envs import Board, HyphenatedLedger, Ledger, Tagged
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -158,6 +158,19 @@ def test_an_action_no_signature_can_say_is_refused() -> None:
     for url in _serve(Tagged):
         with pytest.raises(UnexpressibleSchema, match=r"^tool 'step': its arguments are not an object with properties"):
             environment_factory(url)
+
+
+def test_a_tool_no_signature_can_say_is_refused_unless_left_out() -> None:
+    for url in _serve(HyphenatedLedger):
+        with pytest.raises(UnexpressibleSchema) as caught:
+            environment_factory(url)
+        assert str(caught.value) == "tool 'lookup' parameter 'account-id': the name cannot be a Python keyword argument"
+        env = environment_factory(url, tools=["deposit", "withdraw"])()
+        try:
+            env.reset(seed=2)
+            assert env.deposit(amount=1) == "3"
+        finally:
+            close(env)
 
 
 def test_an_upstream_app_s_action_model_becomes_the_step_method(backend: str) -> None:

@@ -123,3 +123,12 @@ class Tagged(Board):
             {"type": "object", "properties": {"wait": {"type": "boolean"}}, "required": ["wait"]},
         ]
     }
+
+
+class HyphenatedLedger(Ledger):
+    """A ledger with one more tool, whose parameter name no Python keyword argument can carry."""
+
+    @tool(parameters={"type": "object", "properties": {"account-id": {"type": "string"}}, "required": ["account-id"]})
+    def lookup(self, **arguments: Any) -> str:
+        """Look an account up."""
+        return str(arguments["account-id"])
