@@ -70,8 +70,7 @@ def is_asgi_application(value: Any) -> bool:
         except (TypeError, ValueError):
             return False
         return len(positional) == 3
-    call = getattr(type(value), "__call__", None)
-    return call is not None and inspect.iscoroutinefunction(call)
+    return callable(value) and inspect.iscoroutinefunction(type(value).__call__)
 
 
 def read_upstream_app(app: Any, where: str) -> UpstreamApp | None:

@@ -171,7 +171,10 @@ def test_an_upstream_app_gives_its_declared_models_limit_and_name() -> None:
     from openenv.core.env_server.types import State
 
     target = resolve_serve_target("shout_env.server.app:app", app_dir=SHOUT_APPS)
-    from shout_env.models import ShoutAction, ShoutObservation  # importable once resolved
+    from shout_env.models import (  # importable once resolved
+        ShoutAction,
+        ShoutObservation,
+    )
     from shout_env.server.shout_environment import ShoutEnvironment
 
     app, factory = target.app, target.factory

@@ -9,7 +9,10 @@ from typing import Any, Literal
 import pytest
 from transformers.utils import get_json_schema
 
-from openenv_anyio.integrations.tool_signature import UnexpressibleSchema, tool_signature
+from openenv_anyio.integrations.tool_signature import (
+    UnexpressibleSchema,
+    tool_signature,
+)
 
 
 def _function(schema: dict[str, Any], name: str = "act", description: str = "Act.") -> Any:

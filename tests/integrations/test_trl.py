@@ -21,7 +21,12 @@ import pytest
 from transformers.utils import get_json_schema
 
 from openenv_anyio import NotConnected, RpcInvalidParams, ServerError
-from openenv_anyio.integrations.trl import EnvironmentUnavailable, UnexpressibleSchema, close, environment_factory
+from openenv_anyio.integrations.trl import (
+    EnvironmentUnavailable,
+    UnexpressibleSchema,
+    close,
+    environment_factory,
+)
 from openenv_anyio.server import EnvServer, ServerConfig
 
 from .trl_envs import Board, HyphenatedLedger, Ledger, Tagged

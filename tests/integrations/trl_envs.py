@@ -4,7 +4,7 @@ schema with the shapes a model's tool call can carry, and one whose action no si
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 from openenv_anyio import Environment
 from openenv_anyio.tools import tool
@@ -117,7 +117,7 @@ class Board(Environment):
 class Tagged(Board):
     """Its actions are a union of shapes: no single signature says them."""
 
-    action_schema = {
+    action_schema: ClassVar[dict[str, Any]] = {
         "anyOf": [
             {"type": "object", "properties": {"direction": {"enum": ["up", "down"]}}, "required": ["direction"]},
             {"type": "object", "properties": {"wait": {"type": "boolean"}}, "required": ["wait"]},
