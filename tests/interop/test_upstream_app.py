@@ -20,7 +20,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from tests.upstream_peers import Peer, serve_ours, serve_upstream
+from tests.upstream_peers import Peer, peer_named, serve_ours, serve_upstream
 
 HERE = Path(__file__).resolve().parent
 APP = "shout_env.server.app:app"
@@ -109,3 +109,32 @@ def test_a_production_app_is_served_in_production_mode(peer: Peer) -> None:
         with _ws(ours) as ws:
             _ask(ws, {"type": "reset"})
             assert _ask(ws, {"type": "step", "data": {"message": "HI"}})["data"]["reward"] == 2.0
+
+
+def test_an_upstream_mcp_app_drives_the_trl_factory() -> None:
+    """The app of an upstream ``MCPEnvironment`` (FastMCP tools; openenv 0.10) served with
+    ``openenv-anyio serve upstream_tool_app:app``, used through the TRL factory: its FastMCP
+    tools become methods ``get_json_schema`` accepts, and they act on the instance's session."""
+    from transformers.utils import get_json_schema
+
+    from openenv_anyio.integrations.trl import close, environment_factory
+
+    peer = peer_named("openenv")
+    peer.require()
+    with serve_ours(peer, HERE.parent / "mcp_surface", "upstream_tool_app:app") as url:
+        Tools = environment_factory(url)
+        assert Tools.tools == ("remember", "recall", "shout")
+        env = Tools()
+        try:
+            remember = get_json_schema(env.remember)["function"]
+            assert remember["description"] == "Store a note; returns how many notes are kept."
+            assert remember["parameters"]["properties"]["text"]["type"] == "string"
+            assert remember["parameters"]["required"] == ["text"]
+            recall = get_json_schema(env.recall)["function"]["parameters"]
+            assert recall["properties"]["index"]["type"] == "integer" and "required" not in recall
+            env.reset()
+            assert env.remember(text="first") == "1" and env.remember(text="second") == "2"
+            assert env.recall() == "second" and env.recall(index=0) == "first"
+            assert env.shout(text="ab") == "AB"
+        finally:
+            close(env)
