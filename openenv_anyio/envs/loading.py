@@ -8,6 +8,10 @@
   return one) is wrapped with :class:`~openenv_anyio.envs.openenv_core.OpenEnvCoreEnv`; a
   ``gymnasium.Env`` subclass with :class:`~openenv_anyio.envs.gymnasium.GymnasiumEnv`;
   anything else is returned as it is.
+* ``MODULE:app`` where ``app`` is what upstream's ``create_app`` / ``create_fastapi_app``
+  returned: its environment under the models, session limit and name it declares
+  (:mod:`~openenv_anyio.envs.upstream_app`); :func:`resolve_serve_target` also tells what
+  else the app declares (its mode, its idle timeout). Any other ASGI application is refused.
 
 Every failure is an :class:`EnvTargetError` with a one-line message.
 """
@@ -21,13 +25,24 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from .errors import EnvTargetError
+from .upstream_app import UpstreamApp, is_asgi_application, read_upstream_app, served_factory
 
-__all__ = ["EnvFactory", "EnvTargetError", "resolve_env_target"]
+__all__ = ["EnvFactory", "EnvTargetError", "ServeTarget", "resolve_env_target", "resolve_serve_target"]
 
 EnvFactory: TypeAlias = Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class ServeTarget:
+    """What a serve target names: the environment factory, and the upstream app it came from
+    (None unless the target is an app built by upstream's ``create_app``)."""
+
+    factory: EnvFactory
+    app: UpstreamApp | None = None
 
 _GYMNASIUM = "gymnasium"
 _USAGE = "expected MODULE:ATTR (e.g. mypkg.server:MyEnv) or gymnasium:ENV_ID (e.g. gymnasium:CartPole-v1)"
@@ -44,6 +59,13 @@ def resolve_env_target(
     leaves ``sys.path`` alone. ``gymnasium_kwargs`` go to ``gymnasium.make`` for a
     ``gymnasium:ENV_ID`` target (e.g. ``{"render_mode": "rgb_array"}``).
     """
+    return resolve_serve_target(target, app_dir=app_dir, gymnasium_kwargs=gymnasium_kwargs).factory
+
+
+def resolve_serve_target(
+    target: str, *, app_dir: str | None = ".", gymnasium_kwargs: Mapping[str, Any] | None = None
+) -> ServeTarget:
+    """:func:`resolve_env_target`, with the upstream app the factory was read from (if any)."""
     module_name, colon, attribute_path = target.strip().partition(":")
     if not colon or not module_name or not attribute_path:
         raise EnvTargetError(f"bad environment target {target!r}: {_USAGE}")
@@ -52,10 +74,19 @@ def resolve_env_target(
         if directory not in sys.path:
             sys.path.insert(0, directory)
     if module_name == _GYMNASIUM:
-        return _gymnasium_factory(attribute_path, gymnasium_kwargs or {})
+        return ServeTarget(_gymnasium_factory(attribute_path, gymnasium_kwargs or {}))
     module = _import(module_name)
     attribute = _attribute(module, module_name, attribute_path)
-    return _factory(attribute, f"{module_name}:{attribute_path}")
+    where = f"{module_name}:{attribute_path}"
+    if is_asgi_application(attribute):
+        app = read_upstream_app(attribute, where)
+        if app is None:
+            raise EnvTargetError(
+                f"{where} is an ASGI application ({type(attribute).__name__}) that upstream OpenEnv's "
+                f"create_app did not build: serve the environment class or factory instead (MODULE:MyEnvironment)"
+            )
+        return ServeTarget(_built(lambda: served_factory(app), where), app)
+    return ServeTarget(_factory(attribute, where))
 
 
 def _one_line(text: object) -> str:

@@ -102,12 +102,17 @@ class OpenEnvCoreEnv:
         observation_model: type | None = None,
         state_model: type | None = None,
         reset_observation_model: type | None = None,
+        name: str | None = None,
+        max_concurrent_sessions: int | None = None,
     ) -> type[OpenEnvCoreEnv]:
         """A zero-argument subclass serving ``env``, an Environment subclass or a factory of one.
 
         ``reset_observation_model`` is what upstream's ``create_app(...,
         reset_observation_cls=...)`` takes: the observation model of a reset when it differs
-        from a step's (``GET /schema`` answers it as ``reset_observation``).
+        from a step's (``GET /schema`` answers it as ``reset_observation``). ``name`` names the
+        subclass (default: the environment class's name); ``max_concurrent_sessions`` is its
+        session limit (upstream's ``max_concurrent_envs``; default: none when the class declares
+        ``SUPPORTS_CONCURRENT_SESSIONS = True``, else 1).
 
         Raises :class:`EnvTargetError` when openenv-core is missing, when ``env`` makes no
         openenv-core Environment, or when its Action model cannot be found.
@@ -120,7 +125,7 @@ class OpenEnvCoreEnv:
         from openenv.core.env_server.types import Action, Observation, State
 
         env_class = _environment_class(env, core_environment)
-        name = env_class.__name__
+        name = name or env_class.__name__
         action: Any = action_model or _pick(_model_candidates(env_class, core_environment, 0), Action)
         if action is None:
             raise EnvTargetError(
@@ -143,7 +148,7 @@ class OpenEnvCoreEnv:
             "__qualname__": name,
             "__doc__": env_class.__doc__,
             "_factory": staticmethod(env),
-            "MAX_CONCURRENT_SESSIONS": None if concurrent else 1,
+            "MAX_CONCURRENT_SESSIONS": max_concurrent_sessions or (None if concurrent else 1),
             "REQUIRES_SINGLE_THREAD_EXECUTOR": bool(
                 getattr(env_class, "REQUIRES_SINGLE_THREAD_EXECUTOR", False)
             ),

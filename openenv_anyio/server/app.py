@@ -232,6 +232,10 @@ def create_app(ctx: ServerContext) -> QuartTrio:
                 return _unprocessable(error, strip="/data", prefix=("body", "action"))
             try:
                 lifted = await env.step(action)
+            except ProtocolError as error:  # the env refused the action itself, as over /ws (WS-STEP-2)
+                if error.code is not ErrorCode.VALIDATION_ERROR:
+                    return _server_error(ctx, error)
+                return _unprocessable(error, prefix=("body", "action"))
             except Exception as exc:
                 return _server_error(ctx, exc)
         return _json(lifted.frame_data())

@@ -1,4 +1,6 @@
-"""``openenv-anyio serve MODULE:ATTR``: serve an environment class or factory.
+"""``openenv-anyio serve MODULE:ATTR``: serve an environment class or factory, or the app
+upstream's ``create_app`` built (its models, session limit, idle timeout and mode then apply
+unless an option says otherwise).
 
 Loopback by default. SIGINT/SIGTERM drain and stop (``GET /ready`` answers 503, new
 sessions are refused with 1013, requests being executed finish within ``--drain-timeout``,
@@ -29,7 +31,7 @@ TOKEN_ENV = "OPENENV_TOKEN"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="MODULE:ATTR", help="the environment: a class or factory (openenv_anyio.envs.guess:GuessNumberEnv), an openenv-core Environment subclass (mypkg.server:MyEnv) or a Gymnasium id (gymnasium:CartPole-v1)")
+    parser.add_argument("target", metavar="MODULE:ATTR", help="the environment: a class or factory (openenv_anyio.envs.guess:GuessNumberEnv), an openenv-core Environment subclass (mypkg.server:MyEnv), the app upstream OpenEnv's create_app built (my_env.server.app:app, what uvicorn was given) or a Gymnasium id (gymnasium:CartPole-v1)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback)")
     parser.add_argument("--port", type=_port, default=8000, help="port (0 picks a free one; default 8000)")
     parser.add_argument(
@@ -37,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="session limit (default: the environment's own, else none; an openenv-core environment "
         "without SUPPORTS_CONCURRENT_SESSIONS = True allows 1). The limit in force is printed at start",
     )
-    parser.add_argument("--session-timeout", type=float, default=None, metavar="S", help="close sessions idle this many seconds")
+    parser.add_argument("--session-timeout", type=float, default=None, metavar="S", help="close sessions idle this many seconds (default: an upstream app's session_timeout, else none)")
     parser.add_argument("--max-message-size-mb", type=float, default=100.0, metavar="M", help="inbound frame limit in MiB (default 100)")
     parser.add_argument(
         "--max-inflight-bytes", type=int, default=None, metavar="B",
@@ -49,7 +51,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume-grace", type=float, default=60.0, metavar="S", help="keep a resumable session S seconds after its connection drops (default 60; 0: end at once)")
     parser.add_argument("--max-ui-subscribers", type=int, default=100, metavar="N", help="/ws/ui dashboards connected at once; more are closed with 1013 (default 100; 0: no limit)")
     parser.add_argument("--shutdown-grace", type=float, default=3.0, metavar="S", help="wait at most S seconds for running requests and each environment's close() (default 3); a close() still running after it makes the exit status 1")
-    parser.add_argument("--mode", choices=("simulation", "production"), default="simulation", help="production leaves out the stateless HTTP /reset, /step and /state (agents use /ws and /mcp); default simulation")
+    parser.add_argument("--mode", choices=("simulation", "production"), default=None, help="production leaves out the stateless HTTP /reset, /step and /state (agents use /ws and /mcp); default: an upstream app's own mode, else simulation")
     parser.add_argument("--inline", action="store_true", default=None, help="run every sync environment call on the event loop (no worker thread)")
     parser.add_argument(
         "--isolate", choices=("thread", "process"), default="thread",
@@ -113,8 +115,9 @@ def _port(text: str) -> int:
     return port
 
 
-def _limit_line(factory: Any, configured: int | None) -> str:
-    """The session limit in force and where it comes from (``WS-CAP-1``)."""
+def _limit_line(factory: Any, configured: int | None, app: Any = None) -> str:
+    """The session limit in force and where it comes from (``WS-CAP-1``); ``app``: the
+    upstream app (:class:`~openenv_anyio.envs.upstream_app.UpstreamApp`) it was read from."""
     from .context import session_limit
 
     limit = session_limit(factory, configured)
@@ -126,11 +129,12 @@ def _limit_line(factory: Any, configured: int | None) -> str:
     from ..envs.openenv_core import OpenEnvCoreEnv
 
     name = getattr(factory, "__qualname__", None) or type(factory).__name__
-    why = (
-        "an openenv-core environment without SUPPORTS_CONCURRENT_SESSIONS = True"
-        if isinstance(factory, type) and issubclass(factory, OpenEnvCoreEnv)
-        else f"{name}.MAX_CONCURRENT_SESSIONS"
-    )
+    if app is not None:
+        why = f"max_concurrent_envs={app.max_concurrent_envs} in its create_app"
+    elif isinstance(factory, type) and issubclass(factory, OpenEnvCoreEnv):
+        why = "an openenv-core environment without SUPPORTS_CONCURRENT_SESSIONS = True"
+    else:
+        why = f"{name}.MAX_CONCURRENT_SESSIONS"
     return f"at most {limit} concurrent {sessions}: {name} allows no more ({why}); more agents are refused with CAPACITY_REACHED"
 
 
@@ -243,16 +247,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"openenv-anyio serve: {exc}", file=sys.stderr)
         return 2
     try:
-        from ..envs.loading import resolve_env_target
+        from ..envs.loading import resolve_serve_target
         from .isolation import ProcessIsolated
 
-        local = resolve_env_target(args.target)
+        target = resolve_serve_target(args.target)
+        local, app = target.factory, target.app
         factory: Any = ProcessIsolated(args.target, local) if args.isolate == "process" else local
         config = ServerConfig(
             host=args.host,
             port=args.port,
             max_concurrent_envs=args.max_concurrent_envs,
-            session_timeout_s=args.session_timeout,
+            session_timeout_s=args.session_timeout if args.session_timeout is not None or app is None else app.session_timeout_s,
             max_message_size_mb=args.max_message_size_mb,
             max_inflight_bytes=args.max_inflight_bytes,
             ping_interval_s=args.ping_interval or None,
@@ -268,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
             drain_timeout_s=args.drain_timeout,
             metrics=args.metrics,
             traces=args.traces is not None,
-            mode=args.mode,
+            mode=args.mode or ("production" if app is not None and app.production else "simulation"),
             allowed_origins=tuple(args.allow_origin),
             token=operator_token(args, os.environ),
             agent_tokens=tuple(_token_lines(args.agent_tokens_file)) if args.agent_tokens_file else (),
@@ -300,7 +305,7 @@ def run(args: argparse.Namespace) -> int:
         else WorkerSupervisor.for_factory(args.target, local, config, workers)
     )
     try:
-        limit_line = _limit_line(local, config.max_concurrent_envs)
+        limit_line = _limit_line(local, config.max_concurrent_envs, app)
         if files != files_before:
             limit_line += f"; open-file limit raised from {files_before} to {files}"
         trio.run(_serve_until_signalled, server, args.log_format, limit_line)

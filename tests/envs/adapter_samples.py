@@ -11,6 +11,7 @@ import numpy as np
 from gymnasium import spaces
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
+from pydantic import field_validator
 
 # --- Gymnasium -------------------------------------------------------------------------
 
@@ -135,6 +136,34 @@ class QuitOnRequest(EchoEnv):
         return super().step(action, timeout_s, **kwargs)
 
 
+class CapitalsAction(Action):
+    """A message that must be upper case: a rule of the model's own that its JSON Schema
+    cannot say, so only the adapter (pydantic) refuses ``{"message": "quiet"}``."""
+
+    message: str
+
+    @field_validator("message")
+    @classmethod
+    def _upper(cls, value: str) -> str:
+        if value != value.upper():
+            raise ValueError("must be upper case")
+        return value
+
+
+class CapitalsOnly(Environment[CapitalsAction, EchoObservation, EchoState]):
+    """Echoes upper-case messages."""
+
+    def reset(self, **kwargs: Any) -> EchoObservation:
+        return EchoObservation(reward=0.0)
+
+    def step(self, action: CapitalsAction, **kwargs: Any) -> EchoObservation:
+        return EchoObservation(echoed=action.message, length=len(action.message), reward=1.0)
+
+    @property
+    def state(self) -> EchoState:
+        return EchoState()
+
+
 class CountAction(Action):
     amount: int
 
@@ -222,3 +251,14 @@ class PlainEnv:
 
 echo_instance = EchoEnv()
 settings = {"max_steps": 3}
+
+
+# --- ASGI applications that upstream's create_app did not build ------------------------
+
+from fastapi import FastAPI  # noqa: E402
+
+plain_fastapi_app = FastAPI()
+
+
+async def asgi_function(scope: Any, receive: Any, send: Any) -> None:
+    """A bare ASGI application."""

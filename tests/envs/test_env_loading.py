@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from adapter_samples import EchoAction, EchoEnv, PlainEnv, make_plain_env
 
-from openenv_anyio.envs.errors import EnvTargetError
+from openenv_anyio.envs.errors import ActionRejected, EnvTargetError
 from openenv_anyio.envs.gymnasium import GymnasiumEnv
-from openenv_anyio.envs.loading import resolve_env_target
+from openenv_anyio.envs.loading import resolve_env_target, resolve_serve_target
 from openenv_anyio.envs.openenv_core import OpenEnvCoreEnv
 
 
@@ -159,4 +159,62 @@ def test_an_attribute_that_is_not_callable() -> None:
     )
     assert _refused("adapter_samples:echo_instance") == (
         "adapter_samples:echo_instance is a EchoEnv, not an environment class or factory (pass the class, not an instance)"
+    )
+
+
+# --- apps built by upstream's create_app (tests/interop/shout_env, on openenv-core 0.3) ---
+
+SHOUT_APPS = str(Path(__file__).resolve().parents[1] / "interop")
+
+
+def test_an_upstream_app_gives_its_declared_models_limit_and_name() -> None:
+    from openenv.core.env_server.types import State
+
+    target = resolve_serve_target("shout_env.server.app:app", app_dir=SHOUT_APPS)
+    from shout_env.models import (  # importable once resolved
+        ShoutAction,
+        ShoutObservation,
+    )
+    from shout_env.server.shout_environment import ShoutEnvironment
+
+    app, factory = target.app, target.factory
+    assert app is not None and app.factory is ShoutEnvironment and app.release.startswith("openenv-core 0.3")
+    assert (app.max_concurrent_envs, app.session_timeout_s, app.production) == (2, None, False)
+    assert issubclass(factory, OpenEnvCoreEnv) and factory.MAX_CONCURRENT_SESSIONS == 2
+    assert (factory.action_model, factory.observation_model, factory.state_model) == (ShoutAction, ShoutObservation, State)
+    assert factory.metadata["name"] == "ShoutEnvironment"  # what upstream's /metadata says
+    assert resolve_env_target("shout_env.server.app:app", app_dir=SHOUT_APPS).action_schema == ShoutAction.model_json_schema()
+
+
+def test_an_upstream_app_s_timeout_and_mode() -> None:
+    timed = resolve_serve_target("shout_env.server.app:timed_app", app_dir=SHOUT_APPS).app
+    assert timed is not None and timed.session_timeout_s == 1.0 and not timed.production
+    production = resolve_serve_target("shout_env.server.app:production_app", app_dir=SHOUT_APPS).app
+    assert production is not None and production.production and production.max_concurrent_envs == 2
+
+
+def test_an_upstream_app_s_action_model_refuses_what_it_refuses() -> None:
+    factory = resolve_env_target("shout_env.server.app:app", app_dir=SHOUT_APPS)
+    env = factory()
+    try:
+        env.reset()
+        with pytest.raises(ActionRejected) as caught:
+            env.step({"message": "quiet"})
+        assert "must be upper case" in str(caught.value)
+        assert env.step({"message": "OK"}).observation["echoed"] == "OK"
+    finally:
+        env.close()
+
+
+def test_an_asgi_app_upstream_did_not_build_is_refused() -> None:
+    assert _refused("adapter_samples:plain_fastapi_app") == (
+        "adapter_samples:plain_fastapi_app is an ASGI application (FastAPI) that upstream OpenEnv's "
+        "create_app did not build: serve the environment class or factory instead (MODULE:MyEnvironment)"
+    )
+    assert "is an ASGI application (function)" in _refused("adapter_samples:asgi_function")
+
+
+def test_a_module_without_the_app() -> None:
+    assert _refused("shout_env.server.app:ap", app_dir=SHOUT_APPS) == (
+        "'shout_env.server.app' has no attribute 'ap'; did you mean app?"
     )

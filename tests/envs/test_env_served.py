@@ -8,18 +8,22 @@ episode, and an invalid action answered with VALIDATION_ERROR naming the space (
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from openenv.core.generic_client import GenericEnvClient
+from serve_process import serve_environment, serve_process
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from openenv_anyio.envs.loading import resolve_env_target
-
 from openenv_anyio import server
+from openenv_anyio.envs.loading import resolve_env_target
 
 
 @pytest.fixture
@@ -110,3 +114,72 @@ def test_an_openenv_core_env_calling_sys_exit_ends_only_its_session(serve: Any) 
     with GenericEnvClient(base_url=url, message_timeout_s=10).sync() as env:
         env.reset()
         assert env.step({"message": "ok"}).observation["echoed"] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("target", "action", "loc", "fault"),
+    [
+        ("adapter_samples:CapitalsOnly", {"message": "quiet"}, ["message"], "must be upper case"),
+        ("adapter_samples:GridWalkEnv", {"action": [3, 0]}, ["action", 0], "MultiDiscrete"),
+    ],
+    ids=["pydantic-validator", "gymnasium-space"],
+)
+def test_an_action_the_adapter_refuses_is_422_over_http_as_over_ws(
+    serve: Any, target: str, action: dict[str, Any], loc: list[Any], fault: str
+) -> None:
+    """HTTP-4, WS-STEP-2: an action that passes the schema but that the adapter refuses when
+    the environment runs it is a 422 on ``POST /step`` (as upstream's server answers) and a
+    VALIDATION_ERROR on ``/ws``, at the same place."""
+    url = serve(target)
+    answer = httpx.post(f"{url}/step", json={"action": action}, timeout=10)
+    assert answer.status_code == 422, answer.text
+    detail = answer.json()["detail"]
+    assert detail[0]["loc"] == ["body", "action", *loc] and fault in detail[0]["msg"]
+    with connect(url.replace("http", "ws", 1) + "/ws", open_timeout=10) as ws:
+        ws.send(json.dumps({"type": "reset"}))
+        ws.recv(timeout=10)
+        ws.send(json.dumps({"type": "step", "data": action}))
+        refusal = json.loads(ws.recv(timeout=10))["data"]
+    assert refusal["code"] == "VALIDATION_ERROR" and fault in refusal["message"]
+    assert refusal["errors"][0]["loc"] == ["data", *loc]
+
+
+def test_serve_command_takes_the_app_upstream_built() -> None:
+    """``openenv-anyio serve pkg.server.app:app``: the app's session limit, named where it comes from
+    (openenv-core 0.3 keeps no env_name: the environment class names it)."""
+    with serve_process("interop.shout_env.server.app:app") as served:
+        served.wait_for_line(r"at most 2 concurrent sessions: ShoutEnvironment allows no more \(max_concurrent_envs=2 in its create_app\)")
+        assert httpx.get(f"{served.url}/schema", timeout=10).json()["action"]["title"] == "ShoutAction"
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("adapter_samples:plain_fastapi_app", "adapter_samples:plain_fastapi_app is an ASGI application (FastAPI) that upstream OpenEnv's create_app did not build"),
+        ("interop.shout_env.server.app:apps", "'interop.shout_env.server.app' has no attribute 'apps'; did you mean app?"),
+    ],
+)
+def test_serve_command_refuses_a_bad_app_in_one_line(target: str, message: str) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "openenv_anyio", "serve", target, "--port", "0"],
+        capture_output=True, text=True, timeout=120, env=serve_environment(), cwd=Path(__file__).parent, check=False,
+    )
+    assert completed.returncode == 2
+    assert completed.stderr.startswith(f"openenv-anyio serve: {message}") and completed.stderr.count("\n") == 1
+
+
+def test_serve_command_keeps_the_app_s_idle_timeout() -> None:
+    """``ConcurrencyConfig(session_timeout=1.0)`` in the app: an idle session closes with 4408
+    (WS-IDLE-1), as ``--session-timeout 1`` would make it; the option still wins over the app."""
+    for extra, idle_s in (((), 1.0), (("--session-timeout", "30"), None)):
+        with serve_process("interop.shout_env.server.app:timed_app", *extra) as served, connect(served.ws_url, open_timeout=10) as ws:
+            ws.send(json.dumps({"type": "reset"}))
+            ws.recv(timeout=10)
+            if idle_s is None:
+                time.sleep(3 * 1.0)  # three times the app's timeout: the option's 30 s hold
+                ws.send(json.dumps({"type": "state"}))
+                assert json.loads(ws.recv(timeout=10))["type"] == "state"
+                continue
+            with pytest.raises(ConnectionClosed) as closed:
+                ws.recv(timeout=30)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 4408
