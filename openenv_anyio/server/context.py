@@ -95,7 +95,11 @@ class ServerContext:
             load_tracer(self.tracer_provider) if self.config.traces else None,
         )
         self.registry = SessionRegistry(
-            limit, self.shared_capacity, self.instruments.count_sessions(lambda: self.registry.sessions)
+            limit,
+            self.shared_capacity,
+            self.instruments.count_sessions(lambda: self.registry.sessions),
+            stuck_limit=self.config.max_stuck_closes,
+            on_stuck_changed=self.instruments.count_stuck_closes(lambda: self.registry.stuck_count()),
         )
         self.hub = UiHub(self.config.max_ui_subscribers, self.instruments)
         self.hosted = HostedSessions(self)

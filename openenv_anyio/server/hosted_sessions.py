@@ -6,7 +6,7 @@ own runner, a UI view. The client gets the session's id, a secret (256 random bi
 ``POST /mcp`` and attach one WebSocket to it with ``/ws?session_id=ID`` (``MCP-SES-1``,
 ``MCP-SES-3``). Dashboards and logs see a separate public id, never the secret. A socket
 that closes detaches; the session goes on until ``openenv/session/close``, the idle timeout
-(``session_timeout_s`` with no request and no socket attached, ``MCP-SES-5``) or shutdown.
+(``session_timeout_s``, else ``hosted_session_idle_s``, with no request and no socket attached, ``MCP-SES-5``) or shutdown.
 A close requested while a socket is attached takes effect when the socket detaches.
 
 States and transitions (anything else is a bug and raises)::
@@ -171,8 +171,10 @@ class HostedSessions:
                 await self.close(session)
 
     async def reap_idle(self) -> None:
-        """End sessions with no socket and no request for ``session_timeout_s`` (runs until cancelled)."""
-        timeout = self._ctx.config.session_timeout_s
+        """End sessions with no socket and no request for ``session_timeout_s``, else
+        ``hosted_session_idle_s`` (runs until cancelled)."""
+        config = self._ctx.config
+        timeout = config.session_timeout_s if config.session_timeout_s is not None else config.hosted_session_idle_s
         if timeout is None:
             await trio.sleep_forever()
             return
