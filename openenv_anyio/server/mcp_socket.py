@@ -12,8 +12,8 @@ from typing import Any
 from ..core import RpcFailure, dumps, read_rpc_request
 from .context import AsgiReceive, AsgiSend, ServerContext
 from .hypercorn_adapter.events import HeldText
-from .mcp_dispatch import answer_rpc
-from .ws_session import WsSession, serve_session
+from .mcp_dispatch import SessionAborted, answer_rpc
+from .ws_session import WsSession, close_websocket, serve_session
 
 __all__ = ["McpSocket", "serve_mcp_socket"]
 
@@ -31,8 +31,17 @@ class McpSocket(WsSession):
         except RpcFailure as failure:
             response = failure.response()
         else:
-            response = await answer_rpc(self.ctx, request, own_env=self.env, own_view=self.view)
+            try:
+                response = await answer_rpc(self.ctx, request, own_env=self.env, own_view=self.view)
+            except SessionAborted as ended:  # SRV-FAULT-1: answered, then the session ends
+                self.aborted, response = ended.aborted, ended.response
         await self.send({"type": "websocket.send", "text": dumps(response)})
+        aborted = self.aborted
+        if aborted is not None:
+            self._ending("aborted")
+            self.close_code = aborted.close_code
+            await close_websocket(self.send, aborted.close_code, aborted.close_reason)
+            return False
         return True
 
 

@@ -44,7 +44,7 @@ from .lifecycle import ServerPhase
 from .observability import peer_of
 from .ping_schedule import PingSchedule
 from .session_registry import Slot
-from .mcp_dispatch import answer_rpc
+from .mcp_dispatch import SessionAborted, answer_rpc
 from .ui_hub import EpisodeView
 
 if TYPE_CHECKING:
@@ -513,7 +513,11 @@ class WsSession:
             rpc = decode_rpc_request(frame.data)
         except RpcFailure as failure:
             return self.ctx.encode(Mcp(failure.response()))
-        return self.ctx.encode(Mcp(await answer_rpc(self.ctx, rpc, own_env=self.env, own_view=self.view)))
+        try:
+            response = await answer_rpc(self.ctx, rpc, own_env=self.env, own_view=self.view)
+        except SessionAborted as ended:  # SRV-FAULT-1: answered, then the session ends
+            self.aborted, response = ended.aborted, ended.response
+        return self.ctx.encode(Mcp(response))
 
     async def _answer_step(self, frame: Step, request_id: str | None) -> str:
         env = self.env
