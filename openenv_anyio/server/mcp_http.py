@@ -1,14 +1,16 @@
 """``POST /mcp``: one JSON-RPC request per HTTP request, answered with a JSON-RPC response
 (a body that is not JSON is -32700, one that is not a request -32600: ``MCP-RPC-1``), with
-HTTP 200, or 409 Conflict for an episode mismatch (-32001, ``MCP-SES-6``)."""
+HTTP 200, or 409 Conflict for an episode mismatch (-32001, ``MCP-SES-6``). A body over 1 MiB
+is parsed as ``POST /step``'s is (:mod:`.http_body`): 503 ``SERVER_BUSY`` without room."""
 
 from __future__ import annotations
 
-from quart import Response, request
+from quart import Response
 from quart_trio import QuartTrio
 
-from ..core import RpcCode, RpcFailure, dumps, read_rpc_request
+from ..core import ProtocolError, RpcCode, RpcFailure, dumps, read_rpc_request
 from .context import ServerContext
+from .http_body import busy_response, parse_request_body
 from .mcp_dispatch import answer_rpc
 
 __all__ = ["add_mcp_route"]
@@ -20,7 +22,9 @@ def add_mcp_route(app: QuartTrio, ctx: ServerContext) -> None:
     @app.post("/mcp")
     async def mcp() -> Response:
         try:
-            rpc = read_rpc_request(await request.get_data())
+            rpc = await parse_request_body(ctx.large_frames, read_rpc_request)  # SRV-MEM-1, SRV-MEM-2
+        except ProtocolError as busy:
+            return busy_response(busy)
         except RpcFailure as failure:
             response = failure.response()
         else:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import RpcFailure, dumps, read_rpc_request
+from ..core import ProtocolError, RpcCode, RpcFailure, dumps, read_rpc_request
 from .context import AsgiReceive, AsgiSend, ServerContext
 from .hypercorn_adapter.events import HeldText
+from .large_frames import LARGE_FRAME_CHARS
 from .mcp_dispatch import SessionAborted, answer_rpc
 from .ws_session import WsSession, close_websocket, serve_session
 
@@ -22,12 +23,13 @@ class McpSocket(WsSession):
     """One ``WS /mcp`` connection."""
 
     async def _handle(self, payload: str | bytes | HeldText) -> bool:
-        if isinstance(payload, HeldText):  # a large frame collected by a direct stream
-            data = payload.data
-            payload.release()
-            payload = data.decode() if data is not None else ""
         try:
-            request = read_rpc_request(payload)
+            if isinstance(payload, HeldText) or (isinstance(payload, str) and len(payload) > LARGE_FRAME_CHARS):
+                request = await self.ctx.large_frames.parse_text(payload, read_rpc_request)  # SRV-MEM-2
+            else:
+                request = read_rpc_request(payload)
+        except ProtocolError as busy:  # SRV-MEM-1: no room within the wait; the session goes on
+            response = RpcFailure(RpcCode.SERVER_ERROR, busy.message, {"code": busy.code.value}).response()
         except RpcFailure as failure:
             response = failure.response()
         else:
