@@ -126,6 +126,7 @@ class EnvServer:
                 session_prefix=worker.session_prefix,
                 shared_capacity=worker.capacity,
                 tracer_provider=tracer_provider,
+                session_owners=worker.session_owners,
             )
             instruments = self.ctx.instruments
             worker.router.on_hand_off = lambda placement: instruments.connection_handed_over(placement.value)
