@@ -25,6 +25,7 @@ import os
 import select
 import signal
 import socket
+import sys
 import threading
 import traceback
 from typing import Any, Final, assert_never
@@ -46,8 +47,9 @@ ORPHAN_EXIT_STATUS = 70
 _READ_SIZE = 1 << 16
 
 
-#: ``fcntl``'s ``F_SETSIG`` (Linux), which the ``fcntl`` module of some Pythons does not name.
-_F_SETSIG: Final = getattr(fcntl, "F_SETSIG", 10)
+#: ``fcntl``'s ``F_SETSIG``, Linux's own (10 there; the ``fcntl`` module of some Pythons does
+#: not name it); None elsewhere, where the channel's watch thread is the only guard.
+_F_SETSIG: Final[int | None] = getattr(fcntl, "F_SETSIG", 10 if sys.platform.startswith("linux") else None)
 
 
 def run_child(channel: socket.socket, target: str, lifeline: socket.socket | None = None) -> None:
@@ -64,6 +66,8 @@ def _arm_lifeline(lifeline: socket.socket) -> None:
     """Have the kernel SIGKILL this process when the server's end of ``lifeline`` closes
     (``O_ASYNC`` sends the owner a signal when the socket becomes readable; the server never
     writes to it, so only its hang-up does). Kept open for the process's life."""
+    if _F_SETSIG is None:
+        return
     fd = lifeline.fileno()
     try:
         fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
