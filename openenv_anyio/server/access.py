@@ -28,7 +28,9 @@ it is tested as a function and applied the same way on every path (PROTOCOL.md s
    preflight, never JSON.
 
 How a route applies it: the server's router calls :func:`decide` once for every HTTP
-request and every WebSocket handshake before anything else runs (``EnvServer``'s router,
+request and every WebSocket handshake before anything else runs, on the path it then routes
+by (:func:`route_path`: ``//metrics``, ``http://host/metrics`` and ``/web/../metrics`` are
+all ``/metrics``, to the decision and to the router alike) (``EnvServer``'s router,
 and the direct ``/ws`` path through the same router method), so a new route, mounted
 behind the router, is guarded without doing anything. What a route may choose is its
 requirement: add its path to :data:`PUBLIC_ROUTES` (no token, e.g. a liveness probe) or
@@ -44,6 +46,7 @@ import enum
 import hashlib
 import hmac
 import ipaddress
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -65,6 +68,7 @@ __all__ = [
     "decide",
     "presented_role",
     "normalize_origin",
+    "route_path",
 ]
 
 #: ``GET /access`` (``SEC-TOKEN-2``): whether tokens are required and what the presented one
@@ -79,6 +83,8 @@ PUBLIC_ROUTES: Final = frozenset({"/health", "/ready", ACCESS_ROUTE, *WEB_PATHS}
 #: Paths only an operator token opens (server-wide figures, every session at once).
 OPERATOR_ROUTES: Final = frozenset({"/metrics"})
 
+_ABSOLUTE_FORM: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")
+_SLASHES: Final = re.compile(r"/{2,}")
 _STATE_CHANGING: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 _BROWSER_SITES: Final = frozenset({b"same-origin", b"same-site", b"cross-site"})
@@ -114,12 +120,40 @@ Decision = Granted | Refused
 
 @dataclass(frozen=True, slots=True)
 class AccessRequest:
-    """What :func:`decide` reads of a request (header names in any case, as bytes)."""
+    """What :func:`decide` reads of a request (header names in any case, as bytes); ``path``
+    is the router's (:func:`route_path`)."""
 
     method: str
     path: str
     headers: Sequence[tuple[bytes, bytes]]
     websocket: bool = False
+
+
+def route_path(path: str) -> str:
+    """The path a request's target names, as the router resolves it: an absolute-form target
+    (``http://host/metrics``) reduced to its path, runs of slashes merged, ``.`` and ``..``
+    segments removed (RFC 3986, section 5.2.4). Percent-decoding is the ASGI server's, done
+    once before this; the result always starts with ``/``."""
+    if path.startswith("/") and "//" not in path and "/." not in path:
+        return path  # already plain (the usual request)
+    absolute = _ABSOLUTE_FORM.match(path)
+    if absolute is not None:
+        path = path[absolute.end() :].split("?", 1)[0].split("#", 1)[0]
+    segments: list[str] = []
+    parts = _SLASHES.sub("/", "/" + path).split("/")[1:]
+    for index, segment in enumerate(parts):
+        last = index == len(parts) - 1
+        if segment == "..":
+            if segments:
+                segments.pop()
+            if last:
+                segments.append("")
+        elif segment == ".":
+            if last:
+                segments.append("")
+        else:
+            segments.append(segment)
+    return "/" + "/".join(segments)
 
 
 def _digest(token: str) -> bytes:
@@ -336,9 +370,10 @@ def decide(request: AccessRequest, policy: AccessPolicy) -> Decision:
     refusal = _origin_refusal(request, policy)
     if refusal is not None:
         return refusal
+    path = route_path(request.path)
     if not policy.tokens_required:
         role = Role.OPERATOR
-    elif request.path in PUBLIC_ROUTES:
+    elif path in PUBLIC_ROUTES:
         role = Role.AGENT
     else:
         presented = bearer_token(request.headers, websocket=request.websocket)
@@ -348,7 +383,7 @@ def decide(request: AccessRequest, policy: AccessPolicy) -> Decision:
                 return Refused(401, "a bearer token is required (Authorization: Bearer TOKEN)", _challenge())
             return Refused(401, "the bearer token is not valid", _challenge("invalid_token"))
         role = found
-    if request.path in OPERATOR_ROUTES and role is not Role.OPERATOR:
+    if (path in OPERATOR_ROUTES or path.rstrip("/") in OPERATOR_ROUTES) and role is not Role.OPERATOR:
         return Refused(403, "this route needs an operator token", _challenge("insufficient_scope"))
     refusal = _content_type_refusal(request)
     return refusal if refusal is not None else Granted(role)

@@ -9,11 +9,12 @@ or for a WebSocket handshake the same response instead of the upgrade (ASGI's
 from __future__ import annotations
 
 from typing import Any, Final
+from urllib.parse import quote
 
 import trio
 
 from ..core import dumps
-from .access import AccessPolicy, AccessRequest, Decision, Granted, Refused, Role, decide
+from .access import AccessPolicy, AccessRequest, Decision, Granted, Refused, Role, decide, route_path
 from .context import AsgiReceive, AsgiSend
 
 __all__ = ["ROLE_KEY", "admit", "refuse", "role_of"]
@@ -29,11 +30,18 @@ DRAIN_TIMEOUT_S: Final = 5.0
 
 
 def admit(policy: AccessPolicy, scope: dict[str, Any]) -> Decision:
-    """Decide ``scope`` (an ``http`` or ``websocket`` scope); a granted role is stored in it."""
+    """Decide ``scope`` (an ``http`` or ``websocket`` scope); a granted role is stored in it.
+
+    The scope's path becomes the one decided on (:func:`~.access.route_path`), so every
+    router after this one routes by the path the decision saw."""
+    path = route_path(scope["path"])
+    if path != scope["path"]:
+        scope["path"] = path
+        scope["raw_path"] = quote(path).encode("ascii")
     decision = decide(
         AccessRequest(
             method=scope.get("method", "GET"),
-            path=scope["path"],
+            path=path,
             headers=scope.get("headers") or (),
             websocket=scope["type"] == "websocket",
         ),

@@ -23,6 +23,7 @@ from .access import ACCESS_ROUTE, presented_role
 from .error_text import public_error
 from .large_frames import LARGE_FRAME_CHARS
 from ..environment import web_view
+from .http_body import busy_response, parse_request_body
 from .web_page import WEB_VIEW_ROUTE, add_web_routes
 from .observability.metrics import CONTENT_TYPE, exposition
 from .mcp_http import add_mcp_route
@@ -84,30 +85,12 @@ async def _json_body(ctx: ServerContext, *, default: Any) -> Any:
     def parse(raw: bytes) -> Any:
         return parse_json(raw) if raw.strip() else default
 
-    async def read() -> bytes:
-        data = await request.get_data(as_text=False)
-        assert isinstance(data, bytes)
-        return data
-
-    size = request.content_length
     try:
-        if size is not None and size > LARGE_FRAME_CHARS:
-            return await ctx.large_frames.parse_body(size, read, parse)
-        raw = await read()
-        if len(raw) > LARGE_FRAME_CHARS:  # a chunked body: its size is known once read
-            return await ctx.large_frames.parse_body(len(raw), lambda: _read(raw), parse)
-        return parse(raw)
+        return await parse_request_body(ctx.large_frames, parse)
     except ProtocolError as error:
         if error.code is ErrorCode.SERVER_BUSY:
-            busy = _json({"detail": error.message, "code": error.code.value}, 503)
-            busy.headers["Retry-After"] = "1"
-            busy.headers["Connection"] = "close"  # the body was not read: this connection takes no next request
-            raise _BadBody(busy) from None
+            raise _BadBody(busy_response(error)) from None
         raise _BadBody(_json({"detail": [{"loc": ["body"], "msg": error.message, "type": "json_invalid"}]}, 422)) from None
-
-
-async def _read(raw: bytes) -> bytes:
-    return raw
 
 
 def _server_error(ctx: ServerContext, exc: BaseException) -> Response:

@@ -40,6 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "without SUPPORTS_CONCURRENT_SESSIONS = True allows 1). The limit in force is printed at start",
     )
     parser.add_argument("--session-timeout", type=float, default=None, metavar="S", help="close sessions idle this many seconds (default: an upstream app's session_timeout, else none)")
+    parser.add_argument("--hosted-session-idle", type=float, default=600.0, metavar="S", help="end a session created over POST /mcp after S seconds with no request and no socket, when --session-timeout is not given (default 600)")
     parser.add_argument("--max-message-size-mb", type=float, default=100.0, metavar="M", help="inbound frame limit in MiB (default 100)")
     parser.add_argument(
         "--max-inflight-bytes", type=int, default=None, metavar="B",
@@ -51,6 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume-grace", type=float, default=60.0, metavar="S", help="keep a resumable session S seconds after its connection drops (default 60; 0: end at once)")
     parser.add_argument("--max-ui-subscribers", type=int, default=100, metavar="N", help="/ws/ui dashboards connected at once; more are closed with 1013 (default 100; 0: no limit)")
     parser.add_argument("--shutdown-grace", type=float, default=3.0, metavar="S", help="wait at most S seconds for running requests and each environment's close() (default 3); a close() still running after it makes the exit status 1")
+    parser.add_argument("--max-stuck-closes", type=int, default=16, metavar="N", help="take no new session while N environments' close() outlived --shutdown-grace and still run, each holding a thread (default 16)")
     parser.add_argument("--mode", choices=("simulation", "production"), default=None, help="production leaves out the stateless HTTP /reset, /step and /state (agents use /ws and /mcp); default: an upstream app's own mode, else simulation")
     parser.add_argument("--inline", action="store_true", default=None, help="run every sync environment call on the event loop (no worker thread)")
     parser.add_argument(
@@ -258,6 +260,7 @@ def run(args: argparse.Namespace) -> int:
             port=args.port,
             max_concurrent_envs=args.max_concurrent_envs,
             session_timeout_s=args.session_timeout if args.session_timeout is not None or app is None else app.session_timeout_s,
+            hosted_session_idle_s=args.hosted_session_idle,
             max_message_size_mb=args.max_message_size_mb,
             max_inflight_bytes=args.max_inflight_bytes,
             ping_interval_s=args.ping_interval or None,
@@ -268,6 +271,7 @@ def run(args: argparse.Namespace) -> int:
             resume_grace_s=args.resume_grace,
             full_gc_threshold=args.full_gc_threshold or None,
             shutdown_grace_s=args.shutdown_grace,
+            max_stuck_closes=args.max_stuck_closes,
             max_ui_subscribers=args.max_ui_subscribers or None,
             web=args.web,
             drain_timeout_s=args.drain_timeout,

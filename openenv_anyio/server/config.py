@@ -46,6 +46,13 @@ class ServerConfig:
       their connections closed with 1001.
     - ``shutdown_grace_s``: how long a shutdown then waits for connections to end, and how
       long any session waits for its environment's ``close()`` (``SRV-FAULT-3``).
+    - ``hosted_session_idle_s``: a session created over HTTP (``openenv/session/create``)
+      with no socket attached and no request for this long ends (``MCP-SES-5``);
+      ``session_timeout_s``, when set, is used instead. ``None``: only ``session_timeout_s``.
+    - ``max_stuck_closes``: environments whose ``close()`` outlived ``shutdown_grace_s`` and
+      still runs (each keeps its thread: a thread cannot be stopped) that the server holds
+      before it takes no new session (refused as at capacity, 1013) until one returns
+      (``SRV-FAULT-3``); ``None``: no bound.
     - ``resume_grace_s``: how long a session of a connection that negotiated the resume
       extension is kept after the connection drops (``EXT-RES-2``); it keeps its capacity
       slot meanwhile (``EXT-RES-3``). 0 ends it at once.
@@ -101,6 +108,8 @@ class ServerConfig:
     max_ui_subscribers: int | None = 100
     drain_timeout_s: float = 10.0
     shutdown_grace_s: float = 3.0
+    max_stuck_closes: int | None = 16
+    hosted_session_idle_s: float | None = 600.0
     resume_grace_s: float = 60.0
     full_gc_threshold: int | None = 100
     web: bool | None = None
@@ -125,6 +134,10 @@ class ServerConfig:
             raise ValueError("max_ui_subscribers must be at least 1 (or None for no limit)")
         if self.shutdown_grace_s <= 0:
             raise ValueError("shutdown_grace_s must be positive")
+        if self.hosted_session_idle_s is not None and self.hosted_session_idle_s <= 0:
+            raise ValueError("hosted_session_idle_s must be positive (or None for no default expiry)")
+        if self.max_stuck_closes is not None and self.max_stuck_closes < 1:
+            raise ValueError("max_stuck_closes must be at least 1 (or None for no bound)")
         if self.resume_grace_s < 0:
             raise ValueError("resume_grace_s must be 0 or more")
         if self.drain_timeout_s < 0:

@@ -19,7 +19,7 @@ from .observability import Instruments
 from .observability.events import SessionIdentity
 from .observability.metrics import ServerMetrics
 from .observability.tracing import load_tracer
-from .hosted_sessions import HostedSessions
+from .hosted_sessions import HostedSessions, SessionOwners
 from .isolation import IsolatedEnv, ProcessIsolated
 from .large_frames import LargeFrames
 from .resumable_store import ResumableSessions
@@ -85,6 +85,8 @@ class ServerContext:
     shared_capacity: SharedCapacity | None = None
     #: where spans go when ``config.traces`` is on (``None``: OpenTelemetry's global provider)
     tracer_provider: Any = None
+    #: the other workers' hosted sessions, when this process is one worker of several
+    session_owners: SessionOwners | None = None
 
     def __post_init__(self) -> None:
         if self.config.isolate == "process":
@@ -95,7 +97,11 @@ class ServerContext:
             load_tracer(self.tracer_provider) if self.config.traces else None,
         )
         self.registry = SessionRegistry(
-            limit, self.shared_capacity, self.instruments.count_sessions(lambda: self.registry.sessions)
+            limit,
+            self.shared_capacity,
+            self.instruments.count_sessions(lambda: self.registry.sessions),
+            stuck_limit=self.config.max_stuck_closes,
+            on_stuck_changed=self.instruments.count_stuck_closes(lambda: self.registry.stuck_count()),
         )
         self.hub = UiHub(self.config.max_ui_subscribers, self.instruments)
         self.hosted = HostedSessions(self)

@@ -23,7 +23,7 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from ..environment import EnvFactory
 from . import hypercorn_adapter
-from .access import Refused
+from .access import Refused, route_path
 from .access_guard import admit, refuse
 from .app import create_app
 from .attached_ws import requested_session, serve_attached
@@ -79,7 +79,7 @@ class _Router:
     def direct_websocket(self, scope: dict[str, Any]) -> hypercorn_adapter.DirectHandler | None:
         """``/ws`` sessions run in their connection's task (see
         :mod:`.hypercorn_adapter.direct_ws`), after the access guard, as every route."""
-        if self.direct and scope["path"] == "/ws":
+        if self.direct and route_path(scope["path"]) == "/ws":
             decision = admit(self._ctx.config.access, scope)
             if isinstance(decision, Refused):
                 return partial(refuse, refused=decision)
@@ -126,6 +126,7 @@ class EnvServer:
                 session_prefix=worker.session_prefix,
                 shared_capacity=worker.capacity,
                 tracer_provider=tracer_provider,
+                session_owners=worker.session_owners,
             )
             instruments = self.ctx.instruments
             worker.router.on_hand_off = lambda placement: instruments.connection_handed_over(placement.value)

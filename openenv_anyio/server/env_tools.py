@@ -22,6 +22,7 @@ from typing import Any
 from ..core import ProtocolError, RpcCode, RpcFailure, Validator, dumps
 from ..tools import ToolSpec, declared_tools
 from .bound_env import BoundEnv
+from .env_faults import await_env_code
 
 __all__ = ["EnvTools", "tool_result"]
 
@@ -38,10 +39,12 @@ def tool_result(value: Any) -> dict[str, Any]:
     }
 
 
-async def _run(bound: BoundEnv, function: Callable[..., Any], *args: Any) -> Any:
+async def _run(bound: BoundEnv, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)`` where the environment's calls run (a ``BaseException``
+    it raises becomes :class:`EnvironmentAborted`, ``SRV-FAULT-1``)."""
     if inspect.iscoroutinefunction(function):
-        return await function(*args)
-    return await bound.runner.run(partial(function, *args))
+        return await await_env_code(function(*args, **kwargs))
+    return await bound.runner.run(partial(function, *args, **kwargs))
 
 
 class EnvTools:
@@ -71,7 +74,8 @@ class EnvTools:
         return [spec.listing() for spec in self._declared.values()]
 
     async def call(self, name: str, arguments: Mapping[str, Any]) -> Any:
-        """``tools/call``: the result object; raises :class:`RpcFailure` (-32602, -32603)."""
+        """``tools/call``: the result object; raises :class:`RpcFailure` (-32602) for an unknown
+        tool or bad arguments, and what the tool raised."""
         if self.provided:
             return await _run(self._bound, self._bound.env.call_tool, name, dict(arguments))
         spec = self._declared.get(name)
@@ -84,15 +88,6 @@ class EnvTools:
             validator.check(dict(arguments), what=f"arguments of tool {name!r}")
         except ProtocolError as error:
             raise RpcFailure(RpcCode.INVALID_PARAMS, error.message, {"tool": name, "errors": error.errors}) from None
-        method = getattr(self._bound.env, spec.method_name)
-        try:
-            if inspect.iscoroutinefunction(method):
-                value = await method(**arguments)
-            else:
-                value = await self._bound.runner.run(partial(method, **arguments))
-        except Exception as exc:
-            raise RpcFailure(
-                RpcCode.INTERNAL_ERROR, f"Error calling tool {name!r}: {type(exc).__name__}: {exc}", {"tool": name}
-            ) from exc
-        return tool_result(value)
+        # what the tool raises is answered by the server's error rules (mcp_dispatch)
+        return tool_result(await _run(self._bound, getattr(self._bound.env, spec.method_name), **arguments))
 

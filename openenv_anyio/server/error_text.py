@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import re
 import secrets
+import traceback
 from dataclasses import dataclass
 from typing import Final
 
@@ -30,6 +31,11 @@ log = logging.getLogger("openenv_anyio.server")
 
 #: Longest exception message a client is shown (longer ones end with an ellipsis).
 MAX_MESSAGE_CHARS: Final = 300
+#: The start of a message read to make what the client is shown (a path reaching past the
+#: shown end is still seen whole by the scrubber): nothing else of a long message is read.
+_READ_CHARS: Final = 4 * MAX_MESSAGE_CHARS
+#: A message longer than this goes to the log clipped, its traceback beside it.
+LOG_MESSAGE_CHARS: Final = 64 * 1024
 _PATH: Final = re.compile(r"(?:(?<![\w.:/-])/(?:[^\s/'\":]+/)+[^\s/'\":]*|\b[A-Za-z]:\\(?:[^\s\\'\":]+\\)*[^\s\\'\":]*)")
 
 
@@ -59,13 +65,17 @@ def _type_name(exc: BaseException) -> str:
     return printable(name)
 
 
+def _raw_message(exc: BaseException) -> str:
+    """``str(exc)``, never raising (not yet made encodable)."""
+    try:
+        return str(exc)
+    except BaseException as failure:  # noqa: BLE001 - the exception's own __str__ raised (anything)
+        return f"<message unavailable: its __str__ raised {printable(type(failure).__name__)}>"
+
+
 def _message(exc: BaseException) -> str:
     """``str(exc)``, encodable as UTF-8, never raising."""
-    try:
-        message = str(exc)
-    except BaseException as failure:  # noqa: BLE001 - the exception's own __str__ raised (anything)
-        message = f"<message unavailable: its __str__ raised {printable(type(failure).__name__)}>"
-    return printable(message)
+    return printable(_raw_message(exc))
 
 
 def exception_text(exc: BaseException) -> str:
@@ -96,10 +106,19 @@ def public_error(exc: BaseException, *, expose: bool, during: str) -> PublicErro
     """
     error_id = secrets.token_hex(8)
     name = _type_name(exc)
-    log.warning("error %s during %s: %s", error_id, during, name, exc_info=exc)
+    raw = _raw_message(exc)
+    if len(raw) <= LOG_MESSAGE_CHARS:
+        log.warning("error %s during %s: %s", error_id, during, name, exc_info=exc)
+    else:  # formatting the whole message would hold up every session: its start, and the traceback
+        where = "".join(traceback.format_tb(exc.__traceback__))
+        start = printable(raw[:LOG_MESSAGE_CHARS])
+        log.warning("error %s during %s: %s: %s\u2026 (%d characters)\n%s", error_id, during, name, start, len(raw), where)
     if not expose:
         return PublicError(f"internal error {error_id} (the server's log has the details)", error_id)
-    detail = scrub_paths(" ".join(_message(exc).split()))
+    # Clip first: the whitespace folding and the path scrubber read the message's start only.
+    detail = scrub_paths(" ".join(printable(raw[:_READ_CHARS]).split()))
+    if len(raw) > _READ_CHARS:  # the last word may be cut: never show a part of a path
+        detail = detail.rpartition(" ")[0] + " \u2026"
     if len(detail) > MAX_MESSAGE_CHARS:
         detail = detail[: MAX_MESSAGE_CHARS - 1] + "\u2026"
     return PublicError(f"{name}: {detail}" if detail else name, error_id)

@@ -4,9 +4,11 @@ Theory of operation. ``POST /mcp`` creates a session: a capacity slot, an enviro
 own runner, a UI view. The client gets the session's id, a secret (256 random bits,
 ``secrets.token_urlsafe(32)``): whoever holds it may call the session's tools over
 ``POST /mcp`` and attach one WebSocket to it with ``/ws?session_id=ID`` (``MCP-SES-1``,
-``MCP-SES-3``). Dashboards and logs see a separate public id, never the secret. A socket
+``MCP-SES-3``). Dashboards and logs see a separate public id, never the secret. Under
+``serve --workers N`` the id starts with its worker's slot and generation, and requests
+naming it reach that worker (``workers.forwarding``, ``workers.routing``). A socket
 that closes detaches; the session goes on until ``openenv/session/close``, the idle timeout
-(``session_timeout_s`` with no request and no socket attached, ``MCP-SES-5``) or shutdown.
+(``session_timeout_s``, else ``hosted_session_idle_s``, with no request and no socket attached, ``MCP-SES-5``) or shutdown.
 A close requested while a socket is attached takes effect when the socket detaches.
 
 States and transitions (anything else is a bug and raises)::
@@ -27,6 +29,7 @@ import enum
 import hashlib
 import math
 import secrets
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
@@ -38,7 +41,7 @@ from .ui_hub import EpisodeView
 if TYPE_CHECKING:
     from .context import ServerContext
 
-__all__ = ["HostedSession", "HostedSessions", "SessionState", "SocketHolder"]
+__all__ = ["FORWARDED_HEADER", "HostedSession", "HostedSessions", "SessionOwners", "SessionState", "SocketHolder"]
 
 #: Random bytes in a session id (256 bits; an id grants the session).
 SESSION_ID_BYTES: Final = 32
@@ -64,6 +67,26 @@ class SocketHolder(Protocol):
     """The WebSocket attached to a session (asked to end at shutdown or on close)."""
 
     def request_shutdown(self) -> None: ...
+
+
+#: Marks a request one worker forwarded to the owner of the session it names (served there,
+#: never forwarded again: ``workers.forwarding``).
+FORWARDED_HEADER: Final = b"openenv-anyio-forwarded"
+
+
+class SessionOwners(Protocol):
+    """Where the hosted sessions of the other workers of a ``serve --workers N`` server live
+    (their ids carry their worker: ``workers.routing``), and the way to ask them."""
+
+    def owner_of(self, session_id: str) -> int | None:
+        """The other worker's slot holding ``session_id``; None when it is not another's."""
+        ...
+
+    async def forward(
+        self, slot: int, method: str, target: str, headers: Sequence[tuple[bytes, bytes]], body: bytes
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
+        """That worker's answer (status, headers, body) to the request; None without one."""
+        ...
 
 
 def _digest(session_id: str) -> bytes:
@@ -119,7 +142,10 @@ class HostedSessions:
         env = await ctx.create_env()
         ctx.registry.env_opened()
         session = HostedSession(
-            secrets.token_urlsafe(SESSION_ID_BYTES), env, EpisodeView(ctx.new_session_id(), ctx.config.action_log_size), slot
+            ctx.session_prefix + secrets.token_urlsafe(SESSION_ID_BYTES),  # the prefix names this worker
+            env,
+            EpisodeView(ctx.new_session_id(), ctx.config.action_log_size),
+            slot,
         )
         self._by_digest[_digest(session.session_id)] = session
         ctx.hub.add_session(session.view)
@@ -171,8 +197,10 @@ class HostedSessions:
                 await self.close(session)
 
     async def reap_idle(self) -> None:
-        """End sessions with no socket and no request for ``session_timeout_s`` (runs until cancelled)."""
-        timeout = self._ctx.config.session_timeout_s
+        """End sessions with no socket and no request for ``session_timeout_s``, else
+        ``hosted_session_idle_s`` (runs until cancelled)."""
+        config = self._ctx.config
+        timeout = config.session_timeout_s if config.session_timeout_s is not None else config.hosted_session_idle_s
         if timeout is None:
             await trio.sleep_forever()
             return

@@ -19,7 +19,8 @@ had no room for: it is answered with ``SERVER_BUSY``. Elsewhere (a plain ASGI se
 HTTP/2), or when it came in fragments, the message arrives as text, collected whole by
 the WebSocket layer: it counts against the budget from then (its length in characters)
 until parsed, and its parse moves to the thread. A binary message is refused at once. A large HTTP
-request body (``POST /reset``, ``POST /step``) takes the same way (:meth:`LargeFrames.parse_body`):
+request body (``POST /reset``, ``POST /step``, ``POST /mcp``) and a large ``WS /mcp`` frame
+take the same way (:meth:`LargeFrames.parse_body`):
 its declared size reserved as the request starts, its parse in the thread, taking its turn.
 (The HTTP layer reads such a body meanwhile whatever the budget says: a body that waits
 for room is buffered there, so for HTTP the budget bounds the parses, not the reads.)
@@ -70,18 +71,26 @@ class LargeFrames:
         (raises :class:`ProtocolError`, ``SERVER_BUSY`` for a frame that found no room)."""
         if isinstance(payload, bytes):
             return decode_client_frame(payload)  # binary: refused at once, nothing to parse
+        if isinstance(payload, str):
+            return await self.parse_text(payload, decode_client_frame)
+        return await self.parse_text(payload, decode_client_text)
+
+    async def parse_text(self, payload: str | HeldText, parse: Callable[[Any], _Parsed]) -> _Parsed:
+        """``parse(payload)`` of a large text message in a worker thread, taking its turn
+        (a :class:`HeldText`'s UTF-8 bytes are handed over as they are); raises ``parse``'s
+        errors, and :class:`ProtocolError` ``SERVER_BUSY`` for a message that found no room."""
         if isinstance(payload, str):  # collected whole elsewhere (fragments, plain ASGI): held from now
             size = len(payload)
             if not await self.budget.reserve(size):
                 raise self._busy(f"a message of {size} characters", "it was not parsed")
             try:
-                return await self._parse(decode_client_frame, payload)
+                return await self._parse(parse, payload)
             finally:
                 self.budget.release(size)
         try:
             if payload.data is None:
                 raise self._busy(f"a frame of {payload.size} bytes", "it was dropped unread")
-            return await self._parse(decode_client_text, payload.data)
+            return await self._parse(parse, payload.data)
         finally:
             payload.release()
 

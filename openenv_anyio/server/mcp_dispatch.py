@@ -3,7 +3,16 @@
 Three paths share this: ``POST /mcp`` (no environment of its own: a request names a hosted
 session by ``params.session_id``, or a fresh environment answers and is closed), ``WS /mcp``
 and ``mcp`` frames on ``/ws`` (the connection's own environment). Every failure is a JSON-RPC
-error response, never an exception out of here (``MCP-ERR-2``).
+error response (``MCP-ERR-2``), and a tool's faults follow the rules a step's do:
+
+- an exception is -32603 whose message says what ``expose_errors`` allows (the type and a
+  clipped message without paths, or only an id) and whose ``data.error_id`` names the
+  server's log entry with the traceback (``SEC-ERR-1``);
+- a result no frame can carry (a lone surrogate, a value JSON cannot hold) is the tool's
+  fault, answered the same way; the session goes on (``SRV-FAULT-2``);
+- a ``BaseException`` such as ``SystemExit`` (:class:`EnvironmentAborted`) is answered, and
+  then ends the session (``SRV-FAULT-1``): a connection's, by :class:`SessionAborted` out of
+  here (the answer in it, to send before closing), a hosted session's, here.
 """
 
 from __future__ import annotations
@@ -12,14 +21,25 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..core import McpMethod, RpcCode, RpcFailure, RpcRequest, rpc_result
-from .bound_env import BoundEnv, FactoryFailure
+from ..core import McpMethod, RpcCode, RpcFailure, RpcRequest, dumps, rpc_result
+from .bound_env import BoundEnv, EnvironmentAborted, EnvironmentLost, FactoryFailure
 from .context import AtCapacity, ServerContext, log
 from .env_tools import EnvTools
-from .hosted_sessions import HostedSession
+from .error_text import printable, public_error
+from .hosted_sessions import HostedSession, SessionState
 from .ui_hub import EpisodeView
 
-__all__ = ["answer_rpc"]
+__all__ = ["SessionAborted", "answer_rpc"]
+
+
+class SessionAborted(Exception):
+    """The connection's environment aborted while answering (``SRV-FAULT-1``): send
+    ``response``, then end the session with ``aborted``'s close code."""
+
+    def __init__(self, response: dict[str, Any], aborted: EnvironmentAborted) -> None:
+        super().__init__(str(aborted))
+        self.response = response
+        self.aborted = aborted
 
 
 async def answer_rpc(
@@ -28,12 +48,33 @@ async def answer_rpc(
     """The response object to ``request``; ``own_env`` and ``own_view`` are the connection's
     environment and episode, if it has them."""
     try:
-        return rpc_result(request.id, await _dispatch(ctx, request, own_env, own_view))
+        response = rpc_result(request.id, await _dispatch(ctx, request, own_env, own_view))
+        dumps(response)  # SRV-FAULT-2: a result no frame can carry is the tool's fault, answered here
+        return response
     except RpcFailure as failure:
         return failure.response(request.id)
+    except EnvironmentAborted as exc:  # SRV-FAULT-1
+        log.error("MCP %s: %s; ending the session", request.method, exc)
+        response = _fault(ctx, request, exc)
+        if own_env is not None:
+            raise SessionAborted(response, exc) from None
+        return response
     except Exception as exc:  # an environment or a tool raised: MCP-ERR-2
-        log.info("MCP %s failed: %s: %s", request.method, type(exc).__name__, exc)
-        return RpcFailure(RpcCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}").response(request.id)
+        return _fault(ctx, request, exc)
+
+
+def _fault(ctx: ServerContext, request: RpcRequest, exc: Exception) -> dict[str, Any]:
+    """The -32603 answer for ``exc``, by the rules an ``EXECUTION_ERROR`` follows (``SEC-ERR-1``)."""
+    cause = exc.cause if isinstance(exc, EnvironmentAborted) else exc
+    expose = ctx.config.errors_exposed or isinstance(exc, EnvironmentLost)  # the server's own words
+    public = public_error(cause, expose=expose, during=f"MCP {request.method}")
+    data: dict[str, Any] = {"error_id": public.error_id}
+    tool = request.params.get("name") if request.method == McpMethod.TOOLS_CALL else None
+    message = public.message
+    if isinstance(tool, str):
+        data["tool"] = tool = printable(tool)
+        message = f"Error calling tool {tool!r}: {message}"
+    return RpcFailure(RpcCode.INTERNAL_ERROR, message, data).response(request.id)
 
 
 async def _dispatch(ctx: ServerContext, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None) -> Any:
@@ -104,6 +145,10 @@ async def _env_for(
         session = _hosted(ctx, request)
         try:
             yield session.env, session.view
+        except EnvironmentAborted:  # SRV-FAULT-1: the session ends (at once, or when its socket closes)
+            if session.state in (SessionState.OPEN, SessionState.ATTACHED):
+                await ctx.hosted.close(session)
+            raise
         finally:
             session.touch()
     else:

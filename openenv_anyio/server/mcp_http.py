@@ -1,17 +1,23 @@
 """``POST /mcp``: one JSON-RPC request per HTTP request, answered with a JSON-RPC response
 (a body that is not JSON is -32700, one that is not a request -32600: ``MCP-RPC-1``), with
-HTTP 200, or 409 Conflict for an episode mismatch (-32001, ``MCP-SES-6``)."""
+HTTP 200, or 409 Conflict for an episode mismatch (-32001, ``MCP-SES-6``). A body over 1 MiB
+is parsed as ``POST /step``'s is (:mod:`.http_body`): 503 ``SERVER_BUSY`` without room."""
 
 from __future__ import annotations
 
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from ..core import RpcCode, RpcFailure, dumps, read_rpc_request
+from ..core import ProtocolError, RpcCode, RpcFailure, dumps, read_rpc_request
 from .context import ServerContext
+from .hosted_sessions import FORWARDED_HEADER
+from .http_body import busy_response, parse_request_body
 from .mcp_dispatch import answer_rpc
 
 __all__ = ["add_mcp_route"]
+
+#: the headers of a forwarded request's answer relayed to the client
+_RELAYED = frozenset({b"content-type", b"retry-after"})
 
 
 def add_mcp_route(app: QuartTrio, ctx: ServerContext) -> None:
@@ -20,11 +26,37 @@ def add_mcp_route(app: QuartTrio, ctx: ServerContext) -> None:
     @app.post("/mcp")
     async def mcp() -> Response:
         try:
-            rpc = read_rpc_request(await request.get_data())
+            rpc = await parse_request_body(ctx.large_frames, read_rpc_request)  # SRV-MEM-1, SRV-MEM-2
+        except ProtocolError as busy:
+            return busy_response(busy)
         except RpcFailure as failure:
             response = failure.response()
         else:
+            forwarded = await _at_owner(ctx, rpc.session_id())
+            if forwarded is not None:
+                return forwarded
             response = await answer_rpc(ctx, rpc)
         error = response.get("error")
         conflict = isinstance(error, dict) and error.get("code") == RpcCode.EPISODE_MISMATCH
         return Response(dumps(response), status=409 if conflict else 200, content_type="application/json")
+
+
+async def _at_owner(ctx: ServerContext, session_id: str | None) -> Response | None:
+    """The owner's answer when the request names a hosted session another worker holds
+    (``serve --workers N``, ``workers.forwarding``); None when it is answered here."""
+    owners = ctx.session_owners
+    if owners is None or session_id is None or request.headers.get(FORWARDED_HEADER.decode()) is not None:
+        return None
+    slot = owners.owner_of(session_id)
+    if slot is None:
+        return None
+    headers = list(request.scope.get("headers") or ())
+    body = await request.get_data(as_text=False)  # read already (cached), to parse the request
+    assert isinstance(body, bytes)
+    answer = await owners.forward(slot, "POST", "/mcp", headers, body)
+    if answer is None:
+        failure = RpcFailure(RpcCode.SERVER_ERROR, "the worker process holding this session did not answer; try again")
+        return Response(dumps(failure.response()), status=503, content_type="application/json", headers={"Retry-After": "1"})
+    status, answer_headers, body = answer
+    kept = {name.decode("latin-1"): value.decode("latin-1") for name, value in answer_headers if name.lower() in _RELAYED}
+    return Response(body, status=status, headers=kept)

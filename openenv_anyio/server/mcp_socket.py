@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import RpcFailure, dumps, read_rpc_request
+from ..core import ProtocolError, RpcCode, RpcFailure, dumps, read_rpc_request
 from .context import AsgiReceive, AsgiSend, ServerContext
 from .hypercorn_adapter.events import HeldText
-from .mcp_dispatch import answer_rpc
-from .ws_session import WsSession, serve_session
+from .large_frames import LARGE_FRAME_CHARS
+from .mcp_dispatch import SessionAborted, answer_rpc
+from .ws_session import WsSession, close_websocket, serve_session
 
 __all__ = ["McpSocket", "serve_mcp_socket"]
 
@@ -22,17 +23,27 @@ class McpSocket(WsSession):
     """One ``WS /mcp`` connection."""
 
     async def _handle(self, payload: str | bytes | HeldText) -> bool:
-        if isinstance(payload, HeldText):  # a large frame collected by a direct stream
-            data = payload.data
-            payload.release()
-            payload = data.decode() if data is not None else ""
         try:
-            request = read_rpc_request(payload)
+            if isinstance(payload, HeldText) or (isinstance(payload, str) and len(payload) > LARGE_FRAME_CHARS):
+                request = await self.ctx.large_frames.parse_text(payload, read_rpc_request)  # SRV-MEM-2
+            else:
+                request = read_rpc_request(payload)
+        except ProtocolError as busy:  # SRV-MEM-1: no room within the wait; the session goes on
+            response = RpcFailure(RpcCode.SERVER_ERROR, busy.message, {"code": busy.code.value}).response()
         except RpcFailure as failure:
             response = failure.response()
         else:
-            response = await answer_rpc(self.ctx, request, own_env=self.env, own_view=self.view)
+            try:
+                response = await answer_rpc(self.ctx, request, own_env=self.env, own_view=self.view)
+            except SessionAborted as ended:  # SRV-FAULT-1: answered, then the session ends
+                self.aborted, response = ended.aborted, ended.response
         await self.send({"type": "websocket.send", "text": dumps(response)})
+        aborted = self.aborted
+        if aborted is not None:
+            self._ending("aborted")
+            self.close_code = aborted.close_code
+            await close_websocket(self.send, aborted.close_code, aborted.close_reason)
+            return False
         return True
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import unquote
 
 import trio
 
@@ -26,11 +27,12 @@ _TOKEN_LINE: Final = RESUME_TOKEN_HEADER.lower().encode("ascii") + b":"
 @dataclass(frozen=True, slots=True)
 class Head:
     """What the server needs from an HTTP request head (routing: the path, whether it asks
-    for a WebSocket, the resume token)."""
+    for a WebSocket, the resume token, the hosted session a ``?session_id=`` names)."""
 
     path: bytes
     websocket: bool
     resume_token: str | None
+    session_id: str | None = None
 
 
 def read_head(data: bytes) -> Head | None:
@@ -58,7 +60,17 @@ def read_head(data: bytes) -> Head | None:
             websocket = value.strip().lower() == b"websocket"
         elif name + b":" == _TOKEN_LINE:
             token = value.strip().decode("latin-1")
-    return Head(parts[1].split(b"?", 1)[0], websocket, token)
+    path, _, query = parts[1].partition(b"?")
+    return Head(path, websocket, token, _session_id(query) if query else None)
+
+
+def _session_id(query: bytes) -> str | None:
+    """The ``session_id`` parameter of a query string (the first; percent-decoded)."""
+    for pair in query.split(b"&"):
+        name, _, value = pair.partition(b"=")
+        if name == b"session_id":
+            return unquote(value.decode("latin-1"))
+    return None
 
 
 def head_complete(data: bytes) -> bool:

@@ -72,6 +72,9 @@ class SessionRegistry:
     With ``shared`` (a worker of a multi-process server) the limit holds for all workers
     together: a slot is taken from the shared count as well as counted here.
     ``on_sessions_changed(active)`` hears every change of this process's session count.
+    ``stuck_limit``: environments whose ``close()`` outlived its bound and still runs (each
+    holds a thread) at which no new slot is given until one returns (``SRV-FAULT-3``);
+    ``on_stuck_changed(count)`` hears every change of their number this registry sees.
     """
 
     def __init__(
@@ -79,6 +82,9 @@ class SessionRegistry:
         max_sessions: int | None,
         shared: SharedCapacity | None = None,
         on_sessions_changed: Callable[[int], None] = _ignore,
+        *,
+        stuck_limit: int | None = None,
+        on_stuck_changed: Callable[[int], None] = _ignore,
     ) -> None:
         self.max_sessions = max_sessions
         self.shared = shared
@@ -89,6 +95,8 @@ class SessionRegistry:
         self._late: list[tuple[LateClose, str]] = []
         self._changed = trio.Event()
         self._on_sessions_changed = on_sessions_changed
+        self.stuck_limit = stuck_limit
+        self._on_stuck_changed = on_stuck_changed
 
     @property
     def closing(self) -> bool:
@@ -107,6 +115,8 @@ class SessionRegistry:
     def try_reserve(self) -> Slot | None:
         """Take a session slot; ``None`` when the server is full or shutting down."""
         if self.closing:
+            return None
+        if self._late and self.stuck_full:
             return None
         if self.shared is not None:
             if not self.shared.take():
@@ -138,13 +148,32 @@ class SessionRegistry:
 
     def closing_late(self, env: LateClose, owner: str) -> None:
         """``env``'s ``close()`` did not return within its bound (``SRV-FAULT-3``)."""
-        self._late = [entry for entry in self._late if entry[0].still_closing()]
+        self._prune()
         self._late.append((env, owner))
+        self._on_stuck_changed(len(self._late))
+
+    def _prune(self) -> int:
+        """Forget the late closes that have returned since; how many still run."""
+        late = [entry for entry in self._late if entry[0].still_closing()]
+        if len(late) != len(self._late):
+            self._late = late
+            self._on_stuck_changed(len(late))
+        return len(late)
+
+    @property
+    def stuck_full(self) -> bool:
+        """Whether ``stuck_limit`` late closes still run: no new session until one returns."""
+        return self.stuck_limit is not None and self._prune() >= self.stuck_limit
+
+    def stuck_count(self) -> int:
+        """How many environments' ``close()`` outlived its bound and still runs."""
+        return self._prune()
 
     def stuck(self) -> list[str]:
         """``"EnvName (owner)"`` for each environment whose ``close()`` outlived its bound
         and still runs."""
-        return [f"{env.name} ({owner})" for env, owner in self._late if env.still_closing()]
+        self._prune()
+        return [f"{env.name} ({owner})" for env, owner in self._late]
 
     def attach(self, connection: Connection) -> None:
         self._connections.add(connection)

@@ -44,7 +44,7 @@ from .lifecycle import ServerPhase
 from .observability import peer_of
 from .ping_schedule import PingSchedule
 from .session_registry import Slot
-from .mcp_dispatch import answer_rpc
+from .mcp_dispatch import SessionAborted, answer_rpc
 from .ui_hub import EpisodeView
 
 if TYPE_CHECKING:
@@ -116,10 +116,11 @@ async def refuse_at_capacity(ctx: ServerContext, scope: dict[str, Any], send: As
     """``CAPACITY_REACHED`` then close 1013 (``WS-CAP-1``)."""
     registry = ctx.registry
     active, limit = registry.active_sessions, registry.max_sessions
+    stuck = f" and {registry.stuck_count()} environments' close() still running" if registry.stuck_full else ""
     refusal = Error(
         ErrorCode.CAPACITY_REACHED.value,
-        f"Server at capacity: {active}/{limit} sessions active. Cannot accept new connections.",
-        {"active_sessions": active, "max_sessions": limit},
+        f"Server at capacity: {active}/{limit} sessions active{stuck}. Cannot accept new connections.",
+        {"active_sessions": active, **({} if limit is None else {"max_sessions": limit})},
     )
     await send({"type": "websocket.send", "text": ctx.encode(refusal)})
     ctx.instruments.connection_refused(peer_of(scope), CloseCode.TRY_AGAIN_LATER, "server at capacity")
@@ -512,7 +513,11 @@ class WsSession:
             rpc = decode_rpc_request(frame.data)
         except RpcFailure as failure:
             return self.ctx.encode(Mcp(failure.response()))
-        return self.ctx.encode(Mcp(await answer_rpc(self.ctx, rpc, own_env=self.env, own_view=self.view)))
+        try:
+            response = await answer_rpc(self.ctx, rpc, own_env=self.env, own_view=self.view)
+        except SessionAborted as ended:  # SRV-FAULT-1: answered, then the session ends
+            self.aborted, response = ended.aborted, ended.response
+        return self.ctx.encode(Mcp(response))
 
     async def _answer_step(self, frame: Step, request_id: str | None) -> str:
         env = self.env

@@ -253,11 +253,30 @@ class WebSocketConnection:
             if type(item) is bytes:
                 self._general().receive_bytes(item)
                 self._read_general(events)
+                self._refuse_announced(events)
             else:
                 self._on_item(item, events)  # type: ignore[arg-type]
             if self.closed:
                 break
         return events
+
+    def _refuse_announced(self, events: list[ConnectionEvent]) -> None:
+        """Refuse a message as soon as a frame's header says it will cross the limit: its
+        bytes still owed (``passthrough``) and what arrived of the message already are more
+        than the limit, so no byte more needs reading (a peer that lies about the length is
+        not waited for)."""
+        splitter = self._splitter
+        if (
+            splitter.passthrough
+            and splitter.general_frame_data
+            and self.state is not ConnectionState.REFUSING
+            and not self.closed
+            and self._size + splitter.passthrough > self._limit
+        ):
+            size = max(self._size + splitter.passthrough, splitter.general_frame_length)
+            close_queued = self.state is ConnectionState.OPEN
+            self.refuse(CloseCode.MESSAGE_TOO_BIG, "message too big")
+            events.append(TooLarge(size, self._limit, close_queued))
 
     def _on_item(self, item: CloseFrame | LargeFrame | LargeText | InvalidText, events: list[ConnectionEvent]) -> None:
         match item:

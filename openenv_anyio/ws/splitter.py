@@ -142,7 +142,7 @@ class FrameSplitter:
     """
 
     __slots__ = (
-        "buffer", "passthrough", "mid_message", "general_frame_length", "large", "_masked", "_mask_bit", "_limit",
+        "buffer", "passthrough", "mid_message", "general_frame_length", "general_frame_data", "large", "_masked", "_mask_bit", "_limit",
         "_large_limit", "_offer", "_message", "_size", "_filled", "_key", "_utf8",
     )
 
@@ -152,6 +152,8 @@ class FrameSplitter:
         self.mid_message = False
         #: payload length the header of the last frame handed to the general parser declared
         self.general_frame_length = 0
+        #: whether that frame is a data frame (text, binary or a continuation)
+        self.general_frame_data = False
         self.large = LargeState.NONE
         self._masked = masked
         self._mask_bit = _MASK_BIT if masked else 0  # the MASK bit of the second header byte, as expected
@@ -220,8 +222,10 @@ class FrameSplitter:
                 self._offer = header
                 out.append(LargeFrame(header.length))
                 break
-            if header.first & 0x0F in _DATA_OPCODES:
+            data_frame = header.first & 0x0F in _DATA_OPCODES
+            if data_frame:
                 self.mid_message = not header.first & 0x80
+            self.general_frame_data = data_frame
             self.general_frame_length = header.length
             chunk = bytes(buf[:end])
             del buf[: len(chunk)]

@@ -132,6 +132,34 @@ async def test_oversized_frame_raises_message_too_large_and_closes_with_1009() -
     assert str(caught.value.limit) in str(caught.value) and str(caught.value.size) in str(caught.value)
 
 
+@pytest.mark.parametrize("announced", [2 * 1024 * 1024, 1 << 40])
+async def test_a_frame_header_announcing_too_much_is_refused_at_the_header(announced: int) -> None:
+    """WS-ERR-6 on the client side against a lying server: the header of a text frame
+    announces more than max_message_size_mb and a few bytes follow, then nothing. The client
+    raises MessageTooLarge and closes with 1009 at once; it does not wait for bytes that never
+    come (no message timeout here: waiting would hang)."""
+    close_codes: list[int | None] = []
+    header = bytes([0x81, 127]) + announced.to_bytes(8, "big")
+
+    async def lying(peer: RawPeer) -> None:
+        await peer.receive_text()
+        await peer.stream.send(header + b'{"type":"observation","data":')
+        try:
+            await peer.pump()
+        except PeerClosed as closed:
+            close_codes.append(closed.code)
+
+    async with raw_server(lying) as url:
+        async with EnvClient(url, max_message_size_mb=1.0, message_timeout_s=None) as env:
+            with anyio.fail_after(20), pytest.raises(MessageTooLarge) as caught:
+                await env.step({"message": "big"})
+        with anyio.fail_after(5):
+            while not close_codes:
+                await anyio.sleep(0.01)
+    assert close_codes == [1009]
+    assert caught.value.size >= announced and caught.value.limit == 1024 * 1024
+
+
 async def test_a_300_mib_limit_lets_a_150_mb_observation_through() -> None:
     size = 150_000_000
 

@@ -229,6 +229,21 @@ def test_idle_hosted_sessions_end() -> None:  # MCP-SES-5
         assert error_code(rpc(server, "tools/list", {"session_id": session_id})) == RpcCode.INVALID_PARAMS
 
 
+def test_hosted_sessions_expire_by_default_without_a_session_timeout() -> None:  # MCP-SES-5
+    """A hosted session outlives its sockets, so without --session-timeout it still ends
+    after hosted_session_idle_s with no request and no socket (a finite default)."""
+    default = ServerConfig().hosted_session_idle_s
+    assert default is not None and 0 < default <= 3600
+    with running(hosted_session_idle_s=0.3) as server:
+        session_id = rpc(server, "openenv/session/create")["result"]["session_id"]
+        assert server.stats()["active_sessions"] == 1
+        wait_for(lambda: server.stats()["active_sessions"] == 0)
+        assert error_code(rpc(server, "tools/list", {"session_id": session_id})) == RpcCode.INVALID_PARAMS
+    with running(session_timeout_s=0.3, hosted_session_idle_s=None) as server:  # --session-timeout rules when given
+        rpc(server, "openenv/session/create")
+        wait_for(lambda: server.stats()["active_sessions"] == 0)
+
+
 class ClosingNotes(NotesEnv):
     closed: list[ClosingNotes] = []
 

@@ -63,3 +63,28 @@ class NoToolsEnv(Environment):
     @property
     def state(self) -> dict[str, Any]:
         return {"episode_id": None, "step_count": 0}
+
+
+class FaultyTools(NotesEnv):
+    """Tools that fail the ways a step can: an exception naming a path, a result no UTF-8
+    frame can carry (a lone surrogate), ``sys.exit()``."""
+
+    @tool
+    def fail(self, name: str) -> str:
+        """Raise an exception whose text holds an absolute path."""
+        raise ValueError(f"cannot open /srv/secret/{name}.cfg")
+
+    @tool
+    def lone(self) -> str:
+        """Return a string with a lone surrogate."""
+        return "bad \ud800 text"
+
+    @tool
+    def leave(self) -> str:
+        """Call ``sys.exit()``."""
+        raise SystemExit(3)
+
+    @tool
+    async def leave_async(self) -> str:
+        """Call ``sys.exit()`` in an async tool."""
+        raise SystemExit(4)

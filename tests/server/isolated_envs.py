@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import signal
 import sys
 import time
@@ -16,7 +17,7 @@ import trio
 from openenv_anyio.environment import Environment
 
 #: the faults a step (or reset, with ``crash=NAME``) can commit, by name
-FAULTS = ("segfault", "sigsegv", "os_exit", "sys_exit", "busy_loop", "raise")
+FAULTS = ("segfault", "sigsegv", "os_exit", "sys_exit", "busy_loop", "gil_held", "raise")
 
 
 def commit(fault: str) -> None:
@@ -33,6 +34,8 @@ def commit(fault: str) -> None:
         case "busy_loop":
             while True:
                 pass
+        case "gil_held":  # one C call that never lets the GIL go (backtracking without end)
+            re.fullmatch(r"(a|aa)+b", "a" * 200)
         case "raise":
             raise ValueError("the action asked for an error")
         case _:

@@ -99,3 +99,40 @@ def test_long_messages_are_clipped() -> None:
         ask(ws, {"type": "reset"})
         message = ask(ws, {"type": "step", "data": {"raise": "x" * 5000}})["data"]["message"]
     assert len(message) <= len("ValueError: ") + MAX_MESSAGE_CHARS and message.endswith("\u2026")
+
+
+class _Huge(Exception):
+    """An exception whose message is ten million characters of paths and words."""
+
+    def __str__(self) -> str:
+        return ("see /srv/app/secret.cfg and " * 400_000)[:10_000_000]
+
+
+def test_a_huge_message_is_clipped_before_anything_else_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SRV-FAULT-2: the path scrubber and the whitespace folding read a window of the message
+    a few times the shown length, never the whole of it (a 10 MB message stalled every session
+    while a regular expression ran over all of it)."""
+    from openenv_anyio.server import error_text
+
+    seen: list[int] = []
+    scrub = error_text.scrub_paths
+
+    def measured(text: str) -> str:
+        seen.append(len(text))
+        return scrub(text)
+
+    monkeypatch.setattr(error_text, "scrub_paths", measured)
+    public = error_text.public_error(_Huge(), expose=True, during="step")
+    assert seen and max(seen) <= 4 * MAX_MESSAGE_CHARS
+    assert public.message.startswith("_Huge: see <path> and see <path> and")
+    assert "/srv" not in public.message and public.message.endswith("\u2026")
+    assert len(public.message) <= len("_Huge: ") + MAX_MESSAGE_CHARS
+
+
+@pytest.mark.parametrize("cut", range(MAX_MESSAGE_CHARS - 30, MAX_MESSAGE_CHARS + 30, 7))
+def test_a_path_across_the_clip_shows_no_part_of_itself(cut: int) -> None:
+    from openenv_anyio.server.error_text import public_error
+
+    message = "x" * cut + " /home/someone/projects/secret/env.py " + "y" * 5000
+    shown = public_error(ValueError(message), expose=True, during="step").message
+    assert "/home" not in shown and "someone" not in shown and "secret" not in shown

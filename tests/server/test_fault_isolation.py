@@ -145,3 +145,44 @@ def test_hung_close_frees_the_slot_after_the_bound(env: type) -> None:
             assert len(server.stuck_envs()) == (3 if env is HangingClose else 0)
     finally:
         HangingClose.release.set()
+
+
+def _metric(server, name: str) -> float:
+    with httpx.Client(base_url=server.url, timeout=TIMEOUT) as client:
+        text = client.get("/metrics").text
+    values = [line.split()[-1] for line in text.splitlines() if line.startswith(name + " ")]
+    assert values, f"{name} is not in /metrics"
+    return float(values[0])
+
+
+def test_hung_closes_hold_a_bounded_number_of_threads_and_show_in_metrics() -> None:
+    """SRV-FAULT-3: each close() that outlives the bound keeps its thread (threads cannot be
+    stopped); at max_stuck_closes of them the server takes no new session (1013, as at
+    capacity) until one returns, so hung closes cannot pile threads up without end. The
+    count is on /metrics."""
+    import threading
+
+    HangingClose.release.clear()
+    try:
+        with running(HangingClose, shutdown_grace_s=0.3, max_stuck_closes=2) as server:
+            threads = threading.active_count()
+            for _ in range(2):
+                with ws_connect(server) as ws:
+                    assert ask(ws, {"type": "step", "data": {}})["type"] == "observation"
+                wait_for(lambda: server.stats()["live_envs"] == 0)
+            assert len(server.stuck_envs()) == 2
+            assert _metric(server, "openenv_env_closes_stuck") == 2
+            for _ in range(3):
+                with ws_connect(server) as ws:
+                    refusal = json.loads(ws.recv(timeout=TIMEOUT))
+                    assert refusal["data"]["code"] == "CAPACITY_REACHED"
+                    assert "close()" in refusal["data"]["message"]
+                    assert closed_code(ws)[0] == 1013
+            assert threading.active_count() <= threads + 2  # the two stuck closes, nothing for the refused
+            HangingClose.release.set()
+            wait_for(lambda: not server.stuck_envs())
+            assert _metric(server, "openenv_env_closes_stuck") == 0
+            with ws_connect(server) as ws:
+                assert ask(ws, {"type": "step", "data": {}})["type"] == "observation"
+    finally:
+        HangingClose.release.set()

@@ -237,3 +237,37 @@ def test_a_large_binary_message_is_refused_without_room_or_parse(serve) -> None:
                 assert server.inflight_stats()["refused"] == 0
         finally:
             holder.close()
+
+
+def test_large_mcp_bodies_are_held_to_the_same_budget(serve) -> None:
+    """``POST /mcp`` bodies and ``WS /mcp`` frames over 1 MiB are parsed where ``/step``
+    bodies are (``SRV-MEM-1``, ``SRV-MEM-2``): against the budget of bytes in flight, in the
+    parse thread. No room within the wait: 503 ``SERVER_BUSY`` on HTTP, a JSON-RPC error
+    naming it on the socket (which goes on); room: an answer."""
+    from tests.mcp_surface.tool_envs import NotesEnv
+
+    text = "x" * (FAST_FRAME_LIMIT + 200_000)
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "shout", "arguments": {"text": text}}}
+    body = json.dumps(call).encode()
+    with serve(NotesEnv, **TIGHT, inflight_wait_s=0.0) as server:
+        holder, rest = _hold_room(server)
+        try:
+            with httpx.Client(base_url=server.url, timeout=TIMEOUT) as http, ws_connect(server, "/mcp", max_size=None) as mcp:
+                busy = http.post("/mcp", content=body, headers={"content-type": "application/json"})
+                assert busy.status_code == 503, (busy.status_code, busy.text[:200])
+                assert busy.json()["code"] == "SERVER_BUSY" and "SRV-MEM-1" in busy.json()["detail"]
+                mcp.send(body.decode())
+                refused = json.loads(mcp.recv(timeout=TIMEOUT))
+                assert refused["error"]["data"]["code"] == "SERVER_BUSY" and "SRV-MEM-1" in refused["error"]["message"]
+                assert server.inflight_stats()["refused"] == 2
+
+                holder.sock.sendall(rest)
+                assert holder.answer()["type"] == "observation"
+                wait_for(lambda: server.inflight_stats()["bytes"] == 0)
+                taken = http.post("/mcp", content=body, headers={"content-type": "application/json"})
+                assert taken.status_code == 200 and taken.json()["result"]["data"] == text.upper()
+                mcp.send(body.decode())
+                assert json.loads(mcp.recv(timeout=TIMEOUT))["result"]["data"] == text.upper()
+                assert server.inflight_stats() == {"bytes": 0, "waiting": 0, "refused": 2}
+        finally:
+            holder.close()

@@ -263,6 +263,23 @@ def test_environment_processes_end_when_the_server_is_killed() -> None:
         wait_for(lambda: not any(alive(pid) for pid in descendants))
 
 
+def test_a_killed_server_takes_an_environment_holding_the_gil_with_it() -> None:
+    """SRV-ISO-4: the environment's process is busy in one C call that never releases the
+    GIL (no Python thread of that process runs again), and the server is SIGKILLed: the
+    environment's process, the fork server and the resource tracker all end all the same."""
+    with (
+        serve_process("server.isolated_envs:Crashing", "--isolate", "process") as served,
+        _connect(served.ws_url) as busy,
+    ):
+        pid = ask(busy, {"type": "reset"})["data"]["observation"]["pid"]
+        busy.send(json.dumps({"type": "step", "data": {"crash": "gil_held"}}))
+        descendants = children_of(served.process.pid)
+        assert pid in descendants and len(descendants) >= 3  # fork server, resource tracker, env
+        served.process.kill()
+        served.process.wait()
+        wait_for(lambda: not any(alive(pid) for pid in descendants), timeout=30)
+
+
 def test_serve_help_explains_the_trade_off() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "openenv_anyio", "serve", "--help"], capture_output=True, text=True, check=True

@@ -68,3 +68,34 @@ def test_no_limit_and_a_foreign_file(tmp_path: Path) -> None:
     (tmp_path / "other").write_bytes(b"\0" * 64)
     with pytest.raises(ValueError, match="not a worker table"):
         WorkerTable(tmp_path / "other")
+
+
+def test_a_hosted_session_socket_is_placed_at_its_owner(tmp_path: Path) -> None:
+    """``/ws?session_id=`` (MCP-SES-3) goes to the worker whose slot and generation the id
+    names, never to the least-loaded one; an id of a restarted worker or of no worker stays."""
+    import secrets
+    import socket
+
+    from openenv_anyio.server.workers.routing import OwnerRouter, Placement
+
+    table = WorkerTable.create(tmp_path / "table", 2, None)
+    inbox, peer = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        router = OwnerRouter(0, table, inbox, [inbox, peer])
+        hosted = session_prefix(1, 0) + secrets.token_urlsafe(32)
+        assert session_owner(hosted) == (1, 0)
+        head = read_head(
+            b"GET /ws?session_id=" + hosted.encode() + b" HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\n\r\n"
+        )
+        assert head is not None and head.session_id == hosted
+        assert router.place(head) == (Placement.OWNER, 1)
+        assert router.place(head, burst=True) == (Placement.OWNER, 1)
+        mine = read_head(b"GET /ws?session_id=" + session_prefix(0, 0).encode() + b"x" * 43 + b" HTTP/1.1\r\nUpgrade: websocket\r\n\r\n")
+        assert mine is not None and router.place(mine) == (Placement.HERE, 0)
+        table.restart(1)
+        assert router.place(head) == (Placement.HERE, 0)  # its worker is gone: answered here, 4404
+        assert router.owner_of("not-an-id") is None
+    finally:
+        inbox.close()
+        peer.close()
+        table.close()

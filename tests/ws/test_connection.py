@@ -228,6 +228,22 @@ def test_each_role_refuses_text_that_is_not_utf8_with_1007(role: Role) -> None:
 
 
 @pytest.mark.parametrize("role", list(Role))
+def test_a_header_announcing_more_than_the_limit_is_refused_before_its_payload(role: Role) -> None:
+    """Nothing of the payload is waited for: the header's length (with what arrived of the
+    message before it) already crosses the limit."""
+    peer, conn = _peer_of(role), WebSocketConnection(role, max_message_size=100)
+    frame = bytes(peer.send_data("x" * 1000, True))
+    header = frame[: len(frame) - 1000]
+    assert conn.receive_data(header) == [TooLarge(1000, 100, True)] and conn.state is ConnectionState.REFUSING
+    assert _read_as(role, conn.bytes_to_send()) == [(Opcode.CLOSE, (1009, "message too big"))]
+    other, fragmented = _peer_of(role), WebSocketConnection(role, max_message_size=100)
+    first = bytes(other.send_data("x" * 60, False))
+    second = bytes(other.send_data("y" * 60, True))
+    assert fragmented.receive_data(first) == []
+    assert fragmented.receive_data(second[: len(second) - 60]) == [TooLarge(120, 100, True)]
+
+
+@pytest.mark.parametrize("role", list(Role))
 def test_each_role_refuses_a_message_over_the_limit_with_1009(role: Role) -> None:
     peer, conn = _peer_of(role), WebSocketConnection(role, max_message_size=100)
     wire = bytes(peer.send_data("x" * 60, False)) + bytes(peer.send_data("y" * 60, True))

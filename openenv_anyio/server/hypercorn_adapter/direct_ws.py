@@ -204,7 +204,11 @@ class _DirectIO:
         return inbox.popleft()
 
     def release_held(self) -> None:
-        """The application is done: give back the budget of what it never took."""
+        """The application is done: give back the budget of what it never took, and drop its
+        peer-close callback (a method of the session, which holds this object's ``receive``:
+        a reference cycle that would keep the session, and every frame it holds, until a
+        full collection)."""
+        self._stream.on_peer_close = None
         self._release_reservation()
         for message in self._inbox:
             held = message.get(HELD_TEXT)

@@ -7,19 +7,28 @@ as a server does, on a trio loop of its own: sync calls run inline (this process
 else to do), ``async def`` ones are awaited. Whatever the environment does to this process
 (a segfault, ``os._exit``, a busy loop) the server sees as a closed channel or a late reply.
 
-It never outlives the server: a thread watches the channel and ends the process the moment
-the server's end of it closes, even while environment code runs (no orphans).
+It never outlives the server, however the server ends (no orphans). Two guards, because the
+process's parent is the fork server, not the server (so no parent-death signal reaches it):
+
+- the lifeline: a second socket whose other end only the server holds and never writes to,
+  set so the kernel signals this process (``O_ASYNC``, ``F_SETSIG``: SIGKILL) when it
+  hangs up. The kernel sends it, so it ends the process even when environment code holds
+  the GIL in a C call that never returns (no Python code of this process runs again);
+- a thread that watches the channel and ends the process as soon as the server's end of it
+  closes (the same, where the lifeline cannot be armed).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import select
 import signal
 import socket
+import sys
 import threading
 import traceback
-from typing import Any, assert_never
+from typing import Any, Final, assert_never
 
 import trio
 
@@ -38,11 +47,46 @@ ORPHAN_EXIT_STATUS = 70
 _READ_SIZE = 1 << 16
 
 
-def run_child(channel: socket.socket, target: str) -> None:
-    """The process's main: serve ``target`` over ``channel`` (a connected stream socket)."""
+#: ``fcntl``'s ``F_SETSIG``, Linux's own (10 there; the ``fcntl`` module of some Pythons does
+#: not name it); None elsewhere, where the channel's watch thread is the only guard.
+_F_SETSIG: Final[int | None] = getattr(fcntl, "F_SETSIG", 10 if sys.platform.startswith("linux") else None)
+
+
+def run_child(channel: socket.socket, target: str, lifeline: socket.socket | None = None) -> None:
+    """The process's main: serve ``target`` over ``channel`` (a connected stream socket);
+    ``lifeline``: the socket whose hang-up kills this process (see the module doc)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in a terminal: the server drains, then ends us
+    if lifeline is not None:
+        _arm_lifeline(lifeline)
     _watch_server(channel)
     trio.run(_serve, channel, target)
+
+
+def _arm_lifeline(lifeline: socket.socket) -> None:
+    """Have the kernel SIGKILL this process when the server's end of ``lifeline`` closes
+    (``O_ASYNC`` sends the owner a signal when the socket becomes readable; the server never
+    writes to it, so only its hang-up does). Kept open for the process's life."""
+    if _F_SETSIG is None:
+        return
+    fd = lifeline.fileno()
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
+        fcntl.fcntl(fd, _F_SETSIG, signal.SIGKILL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC | os.O_NONBLOCK)
+    except OSError:
+        return  # not on this platform: the channel's watch thread is the guard
+    _lifelines.append(lifeline)
+    try:  # the server may have gone before the lifeline was armed
+        gone = lifeline.recv(1) == b""
+    except BlockingIOError:
+        gone = False
+    except OSError:
+        gone = True
+    if gone:
+        os._exit(ORPHAN_EXIT_STATUS)
+
+
+_lifelines: list[socket.socket] = []  # held for the process's life (closing one would disarm it)
 
 
 def _watch_server(channel: socket.socket) -> None:

@@ -19,8 +19,8 @@ again once the process is IDLE. A request abandoned by its caller
 (cancelled: the server is stopping) also kills the process, since its late reply would
 answer the wrong request. :meth:`EnvProcess.end` is the one way out: close the channel, let
 the process exit by itself for a bounded grace, then kill it; it always reaps the process.
-The process ends itself when the server's end of the channel closes (no orphans, even if the
-server is killed).
+The process dies when the server does, however it dies (no orphans): the kernel kills it
+when its lifeline, a socket only the server holds open, hangs up (see ``child``).
 
 States and transitions (anything else is a bug and raises)::
 
@@ -116,14 +116,17 @@ class EnvProcess:
         self._reader = MessageReader()
         ours, theirs = socket.socketpair()
         self._theirs: socket.socket | None = theirs
+        #: the process dies when this closes (its lifeline, see ``child``): closed once it is reaped
+        self._lifeline, lifeline = socket.socketpair()
         self._ours = ours  # non-blocking once wrapped: the idle watch peeks at it directly
         self._stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
         self._idle_watch: trio.CancelScope | None = None
         self._state_changed = trio.lowlevel.ParkingLot()  # the idle watch waits here while not IDLE
         self._reaping = trio.Lock()  # one waiter on the process's sentinel at a time
         self._process = _fork_server(target).Process(
-            target=run_child, args=(theirs, target), name=f"openenv-env {target}", daemon=True
+            target=run_child, args=(theirs, target, lifeline), name=f"openenv-env {target}", daemon=True
         )
+        self._lifeline_theirs: socket.socket | None = lifeline
         #: why the process is gone (set on ``lost``)
         self.lost: EnvironmentLost | None = None
 
@@ -155,6 +158,9 @@ class EnvProcess:
         theirs, self._theirs = self._theirs, None
         if theirs is not None:
             theirs.close()  # the process holds its own copy: EOF here now means it is gone
+        lifeline, self._lifeline_theirs = self._lifeline_theirs, None
+        if lifeline is not None:
+            lifeline.close()
         first = await self._read()
         if first is None:
             await self._lose("while the environment was being created")
@@ -263,6 +269,7 @@ class EnvProcess:
             if process.exitcode is None:
                 self._kill()
                 await trio.lowlevel.wait_readable(process.sentinel)
+        self._lifeline.close()  # reaped: nothing left for it to end
         return process.exitcode  # type: ignore[no-any-return]
 
     async def _lose(self, when: str) -> None:
@@ -285,6 +292,10 @@ class EnvProcess:
             if self._theirs is not None:
                 self._theirs.close()
                 self._theirs = None
+            if self._lifeline_theirs is not None:
+                self._lifeline_theirs.close()
+                self._lifeline_theirs = None
             await self._reap(grace_s)
+            self._lifeline.close()  # never started (nothing reaped)
             with contextlib.suppress(ValueError):
                 self._process.close()

@@ -101,6 +101,15 @@ class Instruments:
             return _ignore_count
         return metrics.sessions_active.set
 
+    def count_stuck_closes(self, count: Callable[[], int]) -> Callable[[int], None]:
+        """What the session registry calls on every change of the number of environments
+        whose ``close()`` outlived its bound (``openenv_env_closes_stuck``), as
+        :meth:`count_sessions` does for sessions."""
+        metrics = self.metrics
+        if metrics is None or metrics.read_stuck_closes_when_scraped(count):
+            return _ignore_count
+        return metrics.env_closes_stuck.set
+
     def session_opened(self, session: SessionIdentity, accepted_at: float, *, resumable: bool) -> None:
         """A session is ready to serve; ``accepted_at`` is the ``perf_counter()`` of its upgrade."""
         if self.metrics is not None:

@@ -105,6 +105,12 @@ class ServerMetrics:
             "(--max-inflight-bytes, SRV-MEM-1): reserved when they start arriving, given back once parsed.",
             registry=registry, multiprocess_mode="livesum",
         )
+        self.env_closes_stuck = Gauge(
+            "openenv_env_closes_stuck",
+            "Environments whose close() outlived the shutdown grace period and still runs, each holding "
+            "a thread (SRV-FAULT-3); at --max-stuck-closes the server takes no new session until one returns.",
+            registry=registry, multiprocess_mode="livesum",
+        )
         self.ui_subscribers = Gauge(
             "openenv_ui_subscribers", "Open /ws/ui connections.", registry=registry, multiprocess_mode="livesum"
         )
@@ -147,6 +153,13 @@ class ServerMetrics:
         if multiprocess_directory() is not None:
             return False
         self.sessions_active.set_function(count)
+        return True
+
+    def read_stuck_closes_when_scraped(self, count: Callable[[], int]) -> bool:
+        """``openenv_env_closes_stuck`` read at each scrape, as :meth:`read_sessions_when_scraped`."""
+        if multiprocess_directory() is not None:
+            return False
+        self.env_closes_stuck.set_function(count)
         return True
 
     def _count_and_observe_step(self, seconds: float) -> None:

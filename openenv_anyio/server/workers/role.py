@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ServerConfig
+from .forwarding import OwnerForwarding
 from .routing import OwnerRouter, session_prefix
 from .table import WorkerTable
 
@@ -93,6 +94,8 @@ class WorkerRole:
         inbox = socket.socket(fileno=spec.inbox_fd)
         peers = [socket.socket(fileno=fd) for fd in spec.peer_fds]
         self.router = OwnerRouter(spec.slot, self.table, inbox, peers)
+        #: where requests about another worker's hosted sessions go
+        self.session_owners = OwnerForwarding(self.router)
 
     @property
     def session_prefix(self) -> str:

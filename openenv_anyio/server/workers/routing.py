@@ -8,6 +8,9 @@ added work is one ``MSG_PEEK`` read of the request head. Only two kinds of conne
 - a resume (``OpenEnv-Resume-Token``, ``EXT-RES-1``) whose session id names another
   worker's slot and generation: it goes to that worker (or, when that worker died since,
   stays here and is answered ``SESSION_NOT_FOUND``, ``EXT-RES-4``);
+- a hosted MCP session's socket (``/ws?session_id=``, ``MCP-SES-3``), whose id names another
+  worker the same way: it goes to that worker (a ``POST /mcp`` naming such a session is
+  forwarded there request by request: :mod:`.forwarding`);
 - a new ``/ws`` session arriving, outside a burst, at a worker that holds
   :data:`BALANCE_SLACK` or more sessions than the least-loaded serving worker: it goes to
   that one, so sessions spread
@@ -73,7 +76,9 @@ INBOX_BURST: Final = 256
 #: How long a hand-off may wait for room in the target's inbox.
 HANDOFF_TIMEOUT_S: Final = 5.0
 
-_SESSION_ID: Final = re.compile(r"(\d+)-(\d+)-[0-9a-f]{32}")
+#: a session id a worker made: its slot, its generation, then a ``/ws`` session's uuid (hex)
+#: or a hosted session's secret (``secrets.token_urlsafe(32)``)
+_SESSION_ID: Final = re.compile(r"(\d+)-(\d+)-(?:[0-9a-f]{32}|[A-Za-z0-9_-]{43})")
 
 Handler = Callable[[Any], Awaitable[None]]
 
@@ -219,13 +224,11 @@ class OwnerRouter:
             return Placement.HERE, self.slot
         if head.resume_token is not None:
             token = ResumeToken.parse(head.resume_token)
-            owner = None if token is None else session_owner(token.session_id)
-            if owner is None:
-                return Placement.HERE, self.slot
-            slot, generation = owner
-            if slot == self.slot or not 0 <= slot < self.table.slots or self.table.generation(slot) != generation:
-                return Placement.HERE, self.slot  # ours, or its worker is gone: EXT-RES-4 here
-            return Placement.OWNER, slot
+            owner = None if token is None else self.owner_of(token.session_id)
+            return (Placement.HERE, self.slot) if owner is None else (Placement.OWNER, owner)
+        if head.session_id is not None:  # a hosted session's socket (MCP-SES-3): at its owner
+            owner = self.owner_of(head.session_id)
+            return (Placement.HERE, self.slot) if owner is None else (Placement.OWNER, owner)
         if head.path != b"/ws" or burst:
             return Placement.HERE, self.slot
         loads = self.table.serving_loads()
@@ -236,6 +239,18 @@ class OwnerRouter:
         if mine >= loads[lightest] + BALANCE_SLACK:
             return Placement.LEAST_LOADED, lightest
         return Placement.HERE, self.slot
+
+    def owner_of(self, session_id: str) -> int | None:
+        """The slot of the other worker that holds ``session_id``; None when it is this
+        worker's, names no worker, or its worker was restarted since (the session is gone:
+        it is answered here as unknown, ``EXT-RES-4``)."""
+        owner = session_owner(session_id)
+        if owner is None:
+            return None
+        slot, generation = owner
+        if slot == self.slot or not 0 <= slot < self.table.slots or self.table.generation(slot) != generation:
+            return None
+        return slot
 
     async def _moved(self, stream: trio.SocketStream) -> bool:
         """Hand ``stream`` to another worker when it belongs there; ``True`` when it went."""
@@ -258,8 +273,16 @@ class OwnerRouter:
 
     async def _hand_off(self, stream: trio.SocketStream, slot: int) -> bool:
         """Send the socket to ``slot``'s inbox; ``False`` (keep it here) when that fails."""
+        if not await self.send_connection(stream.socket.fileno(), slot):
+            return False
+        # The socket now lives in the target worker too: closing this copy sends nothing to the peer.
+        stream.socket.close()
+        return True
+
+    async def send_connection(self, fd: int, slot: int) -> bool:
+        """Send the connected socket ``fd`` to ``slot``'s inbox, which serves it as a
+        connection it accepted; ``False`` when that fails."""
         peer = self.peers[slot]
-        fd = stream.socket.fileno()
         async with self._locks[slot]:
             with trio.move_on_after(HANDOFF_TIMEOUT_S):
                 while True:
@@ -271,9 +294,6 @@ class OwnerRouter:
                     except OSError as exc:
                         log.warning("hand-off to worker %d failed: %s", slot, exc)
                         return False
-                    # The socket now lives in the target worker too: closing this copy
-                    # sends nothing to the peer.
-                    stream.socket.close()
                     return True
         log.warning("hand-off to worker %d timed out; serving the connection here", slot)
         return False
