@@ -29,7 +29,22 @@ def _positive_int(text: str) -> int:
     return int(text)
 
 
+FLEET_HELP = """\
+certifying a fleet (several servers behind one balancer):
+  Each case sends its own random OpenEnv-Affinity key (EXT-AFF-1) on every WebSocket it
+  opens, and the report's wire log shows it. Behind a balancer that hashes on that header
+  (deploy/haproxy, deploy/nginx) a case's sessions, their resumes and its dashboard reach
+  one server, so the verdicts are those of one server; the balancer may choose another
+  server for the next case. Run check against the balancer's URL to certify the path your
+  agents take, and against each server's own URL to certify every server; servers of one
+  fleet should serve the same environment with the same limits. A balancer that does not
+  hash on the header (round-robin) fails the resume case EXT-RES-01.
+"""
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = FLEET_HELP
     parser.add_argument("url", metavar="URL", nargs="?", help="the server's base URL, http(s):// or ws(s):// (e.g. http://127.0.0.1:8000); not needed with --list")
     parser.add_argument("--action", metavar="JSON", help="a valid action as a JSON object (default: built from GET /schema)")
     parser.add_argument("--only", metavar="ID", nargs="+", help="run only these case IDs or groups (e.g. WS-ERR-01 HTTP)")
