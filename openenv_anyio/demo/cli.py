@@ -99,6 +99,23 @@ class _DemoError(Exception):
     """A failure the user should see as one line."""
 
 
+def _server_base(url: str) -> str:
+    """The server's HTTP base URL from ``--url``: ``http(s)://``, ``ws(s)://`` or ``host:port``,
+    the base or the agent channel's own URL (``.../ws``, what ``serve`` prints), as ``check``
+    reads it. A URL the client cannot use is a :class:`_DemoError` naming why."""
+    from ..client.urls import AGENT_CHANNEL, websocket_address
+
+    try:
+        address = websocket_address(url)
+    except ValueError as exc:
+        reason = str(exc)
+        if reason.startswith("invalid base_url"):  # the client's words for its argument
+            reason = reason.split(": ", 1)[-1]
+        raise _DemoError(f"--url {url!r}: {reason}") from None
+    prefix = address.target.removesuffix(AGENT_CHANNEL).rstrip("/").removesuffix(AGENT_CHANNEL)
+    return f"{'https' if address.secure else 'http'}://{address.host_header}{prefix}"
+
+
 async def _fetch_json(url: str, token: str | None) -> Any:
     import httpx
 
@@ -125,6 +142,8 @@ async def _main(args: argparse.Namespace, summary: _Summary) -> int:
     from .policies import choose_policy
     from .report import ProgressLine, summary_table
 
+    if args.url:
+        _server_base(args.url)  # a bad URL is one line, before anything starts
     if args.token and not args.url:
         raise _DemoError("--token goes with --url (the demo's own server asks for no token)")
     token = (args.token or os.environ.get("OPENENV_TOKEN") or None) if args.url else None
@@ -137,8 +156,8 @@ async def _main(args: argparse.Namespace, summary: _Summary) -> int:
             raise _DemoError(str(exc)) from None
     async with trio.open_nursery() as nursery:
         if args.url:
-            url = args.url.rstrip("/")
-            env_name = args.url
+            url = _server_base(args.url)
+            env_name = url
         else:
             from ..envs.loading import resolve_env_target
             from ..server import EnvServer, ServerConfig

@@ -93,14 +93,30 @@ def _attribute(module: Any, module_name: str, attribute_path: str) -> Any:
     return value
 
 
+#: how a value of a builtin type is named in a message
+_PLAIN_NAMES = {
+    int: "a whole number", float: "a number", bool: "a boolean", str: "a string", bytes: "bytes",
+    list: "a list", tuple: "a tuple", dict: "a dict", set: "a set", type(None): "None",
+}
+
+
+def _a_value(value: Any) -> str:
+    """``an int (42)``-style words for a value in a message: its kind and a short preview."""
+    kind = type(value)
+    if kind in _PLAIN_NAMES:
+        shown = repr(value)
+        scalar = kind in (int, float, bool, str, bytes)
+        return f"{_PLAIN_NAMES[kind]} ({shown})" if scalar and len(shown) <= 40 else _PLAIN_NAMES[kind]
+    name = kind.__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name} instance"
+
+
 def _factory(attribute: Any, where: str) -> EnvFactory:
     from .openenv_core import OpenEnvCoreEnv, is_openenv_core_environment
 
     if not callable(attribute):
         hint = " (pass the class, not an instance)" if _is_environment_instance(attribute) else ""
-        raise EnvTargetError(
-            f"{where} is a {type(attribute).__name__}, not an environment class or factory{hint}"
-        )
+        raise EnvTargetError(f"{where} is {_a_value(attribute)}, not an environment class or factory{hint}")
     if is_openenv_core_environment(_unwrap(attribute)) or is_openenv_core_environment(
         _return_class(attribute)
     ):

@@ -115,23 +115,19 @@ def _port(text: str) -> int:
 
 def _limit_line(factory: Any, configured: int | None) -> str:
     """The session limit in force and where it comes from (``WS-CAP-1``)."""
-    from .context import session_limit
+    from .context import session_cap_source, session_limit, session_limit_lowered
 
-    limit = session_limit(factory, configured)
+    limit = session_limit(factory, configured, warn=False)
     if limit is None:
         return "no session limit (--max-concurrent-envs N sets one)"
     sessions = "session" if limit == 1 else "sessions"
-    if configured is not None and configured <= limit:
+    refused = "more agents are refused with CAPACITY_REACHED"
+    lowered = session_limit_lowered(factory, configured)
+    if lowered is not None:
+        return f"at most {limit} concurrent {sessions}: --max-concurrent-envs {configured} lowered to {limit}: {session_cap_source(factory)}; {refused}"
+    if configured is not None:
         return f"at most {limit} concurrent {sessions} (--max-concurrent-envs)"
-    from ..envs.openenv_core import OpenEnvCoreEnv
-
-    name = getattr(factory, "__qualname__", None) or type(factory).__name__
-    why = (
-        "an openenv-core environment without SUPPORTS_CONCURRENT_SESSIONS = True"
-        if isinstance(factory, type) and issubclass(factory, OpenEnvCoreEnv)
-        else f"{name}.MAX_CONCURRENT_SESSIONS"
-    )
-    return f"at most {limit} concurrent {sessions}: {name} allows no more ({why}); more agents are refused with CAPACITY_REACHED"
+    return f"at most {limit} concurrent {sessions}: {session_cap_source(factory)}; {refused}"
 
 
 #: the highest soft open-file limit ``serve`` asks for when the hard limit is unlimited
@@ -225,6 +221,36 @@ def operator_token(args: argparse.Namespace, environ: Mapping[str, str]) -> str 
     return environ.get(TOKEN_ENV) or None
 
 
+#: ServerConfig's names for what the flags set: its messages are shown in the flags' words
+_FLAGS = {
+    "max_concurrent_envs": "--max-concurrent-envs",
+    "session_timeout_s": "--session-timeout",
+    "max_ui_subscribers": "--max-ui-subscribers",
+    "shutdown_grace_s": "--shutdown-grace",
+    "resume_grace_s": "--resume-grace",
+    "drain_timeout_s": "--drain-timeout",
+    "max_message_size_mb": "--max-message-size-mb",
+    "max_inflight_bytes": "--max-inflight-bytes",
+    "step_timeout_s": "--step-timeout",
+    "full_gc_threshold": "--full-gc-threshold",
+}
+_PYTHON_ONLY = {
+    "(or None for no limit)": "(leave the flag out for no limit)",
+    "(or None for no timeout)": "(leave the flag out for no timeout)",
+    "(or None to leave gc alone)": "(0 leaves gc alone)",
+    ", or None for twice it": ", or leave the flag out for twice it",
+}
+
+
+def _in_flag_words(message: str) -> str:
+    """A :class:`ServerConfig` message as the command line says it (flags, not field names)."""
+    import re
+
+    for python, words in _PYTHON_ONLY.items():
+        message = message.replace(python, words)
+    return re.sub(r"\b(" + "|".join(_FLAGS) + r")\b", lambda match: _FLAGS[match.group(1)], message)
+
+
 def run(args: argparse.Namespace) -> int:
     import trio
 
@@ -278,7 +304,7 @@ def run(args: argparse.Namespace) -> int:
 
         workers = worker_count(args.workers)
     except ValueError as exc:
-        print(f"openenv-anyio serve: {exc}", file=sys.stderr)
+        print(f"openenv-anyio serve: {_in_flag_words(str(exc))}", file=sys.stderr)
         return 2
     from .bound_env import FactoryFailure
 
