@@ -25,12 +25,13 @@ ENV_CLASSES = [
     for block in BLOCKS
     for match in re.finditer(r"^class (\w+)\(Environment\):", block, re.M)
 ]
-#: ``serve MODULE:ATTR`` targets of the README's commands, but for its own files
+#: ``serve MODULE:ATTR`` targets of the README's shell commands, but for its own files
 #: (``mygame``, checked through its class above) and placeholders (``mypkg``)
 SERVE_TARGETS = sorted(
     {
         target
-        for target in re.findall(r"openenv-anyio serve ([\w.]+:[\w.-]+)", TEXT)
+        for block in re.findall(r"```bash\n(.*?)```", TEXT, re.S)
+        for target in re.findall(r"openenv-anyio serve ([\w.]+:[\w.-]+)", block)
         if target.split(":")[0].split(".")[0] not in ("mygame", "mypkg")
     }
 )

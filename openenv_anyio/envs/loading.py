@@ -34,7 +34,11 @@ _USAGE = "expected MODULE:ATTR (e.g. mypkg.server:MyEnv) or gymnasium:ENV_ID (e.
 
 
 def resolve_env_target(
-    target: str, *, app_dir: str | None = ".", gymnasium_kwargs: Mapping[str, Any] | None = None
+    target: str,
+    *,
+    app_dir: str | None = ".",
+    gymnasium_kwargs: Mapping[str, Any] | None = None,
+    action_model: str | None = None,
 ) -> EnvFactory:
     """The environment factory that ``target`` names; :class:`EnvTargetError` if it names none.
 
@@ -42,7 +46,9 @@ def resolve_env_target(
     first on ``sys.path`` when it is not there yet, so that ``serve myenv:MyEnv`` finds
     ``myenv.py`` where the command runs even from an installed console script. ``None``
     leaves ``sys.path`` alone. ``gymnasium_kwargs`` go to ``gymnasium.make`` for a
-    ``gymnasium:ENV_ID`` target (e.g. ``{"render_mode": "rgb_array"}``).
+    ``gymnasium:ENV_ID`` target (e.g. ``{"render_mode": "rgb_array"}``). ``action_model``
+    (``MODULE:Model``, a pydantic model) is the Action model of an openenv-core environment
+    whose ``step`` names none (``OpenEnvCoreEnv.wrap(Env, action_model=Model)``).
     """
     module_name, colon, attribute_path = target.strip().partition(":")
     if not colon or not module_name or not attribute_path:
@@ -51,11 +57,28 @@ def resolve_env_target(
         directory = os.path.abspath(app_dir)
         if directory not in sys.path:
             sys.path.insert(0, directory)
+    model = None if action_model is None else _action_model(action_model)
     if module_name == _GYMNASIUM:
+        if model is not None:
+            raise EnvTargetError(f"--action-model is for openenv-core environments, not {target}")
         return _gymnasium_factory(attribute_path, gymnasium_kwargs or {})
     module = _import(module_name)
     attribute = _attribute(module, module_name, attribute_path)
-    return _factory(attribute, f"{module_name}:{attribute_path}")
+    return _factory(attribute, f"{module_name}:{attribute_path}", model)
+
+
+def _action_model(text: str) -> Any:
+    """The pydantic model ``MODULE:Model`` names (``--action-model``)."""
+    module_name, colon, path = text.strip().partition(":")
+    if not colon or not module_name or not path:
+        raise EnvTargetError(f"bad --action-model {text!r}: expected MODULE:Model (a pydantic model)")
+    model = _attribute(_import(module_name), module_name, path)
+    from pydantic import BaseModel
+
+    if not (inspect.isclass(model) and issubclass(model, BaseModel)):
+        what = f"the class {model.__name__}" if inspect.isclass(model) else _a_value(model)
+        raise EnvTargetError(f"--action-model {text} is {what}, not a pydantic model")
+    return model
 
 
 def _one_line(text: object) -> str:
@@ -111,8 +134,8 @@ def _a_value(value: Any) -> str:
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name} instance"
 
 
-def _factory(attribute: Any, where: str) -> EnvFactory:
-    from .openenv_core import OpenEnvCoreEnv, is_openenv_core_environment
+def _factory(attribute: Any, where: str, action_model: Any = None) -> EnvFactory:
+    from .openenv_core import ActionModelUnknown, OpenEnvCoreEnv, is_openenv_core_environment
 
     if not callable(attribute):
         hint = " (pass the class, not an instance)" if _is_environment_instance(attribute) else ""
@@ -120,7 +143,15 @@ def _factory(attribute: Any, where: str) -> EnvFactory:
     if is_openenv_core_environment(_unwrap(attribute)) or is_openenv_core_environment(
         _return_class(attribute)
     ):
-        return _built(lambda: OpenEnvCoreEnv.wrap(attribute), where)
+        try:
+            return _built(lambda: OpenEnvCoreEnv.wrap(attribute, action_model=action_model), where)
+        except ActionModelUnknown as exc:
+            raise EnvTargetError(f"{exc}; from the command line: --action-model MODULE:Model") from None
+    if action_model is not None:
+        raise EnvTargetError(
+            f"--action-model is for openenv-core environments; {where} is not one (it declares its actions "
+            "with action_schema, a JSON Schema or a pydantic model)"
+        )
     gymnasium = sys.modules.get(_GYMNASIUM)
     if gymnasium is not None and inspect.isclass(attribute) and issubclass(attribute, gymnasium.Env):
         from .gymnasium import GymnasiumEnv

@@ -30,6 +30,12 @@ TOKEN_ENV = "OPENENV_TOKEN"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="MODULE:ATTR", help="the environment: a class or factory (openenv_anyio.envs.guess:GuessNumberEnv), an openenv-core Environment subclass (mypkg.server:MyEnv) or a Gymnasium id (gymnasium:CartPole-v1)")
+    parser.add_argument(
+        "--action-model", metavar="MODULE:Model", default=None,
+        help="the Action model (a pydantic model) of an openenv-core environment whose step(self, action: Any) "
+        "names none, as OpenEnvCoreEnv.wrap(Env, action_model=Model) takes it: actions are validated with it "
+        "and step receives its instances",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback)")
     parser.add_argument("--port", type=_port, default=8000, help="port (0 picks a free one; default 8000)")
     parser.add_argument(
@@ -272,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
         from ..envs.loading import resolve_env_target
         from .isolation import ProcessIsolated
 
-        local = resolve_env_target(args.target)
+        local = resolve_env_target(args.target, action_model=args.action_model)
         factory: Any = ProcessIsolated(args.target, local) if args.isolate == "process" else local
         config = ServerConfig(
             host=args.host,
@@ -303,6 +309,11 @@ def run(args: argparse.Namespace) -> int:
         from .workers.supervisor import WorkerSupervisor, worker_count
 
         workers = worker_count(args.workers)
+        if args.action_model is not None and (workers != 1 or args.isolate == "process"):
+            raise ValueError(
+                "--action-model serves one process: with --workers or --isolate process, serve a module "
+                "holding Env = OpenEnvCoreEnv.wrap(MyEnv, action_model=MyAction) instead"
+            )
     except ValueError as exc:
         print(f"openenv-anyio serve: {_in_flag_words(str(exc))}", file=sys.stderr)
         return 2
