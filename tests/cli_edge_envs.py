@@ -40,3 +40,14 @@ class SlowSteps(SingleSession):
     def step(self, action: dict[str, Any]) -> dict[str, Any]:
         time.sleep(1.0)
         return super().step(action)
+
+
+class SlowClose(SingleSession):
+    """Closing takes a while: a server shutting down with one of these open is still busy
+    a moment after it was asked to stop."""
+
+    MAX_CONCURRENT_SESSIONS = None  # type: ignore[assignment]
+    action_schema = {"type": "object", "properties": {"move": {"type": "integer"}}, "additionalProperties": False}
+
+    def close(self) -> None:
+        time.sleep(1.0)

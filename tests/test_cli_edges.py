@@ -126,3 +126,54 @@ def test_docs_check_from_another_folder(tmp_path: Path) -> None:
     outside = _run("docs", "--check", cwd=tmp_path)  # no protocol/reference anywhere above
     line = _one_clean_line(outside)
     assert outside.returncode != 0 and "missing)" not in line and "--out" in line
+
+
+def _watching_demo() -> tuple[subprocess.Popen[str], str]:
+    """``demo --watch`` once its agents are done: the process and the server's URL."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "openenv_anyio", "demo", "--watch", "--env", "cli_edge_envs:SlowClose",
+         "--agents", "2", "--episodes", "1", "--max-steps", "20", "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=serve_environment(),
+    )
+    assert process.stderr is not None
+    url = ""
+    deadline = time.monotonic() + 120
+    for line in process.stderr:
+        assert time.monotonic() < deadline
+        if line.startswith("dashboard: "):
+            url = line.split()[1].removesuffix("/web/")
+        if "stay up" in line:
+            return process, url
+    raise AssertionError(f"demo --watch ended early ({process.wait()})")
+
+
+@pytest.mark.parametrize("gap_s", [0.1, 0.4])
+def test_ctrl_c_twice_on_demo_watch_while_it_stops_ends_cleanly(gap_s: float) -> None:
+    """A dashboard watching, one session ended and one still open, then Ctrl-C, and Ctrl-C
+    again while the server is still closing the open session's environment: the second one
+    used to be raised as KeyboardInterrupt in the middle of the shutdown (once it ended in
+    trio.TrioInternalError); it is noted and the first one's clean stop goes on."""
+    from websockets.sync.client import connect
+
+    process, url = _watching_demo()
+    try:
+        ws = url.replace("http", "ws", 1)
+        with connect(ws + "/ws/ui?dashboard=1") as dashboard, connect(ws + "/ws") as ended, connect(ws + "/ws") as kept:
+            for session in (ended, kept):
+                session.send(json.dumps({"type": "reset", "data": {}}))
+                session.recv()
+                session.send(json.dumps({"type": "step", "data": {"move": 1}}))
+                session.recv()
+            ended.send(json.dumps({"type": "close", "data": {}}))
+            dashboard.recv()
+            process.send_signal(signal.SIGINT)
+            time.sleep(gap_s)  # the open session's close() takes a second
+            process.send_signal(signal.SIGINT)
+            stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert "Traceback" not in stderr and "TrioInternalError" not in stderr, stderr[-3000:]
+    assert process.returncode == 0, (process.returncode, stderr[-3000:])
+    assert "stopping already" in stderr
