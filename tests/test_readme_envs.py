@@ -1,7 +1,7 @@
-"""Every environment the README shows passes the conformance kit: the classes of its Python
-blocks (taken from README.md itself, so the test follows the text) and the importable
-targets of its ``openenv-anyio serve`` commands, each served and checked with
-``openenv-anyio check``."""
+"""Every environment the README (and the user guide under docs/) shows passes the conformance
+kit: the classes of its Python blocks (taken from the Markdown itself, so the test follows
+the text) and the importable targets of its ``openenv-anyio serve`` commands, each served
+and checked with ``openenv-anyio check``."""
 
 from __future__ import annotations
 
@@ -16,8 +16,10 @@ import pytest
 from openenv_anyio.server import EnvServer, ServerConfig
 from serve_process import serve_process
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-TEXT = README.read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parent.parent
+#: the README and the user guide under docs/ (the environments shown in either)
+SHOWN = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+TEXT = "\n".join(path.read_text(encoding="utf-8") for path in SHOWN)
 BLOCKS = re.findall(r"```python\n(.*?)```", TEXT, re.S)
 #: (class name, the block that defines it) for every environment class the README shows
 ENV_CLASSES = [
