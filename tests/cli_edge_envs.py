@@ -6,8 +6,6 @@ import time
 import uuid
 from typing import Any
 
-from pydantic import BaseModel
-
 
 class SingleSession:
     """An environment that allows one session at a time."""

@@ -4,7 +4,6 @@ clear line (no traceback, no internal names), and what the command did is said."
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,10 +12,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from serve_process import serve_environment, serve_process
 
 from openenv_anyio.envs.echo import EchoEnv
 from openenv_anyio.server import EnvServer, ServerConfig
-from serve_process import serve_environment, serve_process
 
 ROOT = Path(__file__).resolve().parent.parent
 

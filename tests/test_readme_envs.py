@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from serve_process import serve_process
 
 from openenv_anyio.server import EnvServer, ServerConfig
-from serve_process import serve_process
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the README and the user guide under docs/ (the environments shown in either)

@@ -153,12 +153,12 @@ def _report_interrupted(report: RunReport | None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    import trio
+
     from .baseline import BaselineError, apply_baseline, load_baseline
     from .cases import CASES, select_cases
     from .driver import DriverError, Target
     from .reports import print_terminal, write_json, write_junit
-    import trio
-
     from .runner import CheckOptions
 
     if args.list:

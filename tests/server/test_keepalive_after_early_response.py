@@ -21,7 +21,6 @@ from contextlib import contextmanager
 import anyio
 import httpx
 import pytest
-
 from serve_process import serve_process
 
 ECHO = "openenv_anyio.envs.echo:EchoEnv"
