@@ -176,3 +176,19 @@ def test_ctrl_c_twice_on_demo_watch_while_it_stops_ends_cleanly(gap_s: float) ->
     assert "Traceback" not in stderr and "TrioInternalError" not in stderr, stderr[-3000:]
     assert process.returncode == 0, (process.returncode, stderr[-3000:])
     assert "stopping already" in stderr
+
+
+def test_demo_against_a_server_that_is_not_openenv_says_so(tmp_path: Path) -> None:
+    web = subprocess.Popen(
+        [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        assert web.stdout is not None
+        port = int(web.stdout.readline().split("port ")[1].split()[0])
+        done = _run("demo", "--url", f"http://127.0.0.1:{port}", "--agents", "1", "--episodes", "1", "--no-progress")
+    finally:
+        web.terminate()
+        web.wait(10)
+    assert done.returncode == 1
+    assert "is not an OpenEnv server" in _one_clean_line(done) and "<html" not in done.stdout.lower()

@@ -214,6 +214,8 @@ async def _demo(args: argparse.Namespace, summary: _Summary, stop: _Stop) -> int
             print(f"dashboard: {url}/web/", file=sys.stderr)
         schema = await _fetch_json(f"{url}/schema", token) or {}
         metadata = await _fetch_json(f"{url}/metadata", token) or {}
+        if args.url and not schema and not metadata and await _fetch_json(f"{url}/health", token) is None:
+            raise _DemoError(f"{url} is not an OpenEnv server: GET /health, /metadata and /schema gave no JSON")
         env_name = f"{metadata.get('name', '')} {env_name}"
         print(f"serving {args.env} at {url}" if not args.url else f"using {url}", file=sys.stderr)
 
