@@ -50,10 +50,11 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         return int(args._module.run(args) or 0)
     except KeyboardInterrupt:
+        print("openenv-anyio: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader of our output left (``| head``): end quietly
         devnull = os.open(os.devnull, os.O_WRONLY)

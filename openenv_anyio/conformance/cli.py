@@ -1,7 +1,8 @@
 """``openenv-anyio check URL``: run the conformance cases against a server and report.
 
 Exit status: 0 when no required case fails beyond the expected-failures baseline and no
-baselined case passes; 1 otherwise; 2 for bad arguments or an unreachable server.
+baselined case passes; 1 otherwise; 2 for bad arguments, an unreachable server or one that
+is not an OpenEnv server; 130 when interrupted (Ctrl-C: the verdicts so far are shown).
 """
 
 from __future__ import annotations
@@ -10,7 +11,12 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .context import CheckOptions
+    from .runner import RunReport
 
 
 def _positive(text: str) -> float:
@@ -29,7 +35,22 @@ def _positive_int(text: str) -> int:
     return int(text)
 
 
+FLEET_HELP = """\
+certifying a fleet (several servers behind one balancer):
+  Each case sends its own random OpenEnv-Affinity key (EXT-AFF-1) on every WebSocket it
+  opens, and the report's wire log shows it. Behind a balancer that hashes on that header
+  (deploy/haproxy, deploy/nginx) a case's sessions, their resumes and its dashboard reach
+  one server, so the verdicts are those of one server; the balancer may choose another
+  server for the next case. Run check against the balancer's URL to certify the path your
+  agents take, and against each server's own URL to certify every server; servers of one
+  fleet should serve the same environment with the same limits. A balancer that does not
+  hash on the header (round-robin) fails the resume case EXT-RES-01.
+"""
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = FLEET_HELP
     parser.add_argument("url", metavar="URL", nargs="?", help="the server's base URL, http(s):// or ws(s):// (e.g. http://127.0.0.1:8000); not needed with --list")
     parser.add_argument("--action", metavar="JSON", help="a valid action as a JSON object (default: built from GET /schema)")
     parser.add_argument("--only", metavar="ID", nargs="+", help="run only these case IDs or groups (e.g. WS-ERR-01 HTTP)")
@@ -83,12 +104,62 @@ def _parse_action(text: str | None) -> dict[str, Any] | None:
     return value
 
 
+async def _check_until_interrupted(options: CheckOptions, on_start: Callable[[RunReport], None]) -> RunReport | None:
+    """The run's report, or None when SIGINT (Ctrl-C) came first: the signal cancels the run
+    (the report given to ``on_start`` keeps the cases that finished) instead of raising
+    KeyboardInterrupt wherever the run happens to be."""
+    import signal
+
+    import trio
+
+    from .driver import DriverError
+    from .runner import run_checks
+
+    reports: list[RunReport] = []
+    errors: list[DriverError] = []
+
+    async def check(cancel_scope: trio.CancelScope) -> None:
+        try:
+            reports.append(await run_checks(options, on_start=on_start))
+        except DriverError as exc:  # raised below, outside the nursery's exception group
+            errors.append(exc)
+        cancel_scope.cancel()
+
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(check, nursery.cancel_scope)
+            async for _ in signals:
+                nursery.cancel_scope.cancel()
+                break
+    if errors:
+        raise errors[0]
+    return reports[0] if reports else None
+
+
+def _report_interrupted(report: RunReport | None) -> int:
+    """Ctrl-C: the verdicts of the cases that finished (no report files), then one line."""
+    from .reports import print_terminal
+
+    if report is None:
+        print("openenv-anyio check: interrupted before the first case", file=sys.stderr)
+        return 130
+    print_terminal(report)
+    print(
+        f"openenv-anyio check: interrupted after {len(report.results)} of {report.selected} cases "
+        "(the verdicts above; no report file written)",
+        file=sys.stderr,
+    )
+    return 130
+
+
 def run(args: argparse.Namespace) -> int:
+    import trio
+
     from .baseline import BaselineError, apply_baseline, load_baseline
     from .cases import CASES, select_cases
     from .driver import DriverError, Target
     from .reports import print_terminal, write_json, write_junit
-    from .runner import CheckOptions, run_checks_sync
+    from .runner import CheckOptions
 
     if args.list:
         for case in CASES:
@@ -108,10 +179,13 @@ def run(args: argparse.Namespace) -> int:
         max_sessions=args.max_sessions, strict=args.strict,
         token=args.token or os.environ.get("OPENENV_TOKEN") or None,
     )
+    started: list[RunReport] = []
     try:
-        report = run_checks_sync(options)
+        report = trio.run(_check_until_interrupted, options, started.append)
     except DriverError as exc:
         return _fail(str(exc))
+    if report is None:
+        return _report_interrupted(started[0] if started else None)
     apply_baseline(report.results, baseline)
     try:
         if args.json_file:

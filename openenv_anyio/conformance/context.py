@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from ..core import spec_validator
+from ..core import AFFINITY_HEADER, new_affinity_key, spec_validator
 from .driver import HttpProbe, ServerClosed, Target, WsConnection, open_ws
 from .evidence import Received, Recorder
 from .verdicts import CaseFailed, NotApplicable
@@ -79,7 +79,13 @@ class Setup:
 
 @dataclass(slots=True)
 class CaseContext:
-    """Per-case access to the server (recorded) plus the case's non-strict marks and notes."""
+    """Per-case access to the server (recorded) plus the case's non-strict marks and notes.
+
+    Every WebSocket a case opens carries the case's own ``OpenEnv-Affinity`` key
+    (``EXT-AFF-1``): behind a balancer that hashes on it (``deploy/``), a case's sessions,
+    their resumes and the dashboard that watches them reach one server, so a fleet's
+    verdicts are those of one of its servers, run after run.
+    """
 
     setup: Setup
     recorder: Recorder
@@ -87,6 +93,7 @@ class CaseContext:
     notes: list[str] = field(default_factory=list)
     non_strict_reasons: list[str] = field(default_factory=list)
     informational: bool = False
+    affinity_key: str = field(default_factory=new_affinity_key)
 
     @contextlib.asynccontextmanager
     async def ws(
@@ -98,7 +105,7 @@ class CaseContext:
             path,
             connect_timeout=self.setup.timeout_s,
             subprotocols=subprotocols,
-            headers=headers,
+            headers=((AFFINITY_HEADER, self.affinity_key), *headers),
         ) as conn:
             yield conn
 

@@ -17,7 +17,7 @@ import httpx
 import trio
 import trio_websocket
 
-from ..core import dumps
+from ..core import AFFINITY_HEADER, dumps
 from .evidence import Received, Recorder, preview
 
 __all__ = ["DriverError", "HttpProbe", "ServerClosed", "Target", "WsConnection", "open_ws"]
@@ -166,7 +166,10 @@ async def open_ws(
     url = target.ws_base + path
     headers = (*target.headers, *headers)
     offered = f"offering {', '.join(subprotocols)}" if subprotocols else "no subprotocol offered"
-    shown_headers = "".join(f", {name} header" for name, _ in headers)  # values may be secrets
+    # values may be secrets, except the affinity key, which only steers a balancer
+    shown_headers = "".join(
+        f", {name}: {value}" if name == AFFINITY_HEADER else f", {name} header" for name, value in headers
+    )
     body_error: BaseException | None = None
     try:
         async with trio_websocket.open_websocket_url(

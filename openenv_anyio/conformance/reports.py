@@ -330,6 +330,8 @@ def render_terminal(report: RunReport, *, colour: bool = False, evidence: bool =
     if counts["unexpected-passes"]:
         parts.append(f"{counts['unexpected-passes']} unexpected pass(es)")
     outcome = paint("PASSED", "32;1") if report.passed else paint("FAILED", "31;1")
+    if len(report.results) < report.selected:
+        outcome = paint(f"INTERRUPTED after {len(report.results)} of {report.selected} cases", "33;1")
     lines.append(f"{counts['total']} cases: {', '.join(parts)} in {report.duration_s:.2f} s -- {outcome}")
     return "\n".join(lines)
 

@@ -14,10 +14,11 @@ recorded (``SCHEMA-01``) still run.
 from __future__ import annotations
 
 import datetime
+import functools
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +30,7 @@ from ..core import Validator
 from .actions import UnsupportedSchema, invalid_variant, minimal_instance
 from .cases import Case, select_cases
 from .context import CaseContext, CheckOptions, Setup
-from .driver import DriverError, HttpProbe, Target, check_reachable
+from .driver import DriverError, HandshakeRejected, HttpProbe, Target, check_reachable, open_ws
 from .evidence import Recorder, WireEvent
 from .verdicts import CaseFailed, CaseResult, NotApplicable, Verdict
 
@@ -68,6 +69,8 @@ class RunReport:
     results: list[CaseResult] = field(default_factory=list)
     #: set when the server stopped answering during the run (the later cases were not run)
     stopped: ServerStopped | None = None
+    #: how many cases were selected (``results`` holds fewer when the run was interrupted)
+    selected: int = 0
 
     @property
     def passed(self) -> bool:
@@ -213,6 +216,31 @@ def _not_run(case: Case, stopped: ServerStopped) -> CaseResult:
     )
 
 
+async def _check_openenv(target: Target, http: HttpProbe, timeout_s: float) -> None:
+    """Raise :class:`DriverError` saying the target is not an OpenEnv server when it answers
+    neither ``GET /health`` with a JSON object nor a WebSocket handshake on ``/ws`` (a
+    refusal for want of a token counts as an answer: the cases say what the token changes)."""
+    with trio.move_on_after(timeout_s):
+        try:
+            health = await http.request("GET", "/health")
+        except DriverError as exc:
+            said = str(exc)
+        else:
+            if health.status == 200 and isinstance(health.body, Mapping):
+                return
+            said = f"GET /health answered HTTP {health.status}" + ("" if health.body is not None else " without JSON")
+        try:
+            async with open_ws(target, Recorder(), connect_timeout=timeout_s):
+                return
+        except HandshakeRejected as exc:
+            if exc.status in (401, 403):
+                return
+            refused = f"the WebSocket handshake on /ws was refused (HTTP {exc.status})"
+        except DriverError as exc:
+            refused = str(exc)
+        raise DriverError(f"{target.http_base} is not an OpenEnv server: {said}, and {refused}")
+
+
 def _timeout_reason(evidence: list[WireEvent], timeout_s: float) -> str:
     """Say what the case was waiting for when its time ran out."""
     last = evidence[-1] if evidence else None
@@ -220,11 +248,13 @@ def _timeout_reason(evidence: list[WireEvent], timeout_s: float) -> str:
     return f"no verdict within {timeout_s:g} s (per-case timeout){waiting}"
 
 
-async def run_checks(options: CheckOptions) -> RunReport:
+async def run_checks(options: CheckOptions, *, on_start: Callable[[RunReport], None] | None = None) -> RunReport:
     """Run the selected cases against ``options.url`` (trio).
 
     Raises ``ValueError`` for a bad URL or case selection and :class:`DriverError` when the
-    server cannot be reached at all; everything else becomes a verdict.
+    server cannot be reached at all or is not an OpenEnv server; everything else becomes a
+    verdict. ``on_start`` receives the report before the first case runs: it fills as cases
+    finish, so a caller interrupted meanwhile still has the verdicts so far.
     """
     target = Target.from_url(options.url, token=options.token)
     cases = select_cases(list(options.only) if options.only else None)
@@ -236,10 +266,13 @@ async def run_checks(options: CheckOptions) -> RunReport:
     proxy = proxy_url_for(options.url, os.environ)
     async with httpx.AsyncClient(timeout=options.timeout_s, proxy=proxy, trust_env=False) as client:
         http = HttpProbe(client, target, recorder)
+        await _check_openenv(target, http, options.timeout_s)
         setup = Setup(options, target, schema_problem="GET /schema did not answer in time")
         with trio.move_on_after(options.timeout_s):
             setup = await _learn_setup(options, target, http)
-        report = RunReport(options=options, setup=setup, started_at=started_at)
+        report = RunReport(options=options, setup=setup, started_at=started_at, selected=len(cases))
+        if on_start is not None:
+            on_start(report)
         for case in cases:
             if report.stopped is not None and not case.offline:
                 report.results.append(_not_run(case, report.stopped))
@@ -254,10 +287,11 @@ async def run_checks(options: CheckOptions) -> RunReport:
                     result.ended_run = True
                     result.evidence = recorder.for_case(case.id)
             report.results.append(result)
+            report.duration_s = time.monotonic() - started
     report.duration_s = time.monotonic() - started
     return report
 
 
-def run_checks_sync(options: CheckOptions) -> RunReport:
+def run_checks_sync(options: CheckOptions, *, on_start: Callable[[RunReport], None] | None = None) -> RunReport:
     """:func:`run_checks` from synchronous code (starts its own trio event loop)."""
-    return trio.run(run_checks, options)
+    return trio.run(functools.partial(run_checks, options, on_start=on_start))

@@ -1,8 +1,11 @@
 """``openenv-anyio demo``: serve an environment and run concurrent agents against it.
 
 One trio nursery owns everything: the in-process server (unless ``--url`` names one), the
-agents and the progress display. Ctrl-C cancels the nursery, which closes every session and
-the server before the command returns.
+agents and the progress display. Ctrl-C (SIGINT, or SIGTERM) is received as a signal for the
+whole run, never raised as KeyboardInterrupt inside it: the first cancels the nursery, which
+closes every session and the server before the command returns; more while it stops are
+only noted (a KeyboardInterrupt landing in the middle of that shutdown once ended in
+``trio.TrioInternalError``).
 """
 
 from __future__ import annotations
@@ -99,6 +102,23 @@ class _DemoError(Exception):
     """A failure the user should see as one line."""
 
 
+def _server_base(url: str) -> str:
+    """The server's HTTP base URL from ``--url``: ``http(s)://``, ``ws(s)://`` or ``host:port``,
+    the base or the agent channel's own URL (``.../ws``, what ``serve`` prints), as ``check``
+    reads it. A URL the client cannot use is a :class:`_DemoError` naming why."""
+    from ..client.urls import AGENT_CHANNEL, websocket_address
+
+    try:
+        address = websocket_address(url)
+    except ValueError as exc:
+        reason = str(exc)
+        if reason.startswith("invalid base_url"):  # the client's words for its argument
+            reason = reason.split(": ", 1)[-1]
+        raise _DemoError(f"--url {url!r}: {reason}") from None
+    prefix = address.target.removesuffix(AGENT_CHANNEL).rstrip("/").removesuffix(AGENT_CHANNEL)
+    return f"{'https' if address.secure else 'http'}://{address.host_header}{prefix}"
+
+
 async def _fetch_json(url: str, token: str | None) -> Any:
     import httpx
 
@@ -118,13 +138,53 @@ async def _fetch_json(url: str, token: str | None) -> Any:
         return None
 
 
+class _Stop:
+    """What a signal means when it comes: an interruption while agents run, the way out of
+    ``--watch`` once they are done."""
+
+    signalled = False
+    watching = False
+    #: the exit status once the agents are done (a --watch ended by a signal returns it)
+    code = 0
+
+
 async def _main(args: argparse.Namespace, summary: _Summary) -> int:
+    import signal
+
+    import trio
+
+    stop = _Stop()
+    codes: list[int] = []
+    run_scope = trio.CancelScope()
+
+    async def demo(guard: trio.CancelScope) -> None:
+        with run_scope:
+            codes.append(await _demo(args, summary, stop))
+        guard.cancel()  # the run is over (done, or stopped by a signal): stop receiving
+
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(demo, nursery.cancel_scope)
+            async for _ in signals:  # until the run is over, even while it shuts down
+                if stop.signalled:
+                    print("openenv-anyio demo: stopping already", file=sys.stderr, flush=True)
+                    continue
+                stop.signalled = True
+                run_scope.cancel()
+    if stop.signalled and not stop.watching:
+        raise KeyboardInterrupt  # after the shutdown, outside the run's tasks: run() reports it
+    return codes[0] if codes else stop.code
+
+
+async def _demo(args: argparse.Namespace, summary: _Summary, stop: _Stop) -> int:
     import trio
 
     from .agents import AgentTally, run_agent
     from .policies import choose_policy
     from .report import ProgressLine, summary_table
 
+    if args.url:
+        _server_base(args.url)  # a bad URL is one line, before anything starts
     if args.token and not args.url:
         raise _DemoError("--token goes with --url (the demo's own server asks for no token)")
     token = (args.token or os.environ.get("OPENENV_TOKEN") or None) if args.url else None
@@ -137,8 +197,8 @@ async def _main(args: argparse.Namespace, summary: _Summary) -> int:
             raise _DemoError(str(exc)) from None
     async with trio.open_nursery() as nursery:
         if args.url:
-            url = args.url.rstrip("/")
-            env_name = args.url
+            url = _server_base(args.url)
+            env_name = url
         else:
             from ..envs.loading import resolve_env_target
             from ..server import EnvServer, ServerConfig
@@ -154,6 +214,8 @@ async def _main(args: argparse.Namespace, summary: _Summary) -> int:
             print(f"dashboard: {url}/web/", file=sys.stderr)
         schema = await _fetch_json(f"{url}/schema", token) or {}
         metadata = await _fetch_json(f"{url}/metadata", token) or {}
+        if args.url and not schema and not metadata and await _fetch_json(f"{url}/health", token) is None:
+            raise _DemoError(f"{url} is not an OpenEnv server: GET /health, /metadata and /schema gave no JSON")
         env_name = f"{metadata.get('name', '')} {env_name}"
         print(f"serving {args.env} at {url}" if not args.url else f"using {url}", file=sys.stderr)
 
@@ -181,9 +243,11 @@ async def _main(args: argparse.Namespace, summary: _Summary) -> int:
             progress.update(final=True)
         if args.watch and not args.url:
             print(summary_table(tallies, wall, heading), flush=True)
-            await _wait_for_interrupt(f"the server and its dashboard stay up at {url}/web/ until Ctrl-C")
-            nursery.cancel_scope.cancel()
-            return 1 if any(t.errors for t in tallies) else 0
+            stop.code = 1 if any(t.errors for t in tallies) else 0
+            stop.watching = True
+            print(f"openenv-anyio demo: the server and its dashboard stay up at {url}/web/ until Ctrl-C",
+                  file=sys.stderr, flush=True)
+            await trio.sleep_forever()  # until _main's signal receiver cancels the run
         nursery.cancel_scope.cancel()
     print(summary_table(tallies, wall, heading))
     errors = sum(len(t.errors) for t in tallies)
@@ -205,18 +269,6 @@ def _watch_kwargs(args: argparse.Namespace) -> dict[str, Any] | None:
     except ImportError:
         return None
     return {"render_mode": "rgb_array"}
-
-
-async def _wait_for_interrupt(message: str) -> None:
-    """Print ``message`` and return at the first Ctrl-C (or SIGTERM)."""
-    import signal
-
-    import trio
-
-    print(f"openenv-anyio demo: {message}", file=sys.stderr, flush=True)
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for _ in signals:
-            return
 
 
 async def _redraw(progress: Any) -> None:

@@ -84,5 +84,7 @@ def summary_table(tallies: Sequence[AgentTally], wall_seconds: float, heading: s
         body.insert(0, heading)
     for t in tallies:
         if t.errors:
-            body.append(f"agent {t.agent}: {len(t.errors)} error(s), the first: {t.errors[0]}")
+            first = " ".join(str(t.errors[0]).split())  # one line, even for a page of HTML
+            shown = first if len(first) <= 300 else first[:299] + "…"
+            body.append(f"agent {t.agent}: {len(t.errors)} error(s), the first: {shown}")
     return "\n".join(body)

@@ -49,6 +49,19 @@ def _regenerate_command(args: argparse.Namespace) -> str:
     return " ".join(parts)
 
 
+def _default_out(fmt: str) -> Path:
+    """The default output directory; for Markdown the project's ``protocol/reference`` in
+    the current folder or the nearest folder above it that has one (the command then works
+    from anywhere in the project)."""
+    default = DEFAULT_OUT[fmt]
+    if fmt == "markdown":
+        here = Path.cwd()
+        for folder in (here, *here.parents):
+            if (folder / default).is_dir():
+                return default if folder == here else folder / default
+    return default
+
+
 def run(args: argparse.Namespace) -> int:
     """Generate (or check) the reference; a broken spec is one line on stderr and exit 1."""
     from openenv_anyio.core import SpecError, load_spec
@@ -56,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from . import DocsError, generate
     from .output import stale_files, write_files
 
-    out: Path = args.out if args.out is not None else DEFAULT_OUT[args.format]
+    out: Path = args.out if args.out is not None else _default_out(args.format)
     try:
         spec = load_spec(args.spec_root.resolve() if args.spec_root is not None else None)
         files = generate(spec, args.format)
@@ -64,6 +77,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"openenv-anyio docs: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
     if args.check:
+        if not out.is_dir():
+            where = (
+                f"{out} does not exist" if args.out is not None
+                else f"no {out} in {Path.cwd()} or a folder above it"
+            )
+            print(f"openenv-anyio docs: {where}; run from the project, or pass --out DIR", file=sys.stderr)
+            return 1
         stale = stale_files(files, out)
         if stale:
             print(

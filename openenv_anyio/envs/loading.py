@@ -49,7 +49,11 @@ _USAGE = "expected MODULE:ATTR (e.g. mypkg.server:MyEnv) or gymnasium:ENV_ID (e.
 
 
 def resolve_env_target(
-    target: str, *, app_dir: str | None = ".", gymnasium_kwargs: Mapping[str, Any] | None = None
+    target: str,
+    *,
+    app_dir: str | None = ".",
+    gymnasium_kwargs: Mapping[str, Any] | None = None,
+    action_model: str | None = None,
 ) -> EnvFactory:
     """The environment factory that ``target`` names; :class:`EnvTargetError` if it names none.
 
@@ -57,13 +61,21 @@ def resolve_env_target(
     first on ``sys.path`` when it is not there yet, so that ``serve myenv:MyEnv`` finds
     ``myenv.py`` where the command runs even from an installed console script. ``None``
     leaves ``sys.path`` alone. ``gymnasium_kwargs`` go to ``gymnasium.make`` for a
-    ``gymnasium:ENV_ID`` target (e.g. ``{"render_mode": "rgb_array"}``).
+    ``gymnasium:ENV_ID`` target (e.g. ``{"render_mode": "rgb_array"}``). ``action_model``
+    (``MODULE:Model``, a pydantic model) is the Action model of an openenv-core environment
+    whose ``step`` names none (``OpenEnvCoreEnv.wrap(Env, action_model=Model)``).
     """
-    return resolve_serve_target(target, app_dir=app_dir, gymnasium_kwargs=gymnasium_kwargs).factory
+    return resolve_serve_target(
+        target, app_dir=app_dir, gymnasium_kwargs=gymnasium_kwargs, action_model=action_model
+    ).factory
 
 
 def resolve_serve_target(
-    target: str, *, app_dir: str | None = ".", gymnasium_kwargs: Mapping[str, Any] | None = None
+    target: str,
+    *,
+    app_dir: str | None = ".",
+    gymnasium_kwargs: Mapping[str, Any] | None = None,
+    action_model: str | None = None,
 ) -> ServeTarget:
     """:func:`resolve_env_target`, with the upstream app the factory was read from (if any)."""
     module_name, colon, attribute_path = target.strip().partition(":")
@@ -73,7 +85,10 @@ def resolve_serve_target(
         directory = os.path.abspath(app_dir)
         if directory not in sys.path:
             sys.path.insert(0, directory)
+    model = None if action_model is None else _action_model(action_model)
     if module_name == _GYMNASIUM:
+        if model is not None:
+            raise EnvTargetError(f"--action-model is for openenv-core environments, not {target}")
         return ServeTarget(_gymnasium_factory(attribute_path, gymnasium_kwargs or {}))
     module = _import(module_name)
     attribute = _attribute(module, module_name, attribute_path)
@@ -85,8 +100,24 @@ def resolve_serve_target(
                 f"{where} is an ASGI application ({type(attribute).__name__}) that upstream OpenEnv's "
                 f"create_app did not build: serve the environment class or factory instead (MODULE:MyEnvironment)"
             )
+        if model is not None:
+            raise EnvTargetError(f"--action-model is for an environment class: {where} is an app whose create_app declares its Action model")
         return ServeTarget(_built(lambda: served_factory(app), where), app)
-    return ServeTarget(_factory(attribute, where))
+    return ServeTarget(_factory(attribute, where, model))
+
+
+def _action_model(text: str) -> Any:
+    """The pydantic model ``MODULE:Model`` names (``--action-model``)."""
+    module_name, colon, path = text.strip().partition(":")
+    if not colon or not module_name or not path:
+        raise EnvTargetError(f"bad --action-model {text!r}: expected MODULE:Model (a pydantic model)")
+    model = _attribute(_import(module_name), module_name, path)
+    from pydantic import BaseModel
+
+    if not (inspect.isclass(model) and issubclass(model, BaseModel)):
+        what = f"the class {model.__name__}" if inspect.isclass(model) else _a_value(model)
+        raise EnvTargetError(f"--action-model {text} is {what}, not a pydantic model")
+    return model
 
 
 def _one_line(text: object) -> str:
@@ -124,18 +155,42 @@ def _attribute(module: Any, module_name: str, attribute_path: str) -> Any:
     return value
 
 
-def _factory(attribute: Any, where: str) -> EnvFactory:
-    from .openenv_core import OpenEnvCoreEnv, is_openenv_core_environment
+#: how a value of a builtin type is named in a message
+_PLAIN_NAMES = {
+    int: "a whole number", float: "a number", bool: "a boolean", str: "a string", bytes: "bytes",
+    list: "a list", tuple: "a tuple", dict: "a dict", set: "a set", type(None): "None",
+}
+
+
+def _a_value(value: Any) -> str:
+    """``an int (42)``-style words for a value in a message: its kind and a short preview."""
+    kind = type(value)
+    if kind in _PLAIN_NAMES:
+        shown = repr(value)
+        scalar = kind in (int, float, bool, str, bytes)
+        return f"{_PLAIN_NAMES[kind]} ({shown})" if scalar and len(shown) <= 40 else _PLAIN_NAMES[kind]
+    name = kind.__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name} instance"
+
+
+def _factory(attribute: Any, where: str, action_model: Any = None) -> EnvFactory:
+    from .openenv_core import ActionModelUnknown, OpenEnvCoreEnv, is_openenv_core_environment
 
     if not callable(attribute):
         hint = " (pass the class, not an instance)" if _is_environment_instance(attribute) else ""
-        raise EnvTargetError(
-            f"{where} is a {type(attribute).__name__}, not an environment class or factory{hint}"
-        )
+        raise EnvTargetError(f"{where} is {_a_value(attribute)}, not an environment class or factory{hint}")
     if is_openenv_core_environment(_unwrap(attribute)) or is_openenv_core_environment(
         _return_class(attribute)
     ):
-        return _built(lambda: OpenEnvCoreEnv.wrap(attribute), where)
+        try:
+            return _built(lambda: OpenEnvCoreEnv.wrap(attribute, action_model=action_model), where)
+        except ActionModelUnknown as exc:
+            raise EnvTargetError(f"{exc}; from the command line: --action-model MODULE:Model") from None
+    if action_model is not None:
+        raise EnvTargetError(
+            f"--action-model is for openenv-core environments; {where} is not one (it declares its actions "
+            "with action_schema, a JSON Schema or a pydantic model)"
+        )
     gymnasium = sys.modules.get(_GYMNASIUM)
     if gymnasium is not None and inspect.isclass(attribute) and issubclass(attribute, gymnasium.Env):
         from .gymnasium import GymnasiumEnv

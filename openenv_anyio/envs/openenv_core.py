@@ -41,9 +41,14 @@ from ..environment import WEB_HOOKS, LiftedObservation, plain_reward
 from .errors import ActionRejected, EnvTargetError, json_pointer
 from .jsonable import to_jsonable
 
-__all__ = ["OpenEnvCoreEnv", "is_openenv_core_environment"]
+__all__ = ["ActionModelUnknown", "OpenEnvCoreEnv", "is_openenv_core_environment"]
 
 _CORE_INTERFACES = "openenv.core.env_server.interfaces"
+
+
+class ActionModelUnknown(EnvTargetError):
+    """An openenv-core environment names no Action model (``step(self, action: Any)``) and
+    none was given."""
 
 
 def _core_environment_class() -> Any:  # openenv-core's class (untyped), or None
@@ -128,7 +133,7 @@ class OpenEnvCoreEnv:
         name = name or env_class.__name__
         action: Any = action_model or _pick(_model_candidates(env_class, core_environment, 0), Action)
         if action is None:
-            raise EnvTargetError(
+            raise ActionModelUnknown(
                 f"cannot tell the Action model of {name}: annotate step(self, action: MyAction), "
                 f"subclass Environment[MyAction, MyObservation, MyState], "
                 f"or serve OpenEnvCoreEnv.wrap({name}, action_model=MyAction)"

@@ -17,7 +17,7 @@ from quart_trio import QuartTrio
 from ..core import ErrorCode, FrameCodec, ProtocolError, Reset, dumps, parse_json
 from ..core.openapi import openapi_document
 from .bound_env import EnvironmentAborted, FactoryFailure
-from .context import AtCapacity, ServerContext
+from .context import AtCapacity, ServerContext, session_limit_lowered
 from .env_profile import EnvProfile
 from .access import ACCESS_ROUTE, presented_role
 from .error_text import public_error
@@ -152,7 +152,9 @@ def create_app(ctx: ServerContext) -> QuartTrio:
 
     @app.get("/metadata")
     async def metadata() -> Response:  # HTTP-2
-        return _json((await profile.describe())[0])
+        body = (await profile.describe())[0]
+        lowered = session_limit_lowered(ctx.factory, ctx.config.max_concurrent_envs)
+        return _json(body if lowered is None else {**body, "max_concurrent_envs": lowered})
 
     @app.get("/schema")
     async def schema() -> Response:  # HTTP-3

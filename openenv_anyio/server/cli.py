@@ -32,6 +32,12 @@ TOKEN_ENV = "OPENENV_TOKEN"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="MODULE:ATTR", help="the environment: a class or factory (openenv_anyio.envs.guess:GuessNumberEnv), an openenv-core Environment subclass (mypkg.server:MyEnv), the app upstream OpenEnv's create_app built (my_env.server.app:app, what uvicorn was given) or a Gymnasium id (gymnasium:CartPole-v1)")
+    parser.add_argument(
+        "--action-model", metavar="MODULE:Model", default=None,
+        help="the Action model (a pydantic model) of an openenv-core environment whose step(self, action: Any) "
+        "names none, as OpenEnvCoreEnv.wrap(Env, action_model=Model) takes it: actions are validated with it "
+        "and step receives its instances",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback)")
     parser.add_argument("--port", type=_port, default=8000, help="port (0 picks a free one; default 8000)")
     parser.add_argument(
@@ -120,24 +126,23 @@ def _port(text: str) -> int:
 def _limit_line(factory: Any, configured: int | None, app: Any = None) -> str:
     """The session limit in force and where it comes from (``WS-CAP-1``); ``app``: the
     upstream app (:class:`~openenv_anyio.envs.upstream_app.UpstreamApp`) it was read from."""
-    from .context import session_limit
+    from .context import session_cap_source, session_limit, session_limit_lowered
 
-    limit = session_limit(factory, configured)
+    limit = session_limit(factory, configured, warn=False)
     if limit is None:
         return "no session limit (--max-concurrent-envs N sets one)"
     sessions = "session" if limit == 1 else "sessions"
-    if configured is not None and configured <= limit:
-        return f"at most {limit} concurrent {sessions} (--max-concurrent-envs)"
-    from ..envs.openenv_core import OpenEnvCoreEnv
-
-    name = getattr(factory, "__qualname__", None) or type(factory).__name__
+    refused = "more agents are refused with CAPACITY_REACHED"
     if app is not None:
-        why = f"max_concurrent_envs={app.max_concurrent_envs} in its create_app"
-    elif isinstance(factory, type) and issubclass(factory, OpenEnvCoreEnv):
-        why = "an openenv-core environment without SUPPORTS_CONCURRENT_SESSIONS = True"
+        name = getattr(factory, "__qualname__", None) or type(factory).__name__
+        source = f"{name} allows no more (max_concurrent_envs={app.max_concurrent_envs} in its create_app)"
     else:
-        why = f"{name}.MAX_CONCURRENT_SESSIONS"
-    return f"at most {limit} concurrent {sessions}: {name} allows no more ({why}); more agents are refused with CAPACITY_REACHED"
+        source = session_cap_source(factory)
+    if session_limit_lowered(factory, configured) is not None:
+        return f"at most {limit} concurrent {sessions}: --max-concurrent-envs {configured} lowered to {limit}: {source}; {refused}"
+    if configured is not None:
+        return f"at most {limit} concurrent {sessions} (--max-concurrent-envs)"
+    return f"at most {limit} concurrent {sessions}: {source}; {refused}"
 
 
 #: the highest soft open-file limit ``serve`` asks for when the hard limit is unlimited
@@ -231,6 +236,36 @@ def operator_token(args: argparse.Namespace, environ: Mapping[str, str]) -> str 
     return environ.get(TOKEN_ENV) or None
 
 
+#: ServerConfig's names for what the flags set: its messages are shown in the flags' words
+_FLAGS = {
+    "max_concurrent_envs": "--max-concurrent-envs",
+    "session_timeout_s": "--session-timeout",
+    "max_ui_subscribers": "--max-ui-subscribers",
+    "shutdown_grace_s": "--shutdown-grace",
+    "resume_grace_s": "--resume-grace",
+    "drain_timeout_s": "--drain-timeout",
+    "max_message_size_mb": "--max-message-size-mb",
+    "max_inflight_bytes": "--max-inflight-bytes",
+    "step_timeout_s": "--step-timeout",
+    "full_gc_threshold": "--full-gc-threshold",
+}
+_PYTHON_ONLY = {
+    "(or None for no limit)": "(leave the flag out for no limit)",
+    "(or None for no timeout)": "(leave the flag out for no timeout)",
+    "(or None to leave gc alone)": "(0 leaves gc alone)",
+    ", or None for twice it": ", or leave the flag out for twice it",
+}
+
+
+def _in_flag_words(message: str) -> str:
+    """A :class:`ServerConfig` message as the command line says it (flags, not field names)."""
+    import re
+
+    for python, words in _PYTHON_ONLY.items():
+        message = message.replace(python, words)
+    return re.sub(r"\b(" + "|".join(_FLAGS) + r")\b", lambda match: _FLAGS[match.group(1)], message)
+
+
 def run(args: argparse.Namespace) -> int:
     import trio
 
@@ -252,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
         from ..envs.loading import resolve_serve_target
         from .isolation import ProcessIsolated
 
-        target = resolve_serve_target(args.target)
+        target = resolve_serve_target(args.target, action_model=args.action_model)
         local, app = target.factory, target.app
         factory: Any = ProcessIsolated(args.target, local) if args.isolate == "process" else local
         config = ServerConfig(
@@ -286,8 +321,13 @@ def run(args: argparse.Namespace) -> int:
         from .workers.supervisor import WorkerSupervisor, worker_count
 
         workers = worker_count(args.workers)
+        if args.action_model is not None and (workers != 1 or args.isolate == "process"):
+            raise ValueError(
+                "--action-model serves one process: with --workers or --isolate process, serve a module "
+                "holding Env = OpenEnvCoreEnv.wrap(MyEnv, action_model=MyAction) instead"
+            )
     except ValueError as exc:
-        print(f"openenv-anyio serve: {exc}", file=sys.stderr)
+        print(f"openenv-anyio serve: {_in_flag_words(str(exc))}", file=sys.stderr)
         return 2
     from .bound_env import FactoryFailure
 

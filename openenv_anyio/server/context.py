@@ -26,7 +26,10 @@ from .resumable_store import ResumableSessions
 from .session_registry import SessionRegistry, SharedCapacity
 from .ui_hub import UiHub
 
-__all__ = ["AsgiReceive", "AsgiSend", "AtCapacity", "OutboundFrameError", "ServerContext", "log", "open_env"]
+__all__ = [
+    "AsgiReceive", "AsgiSend", "AtCapacity", "OutboundFrameError", "ServerContext", "log", "open_env",
+    "session_cap_source", "session_limit", "session_limit_lowered",
+]
 
 log = logging.getLogger("openenv_anyio.server")
 
@@ -48,14 +51,39 @@ class OutboundFrameError(RuntimeError):
     """The server was about to send a frame the spec does not allow (a server bug)."""
 
 
-def session_limit(factory: EnvFactory, configured: int | None) -> int | None:
-    """The configured limit, capped by the env's ``MAX_CONCURRENT_SESSIONS`` when it has one."""
+def session_limit(factory: EnvFactory, configured: int | None, *, warn: bool = True) -> int | None:
+    """The configured limit, capped by the env's ``MAX_CONCURRENT_SESSIONS`` when it has one
+    (``warn``: log the lowering, see :func:`session_limit_lowered`)."""
     cap = getattr(factory, "MAX_CONCURRENT_SESSIONS", None)
     if not isinstance(cap, int) or isinstance(cap, bool):
         return configured
-    if configured is not None and configured > cap:
-        log.warning("the environment supports at most %d concurrent sessions; limiting to %d", cap, cap)
+    lowered = session_limit_lowered(factory, configured)
+    if warn and lowered is not None:
+        log.warning("%s", lowered["why"])
     return cap if configured is None else min(configured, cap)
+
+
+def session_limit_lowered(factory: EnvFactory, configured: int | None) -> dict[str, Any] | None:
+    """``{"requested", "in_force", "why"}`` when the environment lowers the configured
+    session limit (``/metadata`` carries it as ``max_concurrent_envs``), else None."""
+    cap = getattr(factory, "MAX_CONCURRENT_SESSIONS", None)
+    if not isinstance(cap, int) or isinstance(cap, bool) or configured is None or configured <= cap:
+        return None
+    why = f"max concurrent envs {configured} lowered to {cap}: {session_cap_source(factory)}"
+    return {"requested": configured, "in_force": cap, "why": why}
+
+
+def session_cap_source(factory: EnvFactory) -> str:
+    """Who caps the sessions: ``Single allows no more (Single.MAX_CONCURRENT_SESSIONS)``."""
+    from ..envs.openenv_core import OpenEnvCoreEnv
+
+    name = getattr(factory, "__qualname__", None) or type(factory).__name__
+    declared = (
+        "an openenv-core environment without SUPPORTS_CONCURRENT_SESSIONS = True"
+        if isinstance(factory, type) and issubclass(factory, OpenEnvCoreEnv)
+        else f"{name}.MAX_CONCURRENT_SESSIONS"
+    )
+    return f"{name} allows no more ({declared})"
 
 
 async def open_env(factory: EnvFactory, config: ServerConfig) -> BoundEnv:

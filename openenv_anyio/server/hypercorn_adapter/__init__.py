@@ -11,6 +11,8 @@ ours better (each module says why and what it measured):
   arrives (``WS-CAP-2``), close frames for bytes that break RFC 6455 (``WS-CLOSE-3``);
 - ``connection_guards``: a write to a peer that stopped reading gives up; one connection's
   failure ends that connection only;
+- ``early_response``: a kept-alive HTTP/1.1 connection answered before its request body
+  arrived is closed, and says so, never left silent;
 - ``keepalive_timer``: idle timers that do not park the connection;
 - ``accept_bursts``: listeners that take every pending connection after one wait, and the
   seam through which worker processes route connections (:func:`routed_connections`).
@@ -21,9 +23,9 @@ inventory exists, then applies every patch; the last one out puts Hypercorn's ow
 back. When the check fails, nothing is patched: a warning names what is missing and the
 server runs as a plain ASGI application on stock Hypercorn (correct, slower: no fast
 ``/ws`` path, no pings, permessage-deflate negotiated). The patched names are process-wide
-while any of our servers runs; ``direct_ws``, ``liveness`` and ``connection_guards`` act only
-on connections of our application or config, the other two only do Hypercorn's own job
-for less.
+while any of our servers runs; ``direct_ws``, ``liveness``, ``connection_guards`` and
+``early_response`` act only on connections of our application or config, the other two only
+do Hypercorn's own job for less.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any, Final
 
-from . import accept_bursts, connection_guards, direct_ws, keepalive_timer, liveness
+from . import accept_bursts, connection_guards, direct_ws, early_response, keepalive_timer, liveness
 from .accept_bursts import ConnectionRouting, routed_connections
 from .events import (
     HELD_TEXT,
@@ -76,6 +78,7 @@ PATCHES: Final[tuple[Patch, ...]] = (
     *liveness.PATCHES,
     *direct_ws.PATCHES,
     *connection_guards.PATCHES,
+    *early_response.PATCHES,
     *keepalive_timer.PATCHES,
     *accept_bursts.PATCHES,
 )

@@ -68,6 +68,9 @@ READ: Final[tuple[str, ...]] = (
     "hypercorn.protocol.ws_stream:WSStream.connection",
     "hypercorn.protocol.ws_stream:WSStream._accept",
     "hypercorn.protocol.ws_stream:WSStream._send_wsproto_event",
+    # early_response: plain HTTP/1.1 connections of our servers only
+    "hypercorn.protocol.h11:H11Protocol.config",
+    "hypercorn.protocol.h11:H11Protocol.connection",
     # keepalive_timer: start the idle timer without waiting for it
     "hypercorn.trio.task_group:TaskGroup._nursery",
     "hypercorn.trio.task_group:TaskGroup.spawn_app",

@@ -1,0 +1,194 @@
+"""The command line's edges, as a newcomer meets them: every bad input or surprise is one
+clear line (no traceback, no internal names), and what the command did is said."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from serve_process import serve_environment, serve_process
+
+from openenv_anyio.envs.echo import EchoEnv
+from openenv_anyio.server import EnvServer, ServerConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "openenv_anyio", *args],
+        capture_output=True, text=True, timeout=timeout, cwd=cwd, env=serve_environment(),
+    )
+
+
+def _one_clean_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+# --- serve ----------------------------------------------------------------------------------
+
+
+def test_a_session_limit_lowered_by_the_environment_is_said_at_start_and_in_metadata() -> None:
+    with serve_process("cli_edge_envs:SingleSession", "--max-concurrent-envs", "8") as served:
+        line = served.wait_for_line(r"concurrent session").string
+        assert "--max-concurrent-envs 8 lowered to 1" in line and "SingleSession.MAX_CONCURRENT_SESSIONS" in line
+        with urllib.request.urlopen(served.url + "/metadata", timeout=10) as response:
+            metadata = json.load(response)
+    assert metadata["max_concurrent_envs"]["requested"] == 8
+    assert metadata["max_concurrent_envs"]["in_force"] == 1
+    assert "lowered to 1" in metadata["max_concurrent_envs"]["why"]
+    assert not any("limiting to" in line for line in served.lines)  # said once, not also as a log warning
+
+
+def test_a_bad_flag_value_names_the_flag_not_the_setting() -> None:
+    line = _one_clean_line(_run("serve", "openenv_anyio.envs.echo:EchoEnv", "--session-timeout", "0"))
+    assert "--session-timeout" in line and "session_timeout_s" not in line
+    line = _one_clean_line(_run("serve", "openenv_anyio.envs.echo:EchoEnv", "--max-message-size-mb", "-1"))
+    assert "--max-message-size-mb" in line and "max_message_size_mb" not in line
+
+
+def test_a_target_that_is_not_an_environment_says_what_it_is_in_plain_words() -> None:
+    line = _one_clean_line(_run("serve", "openenv_anyio.conformance.driver:MAX_RECEIVE_BYTES"))
+    assert "is a int" not in line and "a whole number (268435456)" in line
+
+
+# --- demo -----------------------------------------------------------------------------------
+
+
+def test_demo_url_with_an_unusable_scheme_is_one_line() -> None:
+    done = _run("demo", "--url", "ftp://x")
+    assert done.returncode != 0
+    assert "ftp" in _one_clean_line(done)
+
+
+@pytest.mark.parametrize("suffix", ["/ws", "/ws/", ""])
+def test_demo_url_may_name_the_agent_channel(suffix: str) -> None:
+    with EnvServer(EchoEnv, ServerConfig(port=0)).run_in_thread() as running:
+        done = _run("demo", "--url", running.url + suffix, "--agents", "1", "--episodes", "1", "--max-steps", "3", "--no-progress")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "<html" not in (done.stdout + done.stderr).lower() and "/ws/ws" not in done.stdout + done.stderr
+
+
+# --- check ----------------------------------------------------------------------------------
+
+
+def test_check_against_a_server_that_is_not_openenv_says_so_first(tmp_path: Path) -> None:
+    (tmp_path / "index.html").write_text("<html>hello</html>")
+    web = subprocess.Popen(
+        [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        assert web.stdout is not None
+        port = int(web.stdout.readline().split("port ")[1].split()[0])
+        done = _run("check", f"http://127.0.0.1:{port}")
+    finally:
+        web.terminate()
+        web.wait(10)
+    assert done.returncode != 0
+    first = (done.stdout + done.stderr).strip().splitlines()[0]
+    assert "not an OpenEnv server" in first, done.stdout + done.stderr
+
+
+def test_ctrl_c_during_check_says_so_and_shows_the_verdicts_so_far() -> None:
+    with serve_process("cli_edge_envs:SlowSteps") as served:
+        check = subprocess.Popen(
+            [sys.executable, "-m", "openenv_anyio", "check", served.url],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=serve_environment(),
+        )
+        deadline = time.monotonic() + 60
+        while sum("session_closed" in line for line in served.lines) < 3:  # a few cases are done
+            assert time.monotonic() < deadline and check.poll() is None
+            time.sleep(0.05)
+        check.send_signal(signal.SIGINT)
+        out, err = check.communicate(timeout=60)
+    assert check.returncode == 130
+    assert "interrupted" in err and "Traceback" not in err, err
+    assert "PASS" in out, out  # the verdicts of the cases that finished
+
+
+# --- docs -----------------------------------------------------------------------------------
+
+
+def test_docs_check_from_another_folder(tmp_path: Path) -> None:
+    inside = _run("docs", "--check", cwd=ROOT / "openenv_anyio")  # a folder of the project
+    assert inside.returncode == 0, inside.stderr
+    outside = _run("docs", "--check", cwd=tmp_path)  # no protocol/reference anywhere above
+    line = _one_clean_line(outside)
+    assert outside.returncode != 0 and "missing)" not in line and "--out" in line
+
+
+def _watching_demo() -> tuple[subprocess.Popen[str], str]:
+    """``demo --watch`` once its agents are done: the process and the server's URL."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "openenv_anyio", "demo", "--watch", "--env", "cli_edge_envs:SlowClose",
+         "--agents", "2", "--episodes", "1", "--max-steps", "20", "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=serve_environment(),
+    )
+    assert process.stderr is not None
+    url = ""
+    deadline = time.monotonic() + 120
+    for line in process.stderr:
+        assert time.monotonic() < deadline
+        if line.startswith("dashboard: "):
+            url = line.split()[1].removesuffix("/web/")
+        if "stay up" in line:
+            return process, url
+    raise AssertionError(f"demo --watch ended early ({process.wait()})")
+
+
+@pytest.mark.parametrize("gap_s", [0.1, 0.4])
+def test_ctrl_c_twice_on_demo_watch_while_it_stops_ends_cleanly(gap_s: float) -> None:
+    """A dashboard watching, one session ended and one still open, then Ctrl-C, and Ctrl-C
+    again while the server is still closing the open session's environment: the second one
+    used to be raised as KeyboardInterrupt in the middle of the shutdown (once it ended in
+    trio.TrioInternalError); it is noted and the first one's clean stop goes on."""
+    from websockets.sync.client import connect
+
+    process, url = _watching_demo()
+    try:
+        ws = url.replace("http", "ws", 1)
+        with connect(ws + "/ws/ui?dashboard=1") as dashboard, connect(ws + "/ws") as ended, connect(ws + "/ws") as kept:
+            for session in (ended, kept):
+                session.send(json.dumps({"type": "reset", "data": {}}))
+                session.recv()
+                session.send(json.dumps({"type": "step", "data": {"move": 1}}))
+                session.recv()
+            ended.send(json.dumps({"type": "close", "data": {}}))
+            dashboard.recv()
+            process.send_signal(signal.SIGINT)
+            time.sleep(gap_s)  # the open session's close() takes a second
+            process.send_signal(signal.SIGINT)
+            stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert "Traceback" not in stderr and "TrioInternalError" not in stderr, stderr[-3000:]
+    assert process.returncode == 0, (process.returncode, stderr[-3000:])
+    assert "stopping already" in stderr
+
+
+def test_demo_against_a_server_that_is_not_openenv_says_so(tmp_path: Path) -> None:
+    web = subprocess.Popen(
+        [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        assert web.stdout is not None
+        port = int(web.stdout.readline().split("port ")[1].split()[0])
+        done = _run("demo", "--url", f"http://127.0.0.1:{port}", "--agents", "1", "--episodes", "1", "--no-progress")
+    finally:
+        web.terminate()
+        web.wait(10)
+    assert done.returncode == 1
+    assert "is not an OpenEnv server" in _one_clean_line(done) and "<html" not in done.stdout.lower()
