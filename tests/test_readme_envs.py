@@ -28,13 +28,13 @@ ENV_CLASSES = [
     for match in re.finditer(r"^class (\w+)\(Environment\):", block, re.M)
 ]
 #: ``serve MODULE:ATTR`` targets of the README's shell commands, but for its own files
-#: (``mygame``, checked through its class above) and placeholders (``mypkg``)
+#: (``mygame``, checked through its class above) and placeholders (``mypkg``, ``my_env``)
 SERVE_TARGETS = sorted(
     {
         target
         for block in re.findall(r"```bash\n(.*?)```", TEXT, re.S)
         for target in re.findall(r"openenv-anyio serve ([\w.]+:[\w.-]+)", block)
-        if target.split(":")[0].split(".")[0] not in ("mygame", "mypkg")
+        if target.split(":")[0].split(".")[0] not in ("mygame", "mypkg", "my_env")
     }
 )
 
