@@ -183,11 +183,14 @@ def test_each_role_reads_its_peer_as_wsproto_does(role: Role, specs: list[tuple[
     answered = bytearray()
     start = 0
     for end in sorted({min(cut, len(wire)) for cut in cuts} | {len(wire)}):
-        events += conn.receive_data(wire[start:end])
-        queued = conn.has_bytes_to_send
-        sent = conn.bytes_to_send()
-        assert queued is bool(sent) and not conn.has_bytes_to_send  # the attribute says what bytes_to_send has
-        answered += sent
+        data = wire[start:end]
+        while data or conn.input_held:  # held input is read before the next bytes
+            events += conn.receive_data(data)
+            data = b""
+            queued = conn.has_bytes_to_send
+            sent = conn.bytes_to_send()
+            assert queued is bool(sent) and not conn.has_bytes_to_send  # the attribute says what bytes_to_send has
+            answered += sent
         start = end
     assert events == expected
     assert _read_as(role, bytes(answered)) == [(Opcode.PONG, payload) for payload in pings]
@@ -222,8 +225,10 @@ def test_each_role_refuses_text_that_is_not_utf8_with_1007(role: Role) -> None:
     frame = encode_text_frame("ok", masked=role is Role.SERVER)
     bad = bytes(_peer_of(role).send_data(b"\xff\xfe", True))
     bad = bytes([0x81]) + bad[1:]  # the binary frame's payload as a text frame
-    events = conn.receive_data(frame + bad)
-    assert events[0] == "ok" and isinstance(events[1], Broken) and conn.state is ConnectionState.CLOSED
+    assert conn.receive_data(frame + bad) == ["ok"] and conn.input_held  # "ok" is answered first
+    assert not conn.has_bytes_to_send
+    events = conn.receive_data(b"")
+    assert len(events) == 1 and isinstance(events[0], Broken) and conn.state is ConnectionState.CLOSED
     assert _read_as(role, conn.bytes_to_send()) == [(Opcode.CLOSE, (1007, "invalid frame"))]
 
 
@@ -291,3 +296,168 @@ def test_a_refusing_connection_does_not_offer_large_frames() -> None:
     conn.refuse(1008, "refused")
     frame = _large_text_frame("x" * (FAST_FRAME_LIMIT + 1)) + bytes(_peer_of(Role.SERVER).close(1008))
     assert conn.receive_data(frame) == [PeerClosed(1008, "", False)]
+
+
+# -- replies in arrival order (Autobahn|Testsuite 3.x, 4.x, 5.6-5.20) -----------------------
+# A transport writes bytes_to_send() after each receive_data() call, then answers the messages
+# it returned, then (while input_held) calls receive_data(b"") before reading more: the peer
+# then sees every reply in the order of what it sent, however the bytes were cut into reads.
+
+
+def _echo_transport(conn: WebSocketConnection, reads: list[bytes]) -> bytes:
+    """What a transport that follows the connection's contract writes for ``reads``, echoing
+    every message (the Autobahn testee's application)."""
+    out = bytearray()
+    for data in reads:
+        while data or conn.input_held:
+            events = conn.receive_data(data)
+            data = b""
+            out += conn.bytes_to_send()  # the replies of this call come before its messages
+            for event in events:
+                if isinstance(event, str):
+                    out += conn.send_text(event)
+                elif isinstance(event, bytes):
+                    out += conn.send_bytes(event)
+            if conn.closed:
+                return bytes(out)
+    return bytes(out)
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_a_pong_inside_a_fragmented_message_goes_out_before_its_echo(role: Role) -> None:
+    """Autobahn 5.6: a ping between the fragments of a message, all in one read."""
+    peer = _peer_of(role)
+    wire = bytes(peer.send_data("frag", False)) + bytes(peer.ping(b"p")) + bytes(peer.send_data("ment", True))
+    conn = WebSocketConnection(role, max_message_size=1024)
+    assert conn.receive_data(wire) == ["fragment"] and not conn.input_held
+    assert _read_as(role, conn.bytes_to_send()) == [(Opcode.PONG, b"p")]
+    assert _read_as(role, _echo_transport(WebSocketConnection(role, max_message_size=1024), [wire])) == [
+        (Opcode.PONG, b"p"),
+        (Opcode.TEXT, "fragment"),
+    ]
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_a_ping_after_a_message_is_held_until_the_message_is_answered(role: Role) -> None:
+    peer = _peer_of(role)
+    wire = bytes(peer.send_data("one", True)) + bytes(peer.ping(b"p")) + bytes(peer.send_data("two", True))
+    conn = WebSocketConnection(role, max_message_size=1024)
+    assert conn.receive_data(wire) == ["one"] and conn.input_held and not conn.has_bytes_to_send
+    assert conn.receive_data(b"") == ["two"] and not conn.input_held
+    assert _read_as(role, conn.bytes_to_send()) == [(Opcode.PONG, b"p")] and conn.pings_answered == 1
+    assert _read_as(role, _echo_transport(WebSocketConnection(role, max_message_size=1024), [wire])) == [
+        (Opcode.TEXT, "one"),
+        (Opcode.PONG, b"p"),
+        (Opcode.TEXT, "two"),
+    ]
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_bytes_given_while_input_is_held_are_read_after_it(role: Role) -> None:
+    peer = _peer_of(role)
+    conn = WebSocketConnection(role, max_message_size=1024)
+    assert conn.receive_data(bytes(peer.send_data("one", True)) + bytes(peer.ping(b"p"))) == ["one"]
+    assert conn.input_held
+    assert conn.receive_data(bytes(peer.send_data("two", True))) == ["two"] and not conn.input_held
+    assert _read_as(role, conn.bytes_to_send()) == [(Opcode.PONG, b"p")]
+
+
+@pytest.mark.parametrize("role", list(Role))
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param(lambda peer: bytes([0xA1]) + bytes(peer.send_data("rsv", True))[1:], id="reserved-bit"),  # 3.2
+        pytest.param(lambda peer: bytes([0x85]) + bytes(peer.send_data("", True))[1:], id="reserved-opcode"),  # 4.1.3
+        pytest.param(lambda peer: bytes([0x00]) + bytes(peer.send_data("c", True))[1:], id="nothing-to-continue"),  # 5.15
+        pytest.param(lambda peer: bytes([0x81]) + bytes(peer.send_data(b"\xff", True))[1:], id="not-utf8"),  # 6.x
+    ],
+)
+def test_a_message_before_a_bad_frame_is_answered_before_the_close(role: Role, bad: Any) -> None:
+    """Autobahn 3.2, 4.1.3, 5.15: the echo of the message comes first, then the close frame."""
+    peer = _peer_of(role)
+    wire = bytes(peer.send_data("Hello", True)) + bad(peer) + bytes(peer.ping(b"never answered"))
+    conn = WebSocketConnection(role, max_message_size=1024)
+    frames = _read_as(role, _echo_transport(conn, [wire]))
+    assert frames[0] == (Opcode.TEXT, "Hello") and len(frames) == 2
+    assert frames[1][0] is Opcode.CLOSE and conn.state is ConnectionState.CLOSED
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_a_close_after_a_message_is_echoed_after_its_answer(role: Role) -> None:
+    peer = _peer_of(role)
+    for close in (bytes(peer.close(1000, "bye")), bytes(_peer_of(role).close(1002))):  # read here / by wsproto
+        conn = WebSocketConnection(role, max_message_size=1024)
+        wire = bytes(_peer_of(role).send_data("last", True)) + close
+        assert conn.receive_data(wire) == ["last"] and conn.input_held and conn.state is ConnectionState.OPEN
+        frames = _read_as(role, _echo_transport(WebSocketConnection(role, max_message_size=1024), [wire]))
+        assert frames[0] == (Opcode.TEXT, "last") and frames[1][0] is Opcode.CLOSE and len(frames) == 2
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_a_message_over_the_limit_after_a_message_is_refused_after_its_answer(role: Role) -> None:
+    peer = _peer_of(role)
+    wire = bytes(peer.send_data("fits", True)) + bytes(peer.send_data("x" * 200, True))
+    conn = WebSocketConnection(role, max_message_size=100)
+    assert conn.receive_data(wire) == ["fits"] and conn.input_held
+    assert conn.receive_data(b"") == [TooLarge(200, 100, True)] and conn.state is ConnectionState.REFUSING
+    frames = _read_as(role, _echo_transport(WebSocketConnection(role, max_message_size=100), [wire]))
+    assert frames == [(Opcode.TEXT, "fits"), (Opcode.CLOSE, (1009, "message too big"))]
+
+
+_ordered_specs = st.lists(
+    st.one_of(
+        st.tuples(st.just("text"), _texts),
+        st.tuples(st.just("fragments"), st.lists(st.text(max_size=30), min_size=2, max_size=4)),
+        st.tuples(st.just("binary"), st.binary(max_size=60)),
+        st.tuples(st.just("ping"), st.binary(max_size=20)),
+        st.tuples(st.just("ping-inside"), st.tuples(st.text(max_size=20), st.binary(max_size=20), st.text(max_size=20))),
+    ),
+    max_size=8,
+)
+_endings = st.sampled_from(["none", "close", "reserved-bit", "not-utf8"])
+
+
+def _ordered_wire(role: Role, specs: list[tuple[str, Any]], ending: str) -> tuple[bytes, list[tuple[Opcode, object]]]:
+    """The peer's bytes, and the frames an echoing end answers them with, in order."""
+    peer = _peer_of(role)
+    wire = bytearray()
+    replies: list[tuple[Opcode, object]] = []
+    for kind, payload in specs:
+        if kind in ("text", "binary"):
+            wire += peer.send_data(payload, True)
+            replies.append((Opcode.TEXT if kind == "text" else Opcode.BINARY, payload))
+        elif kind == "fragments":
+            for index, part in enumerate(payload):
+                wire += peer.send_data(part, index == len(payload) - 1)
+            replies.append((Opcode.TEXT, "".join(payload)))
+        elif kind == "ping":
+            wire += peer.ping(payload)
+            replies.append((Opcode.PONG, payload))
+        else:  # a ping between two fragments: its pong precedes the message's echo
+            first, ping, last = payload
+            wire += peer.send_data(first, False) + peer.ping(ping) + peer.send_data(last, True)
+            replies += [(Opcode.PONG, ping), (Opcode.TEXT, first + last)]
+    if ending == "close":
+        wire += peer.close(1000, "done")
+        replies.append((Opcode.CLOSE, (1000, "done")))
+    elif ending == "reserved-bit":
+        wire += bytes([0xA1]) + bytes(peer.send_data("rsv", True))[1:] + peer.ping(b"after")
+        replies.append((Opcode.CLOSE, (1002, "invalid frame")))
+    elif ending == "not-utf8":
+        wire += bytes([0x81]) + bytes(peer.send_data(b"\xc0", True))[1:] + peer.ping(b"after")
+        replies.append((Opcode.CLOSE, (1007, "invalid frame")))
+    return bytes(wire), replies
+
+
+@pytest.mark.parametrize("role", list(Role))
+@settings(max_examples=150, deadline=None)
+@given(specs=_ordered_specs, ending=_endings, cuts=st.lists(st.integers(1, 70_000), max_size=6))
+def test_replies_go_out_in_arrival_order_however_reads_are_cut(
+    role: Role, specs: list[tuple[str, Any]], ending: str, cuts: list[int]
+) -> None:
+    wire, replies = _ordered_wire(role, specs, ending)
+    bounds = [0, *sorted({min(cut, len(wire)) for cut in cuts}), len(wire)]
+    reads = [wire[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    conn = WebSocketConnection(role, max_message_size=1 << 20)
+    assert _read_as(role, _echo_transport(conn, reads)) == replies
+    assert conn.state is (ConnectionState.OPEN if ending == "none" else ConnectionState.CLOSED)

@@ -187,8 +187,11 @@ class _DirectIO:
                 data = self._handshake_leftover()
                 if not data:
                     continue
-            elif conn is not None and conn.large_offered:
-                data = b""  # the wait for room was interrupted (the caller's deadline): wait again
+            elif conn is not None and (conn.input_held or conn.large_offered):
+                # held input: the messages before it were answered (the application asks for
+                # the next one), its replies go out now; or the wait for room was interrupted
+                # (the caller's deadline): wait again
+                data = b""
             else:
                 data = await self._read()
                 if not data:
