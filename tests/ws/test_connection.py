@@ -26,6 +26,8 @@ from openenv_anyio.ws import (
     parse_header,
 )
 
+from .ordered_wire import cut, endings, ordered_specs, ordered_wire
+
 
 def _server() -> FrameProtocol:
     return FrameProtocol(client=False, extensions=[])
@@ -404,60 +406,13 @@ def test_a_message_over_the_limit_after_a_message_is_refused_after_its_answer(ro
     assert frames == [(Opcode.TEXT, "fits"), (Opcode.CLOSE, (1009, "message too big"))]
 
 
-_ordered_specs = st.lists(
-    st.one_of(
-        st.tuples(st.just("text"), _texts),
-        st.tuples(st.just("fragments"), st.lists(st.text(max_size=30), min_size=2, max_size=4)),
-        st.tuples(st.just("binary"), st.binary(max_size=60)),
-        st.tuples(st.just("ping"), st.binary(max_size=20)),
-        st.tuples(st.just("ping-inside"), st.tuples(st.text(max_size=20), st.binary(max_size=20), st.text(max_size=20))),
-    ),
-    max_size=8,
-)
-_endings = st.sampled_from(["none", "close", "reserved-bit", "not-utf8"])
-
-
-def _ordered_wire(role: Role, specs: list[tuple[str, Any]], ending: str) -> tuple[bytes, list[tuple[Opcode, object]]]:
-    """The peer's bytes, and the frames an echoing end answers them with, in order."""
-    peer = _peer_of(role)
-    wire = bytearray()
-    replies: list[tuple[Opcode, object]] = []
-    for kind, payload in specs:
-        if kind in ("text", "binary"):
-            wire += peer.send_data(payload, True)
-            replies.append((Opcode.TEXT if kind == "text" else Opcode.BINARY, payload))
-        elif kind == "fragments":
-            for index, part in enumerate(payload):
-                wire += peer.send_data(part, index == len(payload) - 1)
-            replies.append((Opcode.TEXT, "".join(payload)))
-        elif kind == "ping":
-            wire += peer.ping(payload)
-            replies.append((Opcode.PONG, payload))
-        else:  # a ping between two fragments: its pong precedes the message's echo
-            first, ping, last = payload
-            wire += peer.send_data(first, False) + peer.ping(ping) + peer.send_data(last, True)
-            replies += [(Opcode.PONG, ping), (Opcode.TEXT, first + last)]
-    if ending == "close":
-        wire += peer.close(1000, "done")
-        replies.append((Opcode.CLOSE, (1000, "done")))
-    elif ending == "reserved-bit":
-        wire += bytes([0xA1]) + bytes(peer.send_data("rsv", True))[1:] + peer.ping(b"after")
-        replies.append((Opcode.CLOSE, (1002, "invalid frame")))
-    elif ending == "not-utf8":
-        wire += bytes([0x81]) + bytes(peer.send_data(b"\xc0", True))[1:] + peer.ping(b"after")
-        replies.append((Opcode.CLOSE, (1007, "invalid frame")))
-    return bytes(wire), replies
-
-
 @pytest.mark.parametrize("role", list(Role))
 @settings(max_examples=150, deadline=None)
-@given(specs=_ordered_specs, ending=_endings, cuts=st.lists(st.integers(1, 70_000), max_size=6))
+@given(specs=ordered_specs, ending=endings, cuts=st.lists(st.integers(1, 70_000), max_size=6))
 def test_replies_go_out_in_arrival_order_however_reads_are_cut(
     role: Role, specs: list[tuple[str, Any]], ending: str, cuts: list[int]
 ) -> None:
-    wire, replies = _ordered_wire(role, specs, ending)
-    bounds = [0, *sorted({min(cut, len(wire)) for cut in cuts}), len(wire)]
-    reads = [wire[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    wire, replies = ordered_wire(role, specs, ending)
     conn = WebSocketConnection(role, max_message_size=1 << 20)
-    assert _read_as(role, _echo_transport(conn, reads)) == replies
+    assert _read_as(role, _echo_transport(conn, cut(wire, cuts))) == replies
     assert conn.state is (ConnectionState.OPEN if ending == "none" else ConnectionState.CLOSED)
