@@ -16,6 +16,13 @@ by the client's task group) takes over, so pings are answered while the client i
 the next request stops it (a cancelled socket read loses no data) before reading itself.
 Two tasks never read at once. Complete messages nobody asked for yet wait in a small
 bounded inbox. Nothing is spawned per frame.
+
+Replies in arrival order (see :mod:`openenv_anyio.ws.connection`): the connection's replies
+(pongs, close frames) are written before the messages of the same read are returned, and
+input the connection held back behind a message is read, before the socket, by the next
+``receive()``; so the server sees them in the order of what it sent. The reader task, which
+reads only while nobody asks for messages, reads held input at once: a client owes the
+server's messages no answer, and pongs and closes must not wait for the next request.
 """
 
 from __future__ import annotations

@@ -16,6 +16,10 @@ does the opening handshake only (validation, the scope, the ``101`` answer or a 
 - ``send()`` has the connection frame every message (text, binary, close, pings) and writes
   it straight to the socket when it takes it at once, else through Hypercorn's guarded send
   path;
+- replies go out in arrival order (see :mod:`openenv_anyio.ws.connection`): what the
+  connection queues for a read (pongs, close frames) is written before its messages are
+  handed over, and input it held back behind a message is read, before the socket, when the
+  application asks for the next message (it has answered the ones before);
 - pongs stamp the session's probe and the peer's own close calls the session back before it
   is answered, as :mod:`.liveness` does for Hypercorn's streams; the stream ends the
   Hypercorn way (``StreamClosed``, which reports the disconnect to the session);
