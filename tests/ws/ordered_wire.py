@@ -16,15 +16,16 @@ from wsproto.frame_protocol import FrameProtocol, Opcode
 
 from openenv_anyio.ws import Role
 
-__all__ = ["cut", "endings", "ordered_specs", "ordered_wire", "peer_of", "read_as"]
+__all__ = ["cut", "endings", "ordered_specs", "ordered_wire", "peer_of", "read_as", "texts"]
 
-_texts = st.one_of(
+#: text messages, among them the lengths where a frame header changes size
+texts = st.one_of(
     st.text(max_size=200),
     st.sampled_from([125, 126, 65535, 65536]).map(lambda n: "é" * (n // 2) + "x" * (n % 2)),
 )
 ordered_specs = st.lists(
     st.one_of(
-        st.tuples(st.just("text"), _texts),
+        st.tuples(st.just("text"), texts),
         st.tuples(st.just("fragments"), st.lists(st.text(max_size=30), min_size=2, max_size=4)),
         st.tuples(st.just("binary"), st.binary(max_size=60)),
         st.tuples(st.just("ping"), st.binary(max_size=20)),
