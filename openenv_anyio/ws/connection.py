@@ -275,17 +275,12 @@ class WebSocketConnection:
         frames before the first message returned; :attr:`input_held` says whether more of
         what was received waits for the next call (see the module doc)."""
         events: list[ConnectionEvent] = []
-        if self.state is not _CLOSED:
-            self._receive_into(data, events)
-        return events
-
-    def _receive_into(self, data: bytes, events: list[ConnectionEvent]) -> None:
+        if self.state is _CLOSED:
+            return events
         items = self._splitter.feed(data)
         if self.input_held:
             items = self._resume(items, events)
-            if self.input_held or self.closed:
-                return
-        for item in (iterator := iter(items)):
+        for item in (rest := iter(items)):
             if type(item) is str:  # the common case: a fast text message (cannot end the connection)
                 if self.state is not _REFUSING:
                     events.append(item)
@@ -296,12 +291,11 @@ class WebSocketConnection:
             else:
                 self._on_item(item, events)  # type: ignore[arg-type]
             if self.input_held:
-                # After the items held by a nested call (a skipped large frame reads on):
-                # those came later in the byte stream only when this call has none left.
-                self._held_items += iterator
-                return
+                self._held_items = list(rest)
+                break
             if self.closed:
-                return
+                break
+        return events
 
     def _hold(self, frame: _HeldFrame) -> None:
         """Stop here: ``frame`` (and all after it) is read after the messages returned are answered."""
@@ -329,7 +323,7 @@ class WebSocketConnection:
         if self.input_held:  # held again: what remains waits behind the new held frame
             self._held_items = held + items
             return []
-        return held + items
+        return [] if self.closed else held + items
 
     def _on_item(self, item: CloseFrame | LargeFrame | LargeText | InvalidText, events: list[ConnectionEvent]) -> None:
         match item:
@@ -341,7 +335,7 @@ class WebSocketConnection:
             case LargeFrame():
                 if self.state is ConnectionState.REFUSING:  # discarded anyway: not offered
                     self._splitter.skip()
-                    self._receive_into(b"", events)
+                    events += self.receive_data(b"")  # nothing is held while refusing (no reply is owed)
                 else:
                     events.append(item)
             case LargeText():
