@@ -12,8 +12,9 @@ it sends the frames of :attr:`~WebSocketConnection.send_text` and :meth:`ping` i
 
 Replies in arrival order. The peer sees our replies in the order of what it sent: a pong
 answers a ping before the answers to the messages after it, and after the answers to the
-messages before it (Autobahn|Testsuite cases 5.6-5.20 and 3.x-5.15: the echo of a message
-before a bad frame arrives before the close frame that fails the connection). So one
+messages before it; a close frame (the echo of the peer's, or ours failing the connection)
+follows the answers to the messages before it (Autobahn|Testsuite 5.6-5.20: a ping between
+a message's fragments; 3.2-4.2.5 and 5.15: a message in the same read as a bad frame). So one
 :meth:`~WebSocketConnection.receive_data` call never queues a reply for a frame that came
 after a message it returns: on such a frame (a ping, a close to echo, a message over the
 limit, bytes that break the protocol) it stops, holds the rest of what it received, and
