@@ -329,7 +329,7 @@ class WebSocketConnection:
     def _on_item(self, item: CloseFrame | LargeFrame | LargeText | InvalidText, events: list[ConnectionEvent]) -> None:
         match item:
             case CloseFrame(code, reason):
-                if self.state is _OPEN and _has_message(events):
+                if self.state is ConnectionState.OPEN and _has_message(events):
                     self._hold(item)  # its echo follows the answers to the messages before it
                 else:
                     self._peer_closed(code, reason, events, read_here=True)
@@ -343,7 +343,7 @@ class WebSocketConnection:
                 if self.state is not ConnectionState.REFUSING:
                     events.append(item)
             case InvalidText(detail):
-                if self.state is _OPEN and _has_message(events):
+                if self.state is ConnectionState.OPEN and _has_message(events):
                     self._hold(item)
                 else:
                     self._fail(CloseCode.INVALID_PAYLOAD, detail, events)
@@ -378,7 +378,7 @@ class WebSocketConnection:
                 if not self._on_frame(frame, events):
                     return
         except ParseFailed as exc:
-            if self.state is _OPEN and _has_message(events):
+            if self.state is ConnectionState.OPEN and _has_message(events):
                 self._hold(exc)
             else:
                 self._fail(int(exc.code), str(exc), events)
@@ -402,7 +402,7 @@ class WebSocketConnection:
         elif opcode is Opcode.PONG:
             events.append(Pong(bytes(frame.payload)))  # type: ignore[arg-type]
         elif opcode is Opcode.CLOSE:
-            if self.state is _OPEN and _has_message(events):
+            if self.state is ConnectionState.OPEN and _has_message(events):
                 self._hold(frame)  # its echo follows the answers to the messages before it
                 return False
             code, reason = cast(tuple[int, str], frame.payload)
@@ -414,7 +414,7 @@ class WebSocketConnection:
         """Take a data frame's payload; ``False`` (nothing taken): it crosses the limit while
         a message this call returns waits for its answer (it is refused after that)."""
         size = self._size + _payload_size(data)
-        if size > self._limit and self.state is _OPEN and _has_message(events):
+        if size > self._limit and self.state is ConnectionState.OPEN and _has_message(events):
             return False
         self._size = size
         if self._size > self._limit:
