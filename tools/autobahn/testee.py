@@ -33,6 +33,7 @@ import anyio
 import trio
 
 from openenv_anyio.client.errors import ConnectionClosedByServer, EnvClientError
+from openenv_anyio.core import CloseCode
 from openenv_anyio.client.transport import WebSocketTransport
 from openenv_anyio.client.urls import WebSocketAddress
 from openenv_anyio.envs.echo import EchoEnv
@@ -69,7 +70,7 @@ async def echo(scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> N
         if held is not None:  # a large text message of the direct path: its UTF-8 bytes, checked
             try:
                 if held.data is None:  # the budget had no room: refused as /ws refuses it
-                    await send({"type": "websocket.close", "code": 1013, "reason": "server busy"})
+                    await send({"type": "websocket.close", "code": int(CloseCode.TRY_AGAIN_LATER), "reason": "server busy"})
                     return
                 text = held.data.decode()
             finally:
@@ -94,7 +95,7 @@ class EchoApplication:
         if scope["type"] == "websocket" and scope["path"] == "/ws":
             await echo(scope, receive, send)
         elif scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
+            await send({"type": "websocket.close", "code": int(CloseCode.POLICY_VIOLATION)})
         elif scope["type"] == "http":
             await send({"type": "http.response.start", "status": 404, "headers": [(b"content-length", b"0")]})
             await send({"type": "http.response.body", "body": b""})
