@@ -3,7 +3,10 @@
 #   - the Debian packages listed in tools/test-deps/apt.txt (browser, proxies), and
 #   - one virtual environment per upstream OpenEnv release, .peers/NAME/ from
 #     tools/test-deps/peers/NAME.txt (rebuilt only when that file or pyproject.toml changes:
-#     each peer venv also holds our package, editable, for the adapter tests).
+#     each peer venv also holds our package, editable, for the adapter tests), and
+#   - Autobahn|Testsuite for tests/ws/test_autobahn.py: Python 2.7.18 through pyenv (unless
+#     $AUTOBAHN_PYTHON2 names a Python 2.7), the suite into .autobahn/suite from
+#     tools/autobahn/requirements.txt (tools/autobahn/run --install-only).
 # Idempotent: a second run installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,3 +52,9 @@ for req in tools/test-deps/peers/*.txt; do
   cp "$req" "$venv/requirements.txt"
   printf '%s' "$stamp" > "$venv/installed-from.txt"
 done
+
+if [ -z "${AUTOBAHN_PYTHON2:-}" ] && command -v pyenv >/dev/null && [ ! -x "$(pyenv root)/versions/2.7.18/bin/python" ]; then
+  echo "install-test-deps: pyenv install 2.7.18 (Autobahn|Testsuite runs on Python 2.7)"
+  pyenv install --skip-existing 2.7.18
+fi
+python3 tools/autobahn/run --install-only

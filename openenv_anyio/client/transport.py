@@ -16,6 +16,13 @@ by the client's task group) takes over, so pings are answered while the client i
 the next request stops it (a cancelled socket read loses no data) before reading itself.
 Two tasks never read at once. Complete messages nobody asked for yet wait in a small
 bounded inbox. Nothing is spawned per frame.
+
+Replies in arrival order (see :mod:`openenv_anyio.ws.connection`): the connection's replies
+(pongs, close frames) are written before the messages of the same read are returned, and
+input the connection held back behind a message is read, before the socket, by the next
+``receive()``; so the server sees them in the order of what it sent. The reader task, which
+reads only while nobody asks for messages, reads held input at once: a client owes the
+server's messages no answer, and pongs and closes must not wait for the next request.
 """
 
 from __future__ import annotations
@@ -249,11 +256,12 @@ class WebSocketTransport:
         self._reader_must_stop = False
         try:
             while not self._ended.is_set() and not self._reader_must_stop:
-                data: bytes | None = None
-                with anyio.CancelScope() as scope:
-                    self._reader_read_scope = scope
-                    data = await self._read()
-                self._reader_read_scope = None
+                data: bytes | None = b""  # input the connection held back: read on without the socket
+                if not self._conn.input_held:
+                    with anyio.CancelScope() as scope:
+                        self._reader_read_scope = scope
+                        data = await self._read()
+                    self._reader_read_scope = None
                 # Cancelled by a requester: nothing was read. A read that completed before the
                 # cancellation could land (trio) is still processed: no data is ever dropped.
                 if data is None:
@@ -289,7 +297,9 @@ class WebSocketTransport:
 
     def _receive(self, data: bytes) -> None:
         """React to ``data`` read from the socket (synchronously; control frames it calls for
-        wait in the connection's outbound queue, see :meth:`_flush`)."""
+        wait in the connection's outbound queue, see :meth:`_flush`, and are sent before the
+        messages delivered here are answered: the connection queues none for a frame after
+        a message, it holds such input back until the next call)."""
         for event in self._conn.receive_data(data):
             match event:
                 case str() | bytes():  # a whole message (``Message``)
@@ -392,6 +402,12 @@ class WebSocketTransport:
             raise self.failure or ConnectionLost(self.address.url, "the connection has ended")
         await self._send_bytes(self._conn.send_text(text))
 
+    async def send_binary(self, data: bytes) -> None:
+        """Send one binary message."""
+        if self._ended.is_set() or self._conn.state is not _OPEN:
+            raise self.failure or ConnectionLost(self.address.url, "the connection has ended")
+        await self._send_bytes(self._conn.send_bytes(data))
+
     async def _send_bytes(self, data: bytes) -> None:
         """Send ``data``, then any control frames the reader queued meanwhile (pongs, closes)."""
         while self._sending:
@@ -436,7 +452,9 @@ class WebSocketTransport:
             while not self._inbox:
                 if self._ended.is_set() or self._conn.state is _REFUSING:
                     raise self.failure or ConnectionLost(self.address.url, "the connection has ended")
-                data = await self._read()
+                # the input the connection held back behind the messages returned before (now
+                # answered: the caller asks for the next one) is read before the socket
+                data = b"" if self._conn.input_held else await self._read()
                 if data is None:
                     continue
                 self._receive(data)

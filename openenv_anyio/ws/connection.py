@@ -6,9 +6,24 @@ which decodes the common text frame and the peer's plain close itself and stream
 other byte to wsproto's ``FrameProtocol``, built only when a frame first needs it: a
 connection that exchanges text and closes normally never builds one), the message size limit, answering pings, the closing handshake and the
 bytes that must go out because of what came in. The transport calls
-:meth:`WebSocketConnection.receive_data` with what it read and acts on the events it gets
-back; it sends the frames of :attr:`~WebSocketConnection.send_text` and :meth:`ping` and,
-after every receive, whatever :meth:`bytes_to_send` holds (pongs, close frames).
+:meth:`WebSocketConnection.receive_data` with what it read; it writes whatever
+:meth:`bytes_to_send` holds (pongs, close frames) and then acts on the events it got back;
+it sends the frames of :attr:`~WebSocketConnection.send_text` and :meth:`ping` itself.
+
+Replies in arrival order. The peer sees our replies in the order of what it sent: a pong
+answers a ping before the answers to the messages after it, and after the answers to the
+messages before it; a close frame (the echo of the peer's, or ours failing the connection)
+follows the answers to the messages before it (Autobahn|Testsuite 5.6-5.20: a ping between
+a message's fragments; 3.2-4.2.5 and 5.15: a message in the same read as a bad frame). So one
+:meth:`~WebSocketConnection.receive_data` call never queues a reply for a frame that came
+after a message it returns: on such a frame (a ping, a close to echo, a message over the
+limit, bytes that break the protocol) it stops, holds the rest of what it received, and
+sets :attr:`~WebSocketConnection.input_held`. Every reply of a call then precedes every
+message of it, hence the transport's order (write :meth:`bytes_to_send`, then hand the
+messages on), and once the messages are answered (the application asks for the next one)
+the transport calls ``receive_data(b"")`` instead of reading the socket while
+:attr:`~WebSocketConnection.input_held` is set. Bytes given while input is held are read
+after the held ones.
 
 Its :class:`Role` is the end it plays, fixed at creation: a ``CLIENT`` reads unmasked frames
 and masks what it sends; a ``SERVER`` reads masked frames (an unmasked one breaks the
@@ -39,11 +54,11 @@ from dataclasses import dataclass
 from collections.abc import Callable
 from typing import Final, TypeAlias, assert_never, cast
 
-from wsproto.frame_protocol import FrameProtocol, Opcode, ParseFailed
+from wsproto.frame_protocol import Frame, FrameProtocol, Opcode, ParseFailed
 
 from ..core.close_codes import CloseCode
 from .frames import encode_close_frame, encode_masked_text_frame, encode_unmasked_text_frame
-from .splitter import CloseFrame, FrameSplitter, InvalidText, LargeFrame, LargeState, LargeText
+from .splitter import CloseFrame, FrameSplitter, InvalidText, LargeFrame, LargeState, LargeText, SplitItem
 
 __all__ = [
     "Broken",
@@ -136,6 +151,17 @@ class Broken:
 ConnectionEvent: TypeAlias = Message | Pong | PeerClosed | TooLarge | Broken | LargeFrame | LargeText
 
 
+#: What :meth:`WebSocketConnection.receive_data` holds back for after the messages it
+#: returned (see "Replies in arrival order"): a frame of the general parser, a close frame
+#: or invalid text of the splitter, or the general parser's refusal of the next bytes.
+_HeldFrame: TypeAlias = Frame | CloseFrame | InvalidText | ParseFailed
+
+
+def _has_message(events: list[ConnectionEvent]) -> bool:
+    """Whether ``events`` holds a message (whose answer a later frame's reply must follow)."""
+    return any(isinstance(event, (str, bytes, LargeText)) for event in events)
+
+
 def _payload_size(data: str | bytes) -> int:
     """Bytes of ``data`` on the wire (UTF-8 for text; ASCII text is counted without encoding)."""
     if isinstance(data, str) and not data.isascii():
@@ -147,10 +173,8 @@ class WebSocketConnection:
     """One end (``role``) of one WebSocket connection, without I/O (see the module doc)."""
 
     __slots__ = (
-        "role", "state", "pings_answered", "invalid_text_reply", "has_bytes_to_send", "send_text", "_limit", "_proto",
-        "_splitter",
-        "_outgoing",
-        "_parts", "_size", "_masks",
+        "role", "state", "pings_answered", "invalid_text_reply", "has_bytes_to_send", "input_held", "send_text",
+        "_limit", "_proto", "_splitter", "_outgoing", "_parts", "_size", "_masks", "_held_frame", "_held_items",
     )
 
     def __init__(self, role: Role = Role.CLIENT, *, max_message_size: int, collect_large: bool = False) -> None:
@@ -173,6 +197,12 @@ class WebSocketConnection:
         self.has_bytes_to_send = False
         self._parts: list[str | bytes] = []
         self._size = 0
+        #: received input is held back behind the messages just returned (see "Replies in
+        #: arrival order"): call ``receive_data(b"")`` once they are answered. A plain
+        #: attribute, read by the transports before every socket read.
+        self.input_held = False
+        self._held_frame: _HeldFrame | None = None  # the frame that stopped the last call
+        self._held_items: list[SplitItem] = []  # the splitter's items after it, not yet read
 
     def _general(self) -> FrameProtocol:
         """wsproto's frame parser and encoder for everything the fast paths do not do."""
@@ -241,11 +271,17 @@ class WebSocketConnection:
     # -- inbound -------------------------------------------------------------------------
 
     def receive_data(self, data: bytes) -> list[ConnectionEvent]:
-        """Take bytes read from the socket; return what they mean, in order."""
+        """Take bytes read from the socket (``b""``: go on with held input); return what
+        they mean, in order. Replies they call for wait in :meth:`bytes_to_send`, all for
+        frames before the first message returned; :attr:`input_held` says whether more of
+        what was received waits for the next call (see the module doc)."""
         events: list[ConnectionEvent] = []
         if self.state is _CLOSED:
             return events
-        for item in self._splitter.feed(data):
+        items = self._splitter.feed(data)
+        if self.input_held:
+            items = self._resume(items, events)
+        for item in (rest := iter(items)):
             if type(item) is str:  # the common case: a fast text message (cannot end the connection)
                 if self.state is not _REFUSING:
                     events.append(item)
@@ -256,6 +292,9 @@ class WebSocketConnection:
                 self._refuse_announced(events)
             else:
                 self._on_item(item, events)  # type: ignore[arg-type]
+            if self.input_held:
+                self._held_items = list(rest)
+                break
             if self.closed:
                 break
         return events
@@ -278,21 +317,55 @@ class WebSocketConnection:
             self.refuse(CloseCode.MESSAGE_TOO_BIG, "message too big")
             events.append(TooLarge(size, self._limit, close_queued))
 
+    def _hold(self, frame: _HeldFrame) -> None:
+        """Stop here: ``frame`` (and all after it) is read after the messages returned are answered."""
+        self._held_frame = frame
+        self.input_held = True
+
+    def _resume(self, items: list[SplitItem], events: list[ConnectionEvent]) -> list[SplitItem]:
+        """Read the held frame and what the general parser holds after it; return the held
+        items, then ``items`` (the bytes given now), still to be read."""
+        frame, self._held_frame = self._held_frame, None
+        self.input_held = False
+        match frame:
+            case CloseFrame() | InvalidText():
+                self._on_item(frame, events)
+            case ParseFailed():
+                self._fail(int(frame.code), str(frame), events)
+            case Frame():
+                if self._on_frame(frame, events):
+                    self._read_general(events)
+            case None:
+                pass
+            case _:
+                assert_never(frame)
+        held, self._held_items = self._held_items, []
+        if self.input_held:  # held again: what remains waits behind the new held frame
+            self._held_items = held + items
+            return []
+        return [] if self.closed else held + items
+
     def _on_item(self, item: CloseFrame | LargeFrame | LargeText | InvalidText, events: list[ConnectionEvent]) -> None:
         match item:
             case CloseFrame(code, reason):
-                self._peer_closed(code, reason, events, read_here=True)
+                if self.state is ConnectionState.OPEN and _has_message(events):
+                    self._hold(item)  # its echo follows the answers to the messages before it
+                else:
+                    self._peer_closed(code, reason, events, read_here=True)
             case LargeFrame():
                 if self.state is ConnectionState.REFUSING:  # discarded anyway: not offered
                     self._splitter.skip()
-                    events += self.receive_data(b"")
+                    events += self.receive_data(b"")  # nothing is held while refusing (no reply is owed)
                 else:
                     events.append(item)
             case LargeText():
                 if self.state is not ConnectionState.REFUSING:
                     events.append(item)
             case InvalidText(detail):
-                self._fail(CloseCode.INVALID_PAYLOAD, detail, events)
+                if self.state is ConnectionState.OPEN and _has_message(events):
+                    self._hold(item)
+                else:
+                    self._fail(CloseCode.INVALID_PAYLOAD, detail, events)
             case _:
                 assert_never(item)
 
@@ -318,40 +391,64 @@ class WebSocketConnection:
         events.append(PeerClosed(int(code), str(reason), answered))
 
     def _read_general(self, events: list[ConnectionEvent]) -> None:
-        proto = self._general()
+        """Read the frames the general parser has whole, until one is held or ends the connection."""
         try:
-            for frame in proto.received_frames():
-                opcode = frame.opcode
-                if opcode is Opcode.TEXT or opcode is Opcode.BINARY or opcode is Opcode.CONTINUATION:
-                    if self.state is not ConnectionState.REFUSING:
-                        self._on_data(frame.payload, frame.message_finished, events)  # type: ignore[arg-type]
-                elif opcode is Opcode.PING:
-                    if self.state is ConnectionState.OPEN:
-                        self._queue(proto.pong(frame.payload))  # type: ignore[arg-type]
-                        self.pings_answered += 1
-                elif opcode is Opcode.PONG:
-                    events.append(Pong(bytes(frame.payload)))  # type: ignore[arg-type]
-                elif opcode is Opcode.CLOSE:
-                    code, reason = cast(tuple[int, str], frame.payload)
-                    self._peer_closed(code, reason, events, read_here=False)
+            for frame in self._general().received_frames():
+                if not self._on_frame(frame, events):
                     return
         except ParseFailed as exc:
-            self._fail(int(exc.code), str(exc), events)
+            if self.state is ConnectionState.OPEN and _has_message(events):
+                self._hold(exc)
+            else:
+                self._fail(int(exc.code), str(exc), events)
 
-    def _on_data(self, data: str | bytes, finished: bool, events: list[ConnectionEvent]) -> None:
-        self._size += _payload_size(data)
+    def _on_frame(self, frame: Frame, events: list[ConnectionEvent]) -> bool:
+        """Act on one frame of the general parser; whether to read on (not when the frame
+        was held or ended the connection)."""
+        opcode = frame.opcode
+        if opcode is Opcode.TEXT or opcode is Opcode.BINARY or opcode is Opcode.CONTINUATION:
+            if self.state is not ConnectionState.REFUSING:
+                if not self._on_data(frame.payload, frame.message_finished, events):  # type: ignore[arg-type]
+                    self._hold(frame)
+                    return False
+        elif opcode is Opcode.PING:
+            if self.state is ConnectionState.OPEN:
+                if _has_message(events):
+                    self._hold(frame)  # its pong follows the answers to the messages before it
+                    return False
+                self._queue(self._general().pong(frame.payload))  # type: ignore[arg-type]
+                self.pings_answered += 1
+        elif opcode is Opcode.PONG:
+            events.append(Pong(bytes(frame.payload)))  # type: ignore[arg-type]
+        elif opcode is Opcode.CLOSE:
+            if self.state is ConnectionState.OPEN and _has_message(events):
+                self._hold(frame)  # its echo follows the answers to the messages before it
+                return False
+            code, reason = cast(tuple[int, str], frame.payload)
+            self._peer_closed(code, reason, events, read_here=False)
+            return False
+        return True
+
+    def _on_data(self, data: str | bytes, finished: bool, events: list[ConnectionEvent]) -> bool:
+        """Take a data frame's payload; ``False`` (nothing taken): it crosses the limit while
+        a message this call returns waits for its answer (it is refused after that)."""
+        size = self._size + _payload_size(data)
+        if size > self._limit and self.state is ConnectionState.OPEN and _has_message(events):
+            return False
+        self._size = size
         if self._size > self._limit:
             size = max(self._size, self._splitter.general_frame_length)
             close_queued = self.state is ConnectionState.OPEN
             self.refuse(CloseCode.MESSAGE_TOO_BIG, "message too big")
             events.append(TooLarge(size, self._limit, close_queued))
-            return
+            return True
         if not finished:
             self._parts.append(data)
-            return
+            return True
         if self._parts:
             self._parts.append(data)
             data = "".join(self._parts) if isinstance(data, str) else b"".join(self._parts)  # type: ignore[arg-type]
             self._parts = []
         self._size = 0
         events.append(data)
+        return True

@@ -26,6 +26,8 @@ from openenv_anyio.ws import (
     parse_header,
 )
 
+from .ordered_wire import cut, endings, ordered_specs, ordered_wire, peer_of, read_as, texts
+
 
 def _server() -> FrameProtocol:
     return FrameProtocol(client=False, extensions=[])
@@ -120,13 +122,9 @@ def test_the_transition_table_is_closed_and_ends_in_closed() -> None:
 # cut anywhere, the connection reads as wsproto alone reads it, and what the connection sends
 # wsproto reads back unchanged.
 
-_texts = st.one_of(
-    st.text(max_size=200),
-    st.sampled_from([125, 126, 65535, 65536]).map(lambda n: "é" * (n // 2) + "x" * (n % 2)),
-)
 _specs = st.lists(
     st.one_of(
-        st.tuples(st.just("text"), _texts),
+        st.tuples(st.just("text"), texts),
         st.tuples(st.just("fragments"), st.lists(st.text(max_size=30), min_size=2, max_size=4)),
         st.tuples(st.just("binary"), st.binary(max_size=60)),
         st.tuples(st.just("binary-fragments"), st.lists(st.binary(max_size=30), min_size=2, max_size=3)),
@@ -137,15 +135,10 @@ _specs = st.lists(
 )
 
 
-def _peer_of(role: Role) -> FrameProtocol:
-    """wsproto playing the other end of ``role``."""
-    return FrameProtocol(client=role is Role.SERVER, extensions=[])
-
-
 def _peer_wire(role: Role, specs: list[tuple[str, Any]]) -> tuple[bytes, list[object], list[bytes]]:
     """The peer's bytes for ``specs``, the events the connection must report, and the ping
     payloads it must answer."""
-    peer = _peer_of(role)
+    peer = peer_of(role)
     wire = bytearray()
     expected: list[object] = []
     pings: list[bytes] = []
@@ -166,13 +159,6 @@ def _peer_wire(role: Role, specs: list[tuple[str, Any]]) -> tuple[bytes, list[ob
     return bytes(wire), expected, pings
 
 
-def _read_as(role: Role, data: bytes) -> list[tuple[Opcode, object]]:
-    """The frames of ``data`` as the peer of ``role`` reads them."""
-    proto = _peer_of(role)
-    proto.receive_bytes(data)
-    return [(frame.opcode, frame.payload) for frame in proto.received_frames()]
-
-
 @pytest.mark.parametrize("role", list(Role))
 @settings(max_examples=100, deadline=None)
 @given(specs=_specs, cuts=st.lists(st.integers(1, 70_000), max_size=6))
@@ -183,26 +169,29 @@ def test_each_role_reads_its_peer_as_wsproto_does(role: Role, specs: list[tuple[
     answered = bytearray()
     start = 0
     for end in sorted({min(cut, len(wire)) for cut in cuts} | {len(wire)}):
-        events += conn.receive_data(wire[start:end])
-        queued = conn.has_bytes_to_send
-        sent = conn.bytes_to_send()
-        assert queued is bool(sent) and not conn.has_bytes_to_send  # the attribute says what bytes_to_send has
-        answered += sent
+        data = wire[start:end]
+        while data or conn.input_held:  # held input is read before the next bytes
+            events += conn.receive_data(data)
+            data = b""
+            queued = conn.has_bytes_to_send
+            sent = conn.bytes_to_send()
+            assert queued is bool(sent) and not conn.has_bytes_to_send  # the attribute says what bytes_to_send has
+            answered += sent
         start = end
     assert events == expected
-    assert _read_as(role, bytes(answered)) == [(Opcode.PONG, payload) for payload in pings]
+    assert read_as(role, bytes(answered)) == [(Opcode.PONG, payload) for payload in pings]
     assert conn.pings_answered == len(pings) and conn.state is ConnectionState.OPEN
 
 
 @pytest.mark.parametrize("role", list(Role))
 @settings(max_examples=100, deadline=None)
-@given(text=_texts, data=st.binary(max_size=300), ping=st.binary(max_size=20), code=st.sampled_from([1000, 1001, 4408]))
+@given(text=texts, data=st.binary(max_size=300), ping=st.binary(max_size=20), code=st.sampled_from([1000, 1001, 4408]))
 def test_what_each_role_sends_its_peer_reads_unchanged(role: Role, text: str, data: bytes, ping: bytes, code: int) -> None:
     conn = WebSocketConnection(role, max_message_size=1 << 20)
     wire = conn.send_text(text) + conn.send_bytes(data) + conn.ping(ping)
     conn.close(code, "bye")
     wire += conn.bytes_to_send()
-    assert _read_as(role, wire) == [(Opcode.TEXT, text), (Opcode.BINARY, data), (Opcode.PING, ping), (Opcode.CLOSE, (code, "bye"))]
+    assert read_as(role, wire) == [(Opcode.TEXT, text), (Opcode.BINARY, data), (Opcode.PING, ping), (Opcode.CLOSE, (code, "bye"))]
     masked = parse_header(conn.send_text(text))
     assert masked is not None and masked.masked is (role is Role.CLIENT)  # RFC 6455 5.1
 
@@ -213,30 +202,32 @@ def test_each_role_refuses_frames_masked_the_wrong_way_with_1002(role: Role) -> 
     wrong = encode_text_frame("masked the wrong way", masked=role is Role.CLIENT)
     events = conn.receive_data(wrong + encode_text_frame("after", masked=role is Role.SERVER))
     assert len(events) == 1 and isinstance(events[0], Broken) and conn.state is ConnectionState.CLOSED
-    assert _read_as(role, conn.bytes_to_send()) == [(Opcode.CLOSE, (1002, "invalid frame"))]
+    assert read_as(role, conn.bytes_to_send()) == [(Opcode.CLOSE, (1002, "invalid frame"))]
 
 
 @pytest.mark.parametrize("role", list(Role))
 def test_each_role_refuses_text_that_is_not_utf8_with_1007(role: Role) -> None:
     conn = WebSocketConnection(role, max_message_size=1024)
     frame = encode_text_frame("ok", masked=role is Role.SERVER)
-    bad = bytes(_peer_of(role).send_data(b"\xff\xfe", True))
+    bad = bytes(peer_of(role).send_data(b"\xff\xfe", True))
     bad = bytes([0x81]) + bad[1:]  # the binary frame's payload as a text frame
-    events = conn.receive_data(frame + bad)
-    assert events[0] == "ok" and isinstance(events[1], Broken) and conn.state is ConnectionState.CLOSED
-    assert _read_as(role, conn.bytes_to_send()) == [(Opcode.CLOSE, (1007, "invalid frame"))]
+    assert conn.receive_data(frame + bad) == ["ok"] and conn.input_held  # "ok" is answered first
+    assert not conn.has_bytes_to_send
+    events = conn.receive_data(b"")
+    assert len(events) == 1 and isinstance(events[0], Broken) and conn.state is ConnectionState.CLOSED
+    assert read_as(role, conn.bytes_to_send()) == [(Opcode.CLOSE, (1007, "invalid frame"))]
 
 
 @pytest.mark.parametrize("role", list(Role))
 def test_a_header_announcing_more_than_the_limit_is_refused_before_its_payload(role: Role) -> None:
     """Nothing of the payload is waited for: the header's length (with what arrived of the
     message before it) already crosses the limit."""
-    peer, conn = _peer_of(role), WebSocketConnection(role, max_message_size=100)
+    peer, conn = peer_of(role), WebSocketConnection(role, max_message_size=100)
     frame = bytes(peer.send_data("x" * 1000, True))
     header = frame[: len(frame) - 1000]
     assert conn.receive_data(header) == [TooLarge(1000, 100, True)] and conn.state is ConnectionState.REFUSING
-    assert _read_as(role, conn.bytes_to_send()) == [(Opcode.CLOSE, (1009, "message too big"))]
-    other, fragmented = _peer_of(role), WebSocketConnection(role, max_message_size=100)
+    assert read_as(role, conn.bytes_to_send()) == [(Opcode.CLOSE, (1009, "message too big"))]
+    other, fragmented = peer_of(role), WebSocketConnection(role, max_message_size=100)
     first = bytes(other.send_data("x" * 60, False))
     second = bytes(other.send_data("y" * 60, True))
     assert fragmented.receive_data(first) == []
@@ -245,11 +236,11 @@ def test_a_header_announcing_more_than_the_limit_is_refused_before_its_payload(r
 
 @pytest.mark.parametrize("role", list(Role))
 def test_each_role_refuses_a_message_over_the_limit_with_1009(role: Role) -> None:
-    peer, conn = _peer_of(role), WebSocketConnection(role, max_message_size=100)
+    peer, conn = peer_of(role), WebSocketConnection(role, max_message_size=100)
     wire = bytes(peer.send_data("x" * 60, False)) + bytes(peer.send_data("y" * 60, True))
     events = conn.receive_data(wire)
     assert events == [TooLarge(120, 100, True)] and conn.state is ConnectionState.REFUSING
-    assert _read_as(role, conn.bytes_to_send()) == [(Opcode.CLOSE, (1009, "message too big"))]
+    assert read_as(role, conn.bytes_to_send()) == [(Opcode.CLOSE, (1009, "message too big"))]
     assert conn.receive_data(bytes(peer.close(1009))) == [PeerClosed(1009, "", False)]
 
 
@@ -259,17 +250,17 @@ def test_each_role_refuses_a_message_over_the_limit_with_1009(role: Role) -> Non
 def test_the_server_answers_text_that_is_not_utf8_with_its_reply_then_1007() -> None:
     conn = WebSocketConnection(Role.SERVER, max_message_size=1024)
     conn.invalid_text_reply = '{"type": "error"}'
-    bad = bytes([0x81]) + bytes(_peer_of(Role.SERVER).send_data(b"\xc0\xaf", True))[1:]
+    bad = bytes([0x81]) + bytes(peer_of(Role.SERVER).send_data(b"\xc0\xaf", True))[1:]
     events = conn.receive_data(bad)
     assert len(events) == 1 and isinstance(events[0], Broken) and conn.state is ConnectionState.CLOSED
-    assert _read_as(Role.SERVER, conn.bytes_to_send()) == [
+    assert read_as(Role.SERVER, conn.bytes_to_send()) == [
         (Opcode.TEXT, '{"type": "error"}'),
         (Opcode.CLOSE, (1007, "invalid frame")),
     ]
 
 
 def _large_text_frame(text: str) -> bytes:
-    return bytes(_peer_of(Role.SERVER).send_data(text, True))
+    return bytes(peer_of(Role.SERVER).send_data(text, True))
 
 
 def test_a_large_text_frame_waits_for_admit_then_arrives_whole() -> None:
@@ -294,16 +285,134 @@ def test_a_skipped_large_frame_is_read_and_dropped() -> None:
 
 def test_a_large_frame_that_is_not_utf8_fails_the_connection_with_1007() -> None:
     conn = WebSocketConnection(Role.SERVER, max_message_size=FAST_FRAME_LIMIT * 4, collect_large=True)
-    frame = bytes([0x81]) + bytes(_peer_of(Role.SERVER).send_data(b"\xff" * (FAST_FRAME_LIMIT + 1), True))[1:]
+    frame = bytes([0x81]) + bytes(peer_of(Role.SERVER).send_data(b"\xff" * (FAST_FRAME_LIMIT + 1), True))[1:]
     assert conn.receive_data(frame) == [LargeFrame(FAST_FRAME_LIMIT + 1)]
     conn.admit()
     events = conn.receive_data(b"")
     assert len(events) == 1 and isinstance(events[0], Broken) and conn.state is ConnectionState.CLOSED
-    assert _read_as(Role.SERVER, conn.bytes_to_send()) == [(Opcode.CLOSE, (1007, "invalid frame"))]
+    assert read_as(Role.SERVER, conn.bytes_to_send()) == [(Opcode.CLOSE, (1007, "invalid frame"))]
 
 
 def test_a_refusing_connection_does_not_offer_large_frames() -> None:
     conn = WebSocketConnection(Role.SERVER, max_message_size=FAST_FRAME_LIMIT * 4, collect_large=True)
     conn.refuse(1008, "refused")
-    frame = _large_text_frame("x" * (FAST_FRAME_LIMIT + 1)) + bytes(_peer_of(Role.SERVER).close(1008))
+    frame = _large_text_frame("x" * (FAST_FRAME_LIMIT + 1)) + bytes(peer_of(Role.SERVER).close(1008))
     assert conn.receive_data(frame) == [PeerClosed(1008, "", False)]
+
+
+# -- replies in arrival order (Autobahn|Testsuite 3.x, 4.x, 5.6-5.20) -----------------------
+# A transport writes bytes_to_send() after each receive_data() call, then answers the messages
+# it returned, then (while input_held) calls receive_data(b"") before reading more: the peer
+# then sees every reply in the order of what it sent, however the bytes were cut into reads.
+
+
+def _echo_transport(conn: WebSocketConnection, reads: list[bytes]) -> bytes:
+    """What a transport that follows the connection's contract writes for ``reads``, echoing
+    every message (the Autobahn testee's application)."""
+    out = bytearray()
+    for data in reads:
+        while data or conn.input_held:
+            events = conn.receive_data(data)
+            data = b""
+            out += conn.bytes_to_send()  # the replies of this call come before its messages
+            for event in events:
+                if isinstance(event, str):
+                    out += conn.send_text(event)
+                elif isinstance(event, bytes):
+                    out += conn.send_bytes(event)
+            if conn.closed:
+                return bytes(out)
+    return bytes(out)
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_a_pong_inside_a_fragmented_message_goes_out_before_its_echo(role: Role) -> None:
+    """Autobahn 5.6: a ping between the fragments of a message, all in one read."""
+    peer = peer_of(role)
+    wire = bytes(peer.send_data("frag", False)) + bytes(peer.ping(b"p")) + bytes(peer.send_data("ment", True))
+    conn = WebSocketConnection(role, max_message_size=1024)
+    assert conn.receive_data(wire) == ["fragment"] and not conn.input_held
+    assert read_as(role, conn.bytes_to_send()) == [(Opcode.PONG, b"p")]
+    assert read_as(role, _echo_transport(WebSocketConnection(role, max_message_size=1024), [wire])) == [
+        (Opcode.PONG, b"p"),
+        (Opcode.TEXT, "fragment"),
+    ]
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_a_ping_after_a_message_is_held_until_the_message_is_answered(role: Role) -> None:
+    peer = peer_of(role)
+    wire = bytes(peer.send_data("one", True)) + bytes(peer.ping(b"p")) + bytes(peer.send_data("two", True))
+    conn = WebSocketConnection(role, max_message_size=1024)
+    assert conn.receive_data(wire) == ["one"] and conn.input_held and not conn.has_bytes_to_send
+    assert conn.receive_data(b"") == ["two"] and not conn.input_held
+    assert read_as(role, conn.bytes_to_send()) == [(Opcode.PONG, b"p")] and conn.pings_answered == 1
+    assert read_as(role, _echo_transport(WebSocketConnection(role, max_message_size=1024), [wire])) == [
+        (Opcode.TEXT, "one"),
+        (Opcode.PONG, b"p"),
+        (Opcode.TEXT, "two"),
+    ]
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_bytes_given_while_input_is_held_are_read_after_it(role: Role) -> None:
+    peer = peer_of(role)
+    conn = WebSocketConnection(role, max_message_size=1024)
+    assert conn.receive_data(bytes(peer.send_data("one", True)) + bytes(peer.ping(b"p"))) == ["one"]
+    assert conn.input_held
+    assert conn.receive_data(bytes(peer.send_data("two", True))) == ["two"] and not conn.input_held
+    assert read_as(role, conn.bytes_to_send()) == [(Opcode.PONG, b"p")]
+
+
+@pytest.mark.parametrize("role", list(Role))
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param(lambda peer: bytes([0xA1]) + bytes(peer.send_data("rsv", True))[1:], id="reserved-bit"),  # 3.2
+        pytest.param(lambda peer: bytes([0x85]) + bytes(peer.send_data("", True))[1:], id="reserved-opcode"),  # 4.1.3
+        pytest.param(lambda peer: bytes([0x00]) + bytes(peer.send_data("c", True))[1:], id="nothing-to-continue"),  # 5.15
+        pytest.param(lambda peer: bytes([0x81]) + bytes(peer.send_data(b"\xff", True))[1:], id="not-utf8"),  # 6.x
+    ],
+)
+def test_a_message_before_a_bad_frame_is_answered_before_the_close(role: Role, bad: Any) -> None:
+    """Autobahn 3.2, 4.1.3, 5.15: the echo of the message comes first, then the close frame."""
+    peer = peer_of(role)
+    wire = bytes(peer.send_data("Hello", True)) + bad(peer) + bytes(peer.ping(b"never answered"))
+    conn = WebSocketConnection(role, max_message_size=1024)
+    frames = read_as(role, _echo_transport(conn, [wire]))
+    assert frames[0] == (Opcode.TEXT, "Hello") and len(frames) == 2
+    assert frames[1][0] is Opcode.CLOSE and conn.state is ConnectionState.CLOSED
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_a_close_after_a_message_is_echoed_after_its_answer(role: Role) -> None:
+    peer = peer_of(role)
+    for close in (bytes(peer.close(1000, "bye")), bytes(peer_of(role).close(1002))):  # read here / by wsproto
+        conn = WebSocketConnection(role, max_message_size=1024)
+        wire = bytes(peer_of(role).send_data("last", True)) + close
+        assert conn.receive_data(wire) == ["last"] and conn.input_held and conn.state is ConnectionState.OPEN
+        frames = read_as(role, _echo_transport(WebSocketConnection(role, max_message_size=1024), [wire]))
+        assert frames[0] == (Opcode.TEXT, "last") and frames[1][0] is Opcode.CLOSE and len(frames) == 2
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_a_message_over_the_limit_after_a_message_is_refused_after_its_answer(role: Role) -> None:
+    peer = peer_of(role)
+    wire = bytes(peer.send_data("fits", True)) + bytes(peer.send_data("x" * 200, True))
+    conn = WebSocketConnection(role, max_message_size=100)
+    assert conn.receive_data(wire) == ["fits"] and conn.input_held
+    assert conn.receive_data(b"") == [TooLarge(200, 100, True)] and conn.state is ConnectionState.REFUSING
+    frames = read_as(role, _echo_transport(WebSocketConnection(role, max_message_size=100), [wire]))
+    assert frames == [(Opcode.TEXT, "fits"), (Opcode.CLOSE, (1009, "message too big"))]
+
+
+@pytest.mark.parametrize("role", list(Role))
+@settings(max_examples=150, deadline=None)
+@given(specs=ordered_specs, ending=endings, cuts=st.lists(st.integers(1, 70_000), max_size=6))
+def test_replies_go_out_in_arrival_order_however_reads_are_cut(
+    role: Role, specs: list[tuple[str, Any]], ending: str, cuts: list[int]
+) -> None:
+    wire, replies = ordered_wire(role, specs, ending)
+    conn = WebSocketConnection(role, max_message_size=1 << 20)
+    assert read_as(role, _echo_transport(conn, cut(wire, cuts))) == replies
+    assert conn.state is (ConnectionState.OPEN if ending == "none" else ConnectionState.CLOSED)

@@ -16,6 +16,10 @@ does the opening handshake only (validation, the scope, the ``101`` answer or a 
 - ``send()`` has the connection frame every message (text, binary, close, pings) and writes
   it straight to the socket when it takes it at once, else through Hypercorn's guarded send
   path;
+- replies go out in arrival order (see :mod:`openenv_anyio.ws.connection`): what the
+  connection queues for a read (pongs, close frames) is written before its messages are
+  handed over, and input it held back behind a message is read, before the socket, when the
+  application asks for the next message (it has answered the ones before);
 - pongs stamp the session's probe and the peer's own close calls the session back before it
   is answered, as :mod:`.liveness` does for Hypercorn's streams; the stream ends the
   Hypercorn way (``StreamClosed``, which reports the disconnect to the session);
@@ -187,8 +191,11 @@ class _DirectIO:
                 data = self._handshake_leftover()
                 if not data:
                     continue
-            elif conn is not None and conn.large_offered:
-                data = b""  # the wait for room was interrupted (the caller's deadline): wait again
+            elif conn is not None and (conn.input_held or conn.large_offered):
+                # held input: the messages before it were answered (the application asks for
+                # the next one), its replies go out now; or the wait for room was interrupted
+                # (the caller's deadline): wait again
+                data = b""
             else:
                 data = await self._read()
                 if not data:
