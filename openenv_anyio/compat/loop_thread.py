@@ -1,0 +1,231 @@
+"""An event loop on a thread of its own, for the blocking calling modes of the compat clients.
+
+Theory of operation. :class:`LoopThread` starts a daemon thread running an asyncio loop or
+``trio.run`` and carries each blocking :meth:`~LoopThread.call` to it in one hand-off (a
+thread-safe callback that starts the call as a task; the caller waits on a
+``concurrent.futures.Future``). It is owned by the client that started it: ``stop()``
+ends the loop and joins the thread, so no thread is left after the client's ``close()``.
+
+Interrupts: a ``KeyboardInterrupt`` (or any other exception) while the caller waits cancels
+the call on the loop (a request cancelled before its answer gives its connection up, as
+on any loop) and is raised as itself. Interpreter exit never hangs: the thread is a daemon,
+and loops still running at exit are stopped by an ``atexit`` hook, each within
+:data:`STOP_TIMEOUT_S`, so clients nobody closed still close their sessions.
+
+States (:class:`LoopState`): ``NEW`` -> ``RUNNING`` (:meth:`start`) -> ``STOPPED``
+(:meth:`stop`, or the loop ended); ``NEW`` -> ``STOPPED`` too. Nothing leaves ``STOPPED``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import enum
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Final, TypeVar, assert_never
+
+import anyio
+
+__all__ = ["LoopState", "LoopThread", "STOP_TIMEOUT_S"]
+
+_T = TypeVar("_T")
+
+#: how long stopping a loop may take (its clients' closes included) before it is left to die
+#: with the interpreter
+STOP_TIMEOUT_S: Final = 5.0
+START_TIMEOUT_S: Final = 10.0
+BACKENDS: Final = ("asyncio", "trio")
+
+
+class LoopState(enum.Enum):
+    NEW = "new"
+    RUNNING = "running"
+    STOPPED = "stopped"
+
+
+_live: weakref.WeakSet[LoopThread] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_live_loops() -> None:
+    for loop in list(_live):
+        loop.stop()
+
+
+class LoopThread:
+    """One event loop (``backend``: ``"asyncio"`` or ``"trio"``) on one daemon thread."""
+
+    def __init__(self, backend: str = "asyncio", *, name: str = "openenv-anyio-compat") -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        self.backend = backend
+        self.state = LoopState.NEW
+        self._name = name
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._call_soon: Callable[[Callable[[], object]], object] | None = None
+        self._spawn: Callable[[Callable[[], Coroutine[Any, Any, None]]], object] | None = None
+        self._finish: Callable[[], object] | None = None  # ends the loop, from the loop
+        self._ended = threading.Event()
+
+    def __repr__(self) -> str:
+        return f"LoopThread({self.backend!r}, {self.state.value})"
+
+    @property
+    def running(self) -> bool:
+        return self.state is LoopState.RUNNING
+
+    def in_loop_thread(self) -> bool:
+        """Whether the caller runs on this loop's thread."""
+        return self._thread is threading.current_thread()
+
+    # -- lifetime --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the thread and its loop (idempotent while running; thread-safe)."""
+        with self._lock:
+            match self.state:
+                case LoopState.RUNNING:
+                    return
+                case LoopState.STOPPED:
+                    raise RuntimeError(f"{self!r} was stopped; a stopped loop does not start again")
+                case LoopState.NEW:
+                    pass
+                case _:
+                    assert_never(self.state)
+            ready = threading.Event()
+            failure: list[BaseException] = []
+            self._thread = threading.Thread(
+                target=self._main, args=(ready, failure), name=self._name, daemon=True
+            )
+            self._thread.start()
+            if not ready.wait(START_TIMEOUT_S) or failure:
+                self.state = LoopState.STOPPED
+                cause = failure[0] if failure else None
+                raise RuntimeError(f"the {self.backend} event loop thread did not start") from cause
+            self.state = LoopState.RUNNING
+            _live.add(self)
+
+    def _main(self, ready: threading.Event, failure: list[BaseException]) -> None:
+        try:
+            if self.backend == "asyncio":
+                self._run_asyncio(ready)
+            else:
+                self._run_trio(ready)
+        except BaseException as exc:  # reported to start(); the thread just ends
+            failure.append(exc)
+            ready.set()
+        finally:
+            self._ended.set()
+
+    def _run_asyncio(self, ready: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        tasks: set[asyncio.Task[None]] = set()
+
+        def spawn(job: Callable[[], Coroutine[Any, Any, None]]) -> None:
+            task = loop.create_task(job())
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+
+        self._call_soon = loop.call_soon_threadsafe
+        self._spawn = spawn
+        self._finish = loop.stop
+        loop.call_soon(ready.set)
+        try:
+            loop.run_forever()
+            # what is still running (a client's host task) is cancelled and may finish
+            for task in list(tasks):
+                task.cancel()
+            pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.wait(pending, timeout=STOP_TIMEOUT_S))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+
+    def _run_trio(self, ready: threading.Event) -> None:
+        import trio
+
+        async def main() -> None:
+            async with trio.open_nursery() as nursery:
+                token = trio.lowlevel.current_trio_token()
+                self._call_soon = token.run_sync_soon
+                self._spawn = lambda job: nursery.start_soon(job)
+                self._finish = nursery.cancel_scope.cancel
+                ready.set()
+                await trio.sleep_forever()
+
+        trio.run(main)
+
+    def stop(self) -> None:
+        """End the loop (cancelling what still runs on it) and join the thread (idempotent)."""
+        with self._lock:
+            state, self.state = self.state, LoopState.STOPPED
+            _live.discard(self)
+        if state is not LoopState.RUNNING or self._thread is None:
+            return
+        if self.in_loop_thread():
+            raise RuntimeError("a LoopThread cannot be stopped from its own thread")
+        assert self._call_soon is not None and self._finish is not None
+        try:
+            self._call_soon(self._finish)
+        except RuntimeError:  # the loop already ended
+            pass
+        self._thread.join(STOP_TIMEOUT_S)
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def call(self, func: Callable[..., Awaitable[_T]], *args: Any) -> _T:
+        """Run ``await func(*args)`` on the loop and return its result (blocking)."""
+        if not self.running:
+            self.start()
+        future: concurrent.futures.Future[_T] = concurrent.futures.Future()
+        scopes: list[anyio.CancelScope] = []
+
+        async def job() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            with anyio.CancelScope() as scope:
+                scopes.append(scope)
+                try:
+                    value = await func(*args)
+                except Exception as exc:
+                    future.set_exception(exc)
+                    return
+                except BaseException as exc:  # cancellation: reported, then left to unwind
+                    future.set_exception(concurrent.futures.CancelledError(f"cancelled: {exc!r}"))
+                    raise
+                future.set_result(value)
+            if scope.cancelled_caught and not future.done():
+                future.set_exception(KeyboardInterrupt())
+
+        assert self._call_soon is not None and self._spawn is not None
+        spawn = self._spawn
+        try:
+            self._call_soon(lambda: spawn(job))
+        except RuntimeError:  # the loop ended under us
+            raise RuntimeError(f"{self!r} is not running") from None
+        try:
+            return future.result()
+        except BaseException:
+            if not future.done() and not future.cancel():
+                self._cancel(scopes)
+            raise
+
+    def _cancel(self, scopes: list[anyio.CancelScope]) -> None:
+        """Cancel a running call (from the caller's thread); it unwinds on the loop."""
+
+        def cancel() -> None:
+            for scope in scopes:
+                scope.cancel()
+
+        assert self._call_soon is not None
+        try:
+            self._call_soon(cancel)
+        except RuntimeError:
+            pass
