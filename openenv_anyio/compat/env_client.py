@@ -43,6 +43,7 @@ import anyio
 from ..client import ConnectionDropped, NotConnected, ReconnectPolicy
 from ..client import EnvClient as NativeEnvClient
 from ..client import StepResult as NativeStepResult
+from .bootstrap import Bootstrap, docker_provider, started
 from .hosting import HostedClient, running_loop_backend
 from .loop_thread import LoopThread
 from .modes import ExecutionMode, ModeMixed, claim
@@ -220,6 +221,12 @@ class EnvClient(ABC, Generic[ActT, ObsT, StateT]):
     def new_session(self) -> Any:
         """A connected client of the same class on the same server, closed with this one."""
         return self._dispatch(self._new_session_async)
+
+    @classmethod
+    def from_docker_image(cls: type[_Client], image: str, provider: Any = None, **kwargs: Any) -> Bootstrap[_Client]:
+        """A handle that starts ``image`` with ``provider`` and connects: ``await`` it or ``.sync()`` it."""
+        chosen = docker_provider() if provider is None else provider
+        return Bootstrap(functools.partial(started, cls, image, chosen, kwargs))
 
     def sync(self) -> SyncEnvClient[ActT, ObsT, StateT]:
         """The blocking face of this client (upstream's ``SyncEnvClient``)."""

@@ -20,6 +20,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 import anyio
+import trio
 
 from ..client import NotConnected
 
@@ -30,16 +31,17 @@ __all__ = ["HostedClient", "running_loop_backend"]
 
 
 def running_loop_backend() -> str | None:
-    """``"asyncio"`` or ``"trio"`` when the calling thread runs that event loop, else None."""
+    """``"trio"`` or ``"asyncio"`` when the calling task runs on that event loop, else None.
+
+    Trio first: a trio run hosted on an asyncio loop (guest mode) also has a running asyncio loop.
+    """
+    if trio.lowlevel.in_trio_task():
+        return "trio"
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        pass
-    else:
-        return "asyncio"
-    import trio
-
-    return "trio" if trio.lowlevel.in_trio_task() else None
+        return None
+    return "asyncio"
 
 
 class HostedClient:
@@ -73,8 +75,6 @@ class HostedClient:
             case "asyncio":
                 hosted._task = asyncio.get_running_loop().create_task(hosted._host(), name=f"{client!r} host")
             case "trio":
-                import trio
-
                 trio.lowlevel.spawn_system_task(hosted._host, name=f"{client!r} host")
             case _:
                 raise RuntimeError("HostedClient.open runs on an asyncio or trio event loop")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextvars
 import enum
 import threading
 import weakref
@@ -130,7 +131,12 @@ class LoopThread:
             tasks.add(task)
             task.add_done_callback(tasks.discard)
 
-        self._call_soon = loop.call_soon_threadsafe
+        def call_soon(callback: Callable[[], object]) -> None:
+            # in a context of its own: the caller's (its sniffio "current library" among
+            # others) must not leak into the tasks of this loop
+            loop.call_soon_threadsafe(callback, context=contextvars.Context())
+
+        self._call_soon = call_soon
         self._spawn = spawn
         self._finish = loop.stop
         loop.call_soon(ready.set)
