@@ -23,6 +23,7 @@ import anyio
 import trio
 
 from ..client import NotConnected
+from .loop_thread import LoopThread
 
 if TYPE_CHECKING:
     from ..client import EnvClient as NativeEnvClient
@@ -90,6 +91,9 @@ class HostedClient:
         return hosted
 
     async def _host(self) -> None:
+        loop_thread = LoopThread.current()
+        if loop_thread is not None:
+            loop_thread.hold(self)  # closed before that loop stops, while the reader still runs
         try:
             async with self.client:
                 self._opened.set()
@@ -98,6 +102,8 @@ class HostedClient:
             if not self._opened.is_set():
                 self._failure = exc
         finally:
+            if loop_thread is not None:
+                loop_thread.let_go(self)
             self._finished.set()
             self._opened.set()
 

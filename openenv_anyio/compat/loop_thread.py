@@ -6,6 +6,10 @@ thread-safe callback that starts the call as a task; the caller waits on a
 ``concurrent.futures.Future``). It is owned by the client that started it: ``stop()``
 ends the loop and joins the thread, so no thread is left after the client's ``close()``.
 
+What runs on the loop and must end gracefully before it stops (a client's session: its close
+frame must reach the server, so the reader must still run) registers as a resident
+(:meth:`~LoopThread.hold`): :meth:`stop` closes the residents first, then ends the loop.
+
 Interrupts: a ``KeyboardInterrupt`` (or any other exception) while the caller waits cancels
 the call on the loop (a request cancelled before its answer gives its connection up, as
 on any loop) and is raised as itself. Interpreter exit never hangs: the thread is a daemon,
@@ -26,7 +30,7 @@ import enum
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Final, TypeVar, assert_never
+from typing import Any, Final, Protocol, TypeVar, assert_never
 
 import anyio
 
@@ -48,6 +52,13 @@ class LoopState(enum.Enum):
 
 
 _live: weakref.WeakSet[LoopThread] = weakref.WeakSet()
+_current = threading.local()
+
+
+class Resident(Protocol):
+    """Something living on a loop thread that closes itself gracefully."""
+
+    async def close(self) -> None: ...
 
 
 @atexit.register
@@ -71,6 +82,7 @@ class LoopThread:
         self._spawn: Callable[[Callable[[], Coroutine[Any, Any, None]]], object] | None = None
         self._finish: Callable[[], object] | None = None  # ends the loop, from the loop
         self._ended = threading.Event()
+        self._residents: set[Resident] = set()
 
     def __repr__(self) -> str:
         return f"LoopThread({self.backend!r}, {self.state.value})"
@@ -78,6 +90,24 @@ class LoopThread:
     @property
     def running(self) -> bool:
         return self.state is LoopState.RUNNING
+
+    @staticmethod
+    def current() -> LoopThread | None:
+        """The LoopThread whose thread the caller runs on, if any."""
+        found: LoopThread | None = getattr(_current, "loop", None)
+        return found
+
+    def hold(self, resident: Resident) -> None:
+        """Close ``resident`` before the loop stops (call on the loop)."""
+        self._residents.add(resident)
+
+    def let_go(self, resident: Resident) -> None:
+        self._residents.discard(resident)
+
+    async def _close_residents(self) -> None:
+        with anyio.move_on_after(STOP_TIMEOUT_S):
+            for resident in list(self._residents):
+                await resident.close()
 
     def in_loop_thread(self) -> bool:
         """Whether the caller runs on this loop's thread."""
@@ -111,6 +141,7 @@ class LoopThread:
             _live.add(self)
 
     def _main(self, ready: threading.Event, failure: list[BaseException]) -> None:
+        _current.loop = self
         try:
             if self.backend == "asyncio":
                 self._run_asyncio(ready)
@@ -178,6 +209,11 @@ class LoopThread:
         if self.in_loop_thread():
             raise RuntimeError("a LoopThread cannot be stopped from its own thread")
         assert self._call_soon is not None and self._finish is not None
+        if self._residents:
+            try:
+                self._call(self._close_residents)
+            except BaseException:  # stopping goes on: the residents were given their chance
+                pass
         try:
             self._call_soon(self._finish)
         except RuntimeError:  # the loop already ended
@@ -190,6 +226,9 @@ class LoopThread:
         """Run ``await func(*args)`` on the loop and return its result (blocking)."""
         if not self.running:
             self.start()
+        return self._call(func, *args)
+
+    def _call(self, func: Callable[..., Awaitable[_T]], *args: Any) -> _T:
         future: concurrent.futures.Future[_T] = concurrent.futures.Future()
         scopes: list[anyio.CancelScope] = []
 

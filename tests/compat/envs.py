@@ -25,6 +25,7 @@ class TinyEcho(Environment):
     def __init__(self) -> None:
         self.episode_id: str | None = None
         self.steps = 0
+        self.closed = False
         with TinyEcho.lock:
             type(self).instances.append(self)
 
@@ -43,6 +44,10 @@ class TinyEcho(Environment):
     @property
     def state(self) -> dict[str, Any]:
         return {"episode_id": self.episode_id, "step_count": self.steps}
+
+
+    def close(self) -> None:
+        self.closed = True
 
 
 class SlowTinyEcho(TinyEcho):

@@ -4,6 +4,8 @@ from the server."""
 
 from __future__ import annotations
 
+import threading
+
 import anyio
 import pytest
 from pydantic import ValidationError
@@ -129,6 +131,9 @@ def test_server_errors_are_runtime_errors_and_connect_errors_connection_errors(t
         with pytest.raises(RuntimeError) as refused:
             env.step({"not_message": 1})
         assert isinstance(refused.value, ServerError)
+    nowhere = GenericEnvClient(base_url="http://127.0.0.1:1", connect_timeout_s=2)
     with pytest.raises(ConnectionError) as unreachable:
-        GenericEnvClient(base_url="http://127.0.0.1:1", connect_timeout_s=2).reset()
+        nowhere.reset()
     assert isinstance(unreachable.value, ConnectError)
+    nowhere.close()
+    assert not [thread for thread in threading.enumerate() if thread.name.startswith("openenv-anyio-compat")]
