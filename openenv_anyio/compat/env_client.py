@@ -162,6 +162,7 @@ class EnvClient(ABC, Generic[ActT, ObsT, StateT]):
         self._closed = False
         self._children: list[EnvClient[Any, Any, Any]] = []
         self._sync_client: SyncEnvClient[ActT, ObsT, StateT] | None = None
+        self._action_model = action_model(type(self))
         if base_url is not None:
             self._base_url = str(base_url).rstrip("/")
             self._native_client()  # every setting is checked now, not at the first call
@@ -265,11 +266,12 @@ class EnvClient(ABC, Generic[ActT, ObsT, StateT]):
         return self._parse_result(observation_payload(result))
 
     async def _step_async(self, action: ActT, **kwargs: Any) -> Any:
-        model = action_model(type(self))
+        model = self._action_model
         if model is not None and isinstance(action, Mapping):
             action = model.model_validate(action)  # a ValidationError before anything is sent
         payload = self._step_payload(action)
-        native = await self._native()
+        hosted = self._hosted
+        native = hosted.client if hosted is not None and hosted.alive else await self._reopen(fresh=False)
         return self._parse_result(observation_payload(await native.step(payload)))
 
     async def _state_async(self) -> Any:

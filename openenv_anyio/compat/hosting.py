@@ -56,11 +56,8 @@ class HostedClient:
         self._failure: BaseException | None = None
         self._backend: str | None = None
         self._task: asyncio.Task[None] | None = None  # asyncio keeps only weak references to tasks
-
-    @property
-    def alive(self) -> bool:
-        """Whether the host task still holds the client open."""
-        return not self._finished.is_set()
+        #: whether the host task still holds the client open
+        self.alive = True
 
     @property
     def on_running_loop(self) -> bool:
@@ -104,6 +101,7 @@ class HostedClient:
         finally:
             if loop_thread is not None:
                 loop_thread.let_go(self)
+            self.alive = False
             self._finished.set()
             self._opened.set()
 

@@ -55,6 +55,12 @@ _live: weakref.WeakSet[LoopThread] = weakref.WeakSet()
 _current = threading.local()
 
 
+class Cancellable(Protocol):
+    """A running call's handle: its asyncio task or its trio cancel scope."""
+
+    def cancel(self) -> Any: ...
+
+
 class Resident(Protocol):
     """Something living on a loop thread that closes itself gracefully."""
 
@@ -79,7 +85,7 @@ class LoopThread:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._call_soon: Callable[[Callable[[], object]], object] | None = None
-        self._spawn: Callable[[Callable[[], Coroutine[Any, Any, None]]], object] | None = None
+        self._spawn: Callable[[Callable[[], Coroutine[Any, Any, None]], list[Cancellable]], object] | None = None
         self._finish: Callable[[], object] | None = None  # ends the loop, from the loop
         self._ended = threading.Event()
         self._residents: set[Resident] = set()
@@ -157,8 +163,9 @@ class LoopThread:
         loop = asyncio.new_event_loop()
         tasks: set[asyncio.Task[None]] = set()
 
-        def spawn(job: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        def spawn(job: Callable[[], Coroutine[Any, Any, None]], handles: list[Cancellable]) -> None:
             task = loop.create_task(job())
+            handles.append(task)
             tasks.add(task)
             task.add_done_callback(tasks.discard)
 
@@ -192,7 +199,15 @@ class LoopThread:
             async with trio.open_nursery() as nursery:
                 token = trio.lowlevel.current_trio_token()
                 self._call_soon = token.run_sync_soon
-                self._spawn = lambda job: nursery.start_soon(job)
+                def spawn(job: Callable[[], Coroutine[Any, Any, None]], handles: list[Cancellable]) -> None:
+                    async def scoped() -> None:
+                        with trio.CancelScope() as scope:
+                            handles.append(scope)
+                            await job()
+
+                    nursery.start_soon(scoped)
+
+                self._spawn = spawn
                 self._finish = nursery.cancel_scope.cancel
                 ready.set()
                 await trio.sleep_forever()
@@ -230,44 +245,40 @@ class LoopThread:
 
     def _call(self, func: Callable[..., Awaitable[_T]], *args: Any) -> _T:
         future: concurrent.futures.Future[_T] = concurrent.futures.Future()
-        scopes: list[anyio.CancelScope] = []
+        handles: list[Cancellable] = []
 
         async def job() -> None:
             if not future.set_running_or_notify_cancel():
                 return
-            with anyio.CancelScope() as scope:
-                scopes.append(scope)
-                try:
-                    value = await func(*args)
-                except Exception as exc:
-                    future.set_exception(exc)
-                    return
-                except BaseException as exc:  # cancellation: reported, then left to unwind
-                    future.set_exception(concurrent.futures.CancelledError(f"cancelled: {exc!r}"))
-                    raise
-                future.set_result(value)
-            if scope.cancelled_caught and not future.done():
-                future.set_exception(KeyboardInterrupt())
+            try:
+                value = await func(*args)
+            except Exception as exc:
+                future.set_exception(exc)
+                return
+            except BaseException:  # cancelled (the caller was interrupted): reported, then unwound
+                future.set_exception(concurrent.futures.CancelledError())
+                raise
+            future.set_result(value)
 
         assert self._call_soon is not None and self._spawn is not None
         spawn = self._spawn
         try:
-            self._call_soon(lambda: spawn(job))
+            self._call_soon(lambda: spawn(job, handles))
         except RuntimeError:  # the loop ended under us
             raise RuntimeError(f"{self!r} is not running") from None
         try:
             return future.result()
         except BaseException:
             if not future.done() and not future.cancel():
-                self._cancel(scopes)
+                self._cancel(handles)
             raise
 
-    def _cancel(self, scopes: list[anyio.CancelScope]) -> None:
+    def _cancel(self, handles: list[Cancellable]) -> None:
         """Cancel a running call (from the caller's thread); it unwinds on the loop."""
 
         def cancel() -> None:
-            for scope in scopes:
-                scope.cancel()
+            for handle in handles:
+                handle.cancel()
 
         assert self._call_soon is not None
         try:
