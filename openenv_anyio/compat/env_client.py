@@ -44,7 +44,7 @@ from ..client import ConnectionDropped, NotConnected, ReconnectPolicy
 from ..client import EnvClient as NativeEnvClient
 from ..client import StepResult as NativeStepResult
 from .bootstrap import Bootstrap, docker_provider, started
-from .hosting import HostedClient, running_loop_backend
+from .hosting import HostedClient, loop_running
 from .loop_thread import LoopThread
 from .modes import ExecutionMode, ModeMixed, claim
 from .results import AutoAsyncResult, StepResult
@@ -197,11 +197,11 @@ class EnvClient(ABC, Generic[ActT, ObsT, StateT]):
 
     def reset(self, **kwargs: Any) -> Any:
         """Start an episode; keywords go to the environment's ``reset`` (``seed``, ``episode_id``...)."""
-        return self._dispatch(functools.partial(self._reset_async, **kwargs))
+        return self._dispatch(self._reset_async, **kwargs)
 
     def step(self, action: ActT, **kwargs: Any) -> Any:
         """Send one action; an action the declared pydantic model rejects raises its ValidationError here."""
-        return self._dispatch(functools.partial(self._step_async, action, **kwargs))
+        return self._dispatch(self._step_async, action, **kwargs)
 
     def state(self) -> Any:
         """The session's state, through ``_parse_state``."""
@@ -374,19 +374,21 @@ class EnvClient(ABC, Generic[ActT, ObsT, StateT]):
 
     # -- calling modes ---------------------------------------------------------------------------
 
-    def _dispatch(self, call: Callable[[], Awaitable[_T]]) -> Any:
-        """An awaitable inside a running loop, the result otherwise (upstream's rules, ``modes``)."""
+    def _dispatch(self, request: Callable[..., Awaitable[_T]], *args: Any, **kwargs: Any) -> Any:
+        """``request(*args, **kwargs)``: its awaitable inside a running loop, its result
+        otherwise (upstream's rules, see ``modes``)."""
         execution = self._execution
         if execution is ExecutionMode.ASYNC:
-            if running_loop_backend() is not None:
-                return call()
-            return self._blocking(call, handover=True)
+            if loop_running():
+                return request(*args, **kwargs)
+            return self._blocking(functools.partial(request, *args, **kwargs), handover=True)
+        call = functools.partial(request, *args, **kwargs)
         if execution is ExecutionMode.SYNC:
             loop_thread = self._loop_thread
             if loop_thread is not None and loop_thread.in_loop_thread():
                 return call()  # code running on the client's own loop (a hook calling step)
             return self._blocking(call)
-        if running_loop_backend() is not None:
+        if loop_running():
             return AutoAsyncResult(self, call)
         return self._blocking(call)
 

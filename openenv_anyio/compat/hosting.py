@@ -28,7 +28,7 @@ from .loop_thread import LoopThread
 if TYPE_CHECKING:
     from ..client import EnvClient as NativeEnvClient
 
-__all__ = ["HostedClient", "running_loop_backend"]
+__all__ = ["HostedClient", "loop_running", "running_loop_backend"]
 
 
 def running_loop_backend() -> str | None:
@@ -43,6 +43,15 @@ def running_loop_backend() -> str | None:
     except RuntimeError:
         return None
     return "asyncio"
+
+
+def loop_running() -> bool:
+    """Whether the calling thread runs an event loop (asyncio checked first: the cheaper test)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return trio.lowlevel.in_trio_task()
+    return True
 
 
 class HostedClient:

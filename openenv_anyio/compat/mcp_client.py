@@ -62,19 +62,19 @@ class MCPToolClient(EnvClient[Any, Any, Any]):
 
     def list_tools(self, use_cache: bool = True) -> Any:
         """The environment's tools (cached after the first answer unless ``use_cache=False``)."""
-        return self._dispatch(lambda: self._list_tools_async(use_cache))
+        return self._dispatch(self._list_tools_async, use_cache)
 
     def call_tool(self, name: str, **kwargs: Any) -> Any:
         """Call tool ``name`` with ``kwargs`` as its arguments; its value."""
-        return self._dispatch(lambda: self._call_tool_async(name, kwargs))
+        return self._dispatch(self._call_tool_async, name, kwargs)
 
     def get_tool(self, name: str) -> Any:
         """The tool called ``name``, or None."""
-        return self._dispatch(lambda: self._get_tool_async(name))
+        return self._dispatch(self._get_tool_async, name)
 
     def has_tool(self, name: str) -> Any:
         """Whether the environment has a tool called ``name``."""
-        return self._dispatch(lambda: self._has_tool_async(name))
+        return self._dispatch(self._has_tool_async, name)
 
     async def _list_tools_async(self, use_cache: bool) -> list[Tool]:
         if use_cache and self._tools_cache is not None:

@@ -22,7 +22,7 @@ ObsT = TypeVar("ObsT")
 _T = TypeVar("_T")
 
 
-@dataclass
+@dataclass(slots=True)
 class StepResult(Generic[ObsT]):
     """One step's (or reset's) result: the observation, its reward and whether the episode ended."""
 
