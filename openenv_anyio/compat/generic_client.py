@@ -12,18 +12,26 @@ from typing import Any
 from .env_client import EnvClient
 from .results import StepResult
 
-__all__ = ["GenericAction", "GenericEnvClient"]
+__all__ = ["GenericAction", "GenericEnvClient", "as_dict"]
+
+
+def as_dict(action: Any) -> dict[str, Any] | None:
+    """``action`` as a dict when it is one or a pydantic model, else None."""
+    if isinstance(action, dict):
+        return action
+    dump = getattr(action, "model_dump", None)
+    if callable(dump):
+        dumped: dict[str, Any] = dump()
+        return dumped
+    return None
 
 
 class GenericEnvClient(EnvClient[dict[str, Any], dict[str, Any], dict[str, Any]]):
     """A client on plain dictionaries: actions, observations and states are dicts."""
 
     def _step_payload(self, action: Any) -> dict[str, Any]:
-        if isinstance(action, dict):
-            return action
-        dump = getattr(action, "model_dump", None)
-        if callable(dump):
-            dumped: dict[str, Any] = dump()
+        dumped = as_dict(action)
+        if dumped is not None:
             return dumped
         if hasattr(action, "__dict__"):
             return dict(vars(action))

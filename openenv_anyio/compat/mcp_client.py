@@ -18,6 +18,7 @@ from typing import Any
 
 from ..client import RpcMethodNotFound, Tool
 from .env_client import EnvClient
+from .generic_client import as_dict
 from .observations import CallToolObservation, ListToolsObservation, ToolEnvObservation
 from .results import StepResult
 
@@ -103,13 +104,8 @@ class MCPToolClient(EnvClient[Any, Any, Any]):
             return {"type": "list_tools"}
         if kind == "CallToolAction":
             return {"type": "call_tool", "tool_name": action.tool_name, "arguments": dict(action.arguments)}
-        if isinstance(action, dict):
-            return action
-        dump = getattr(action, "model_dump", None)
-        if callable(dump):
-            dumped: dict[str, Any] = dump()
-            return dumped
-        return {"action": str(action)}
+        dumped = as_dict(action)
+        return {"action": str(action)} if dumped is None else dumped
 
     def _parse_result(self, payload: dict[str, Any]) -> StepResult[Any]:
         observed = payload.get("observation", {})
