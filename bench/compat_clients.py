@@ -91,6 +91,27 @@ def _blocking(kind: str, url: str, steps: int, warmup: int) -> dict[str, float]:
         env.close()
 
 
+async def _alternating(url: str, blocks: int, steps: int, warmup: int) -> dict[str, float]:
+    """Native and compat clients on one loop, blocks of ``steps`` awaited steps taken in turn."""
+    from openenv_anyio.client import EnvClient
+    from openenv_anyio.compat import GenericEnvClient
+
+    cpu: dict[str, list[float]] = {"native": [], "compat": []}
+    async with EnvClient(url) as native, GenericEnvClient(base_url=url) as compat:
+        clients = {"native": native, "compat": compat}
+        for env in clients.values():
+            await env.reset()
+            for _ in range(warmup):
+                await env.step(ACTION)
+        for _ in range(blocks):
+            for name, env in clients.items():
+                cpu0 = time.process_time()
+                for _ in range(steps):
+                    await env.step(ACTION)
+                cpu[name].append((time.process_time() - cpu0) / steps * 1e6)
+    return {name: statistics.median(values) for name, values in cpu.items()}
+
+
 def measure_once(kind: str, backend: str, url: str, steps: int, warmup: int) -> dict[str, float]:
     """Run in the child."""
     if kind in ("native", "compat"):
@@ -118,11 +139,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--group", choices=("awaited", "blocking"), action="append", help="only these groups")
+    parser.add_argument(
+        "--alternate", choices=("asyncio", "trio"),
+        help="instead: native and compat clients in one process on this backend, alternating blocks of --steps (--runs blocks)",
+    )
     parser.add_argument("--child", nargs=3, metavar=("KIND", "BACKEND", "URL"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(measure_once(*args.child, args.steps, args.warmup)))
         return 0
+    if args.alternate:
+        return _report_alternating(args)
     variants = [v for v in VARIANTS if not args.group or v[0] in args.group]
     if any(kind == "upstream-sync" for _, _, kind, _ in variants) and not UPSTREAM_PYTHON.exists():
         print(f"error: {UPSTREAM_PYTHON} is missing: run tools/install-test-deps.sh", file=sys.stderr)
@@ -157,6 +184,23 @@ def main(argv: list[str] | None = None) -> int:
             f"{group:<10}{name:<22}{figures.cpu_us_per_step:>20.1f}{figures.cpu_us_per_step / base.cpu_us_per_step:>8.2f}"
             f"{figures.steps_per_s:>12.0f}{figures.steps_per_s / base.steps_per_s:>8.2f}"
         )
+    return 0
+
+
+def _report_alternating(args: argparse.Namespace) -> int:
+    import anyio
+
+    from bench.stacks import ours
+
+    server = None if args.url else ours.start_server("echo_inline")
+    url = args.url or server.url  # type: ignore[union-attr]
+    try:
+        medians = anyio.run(_alternating, url, args.runs, args.steps, args.warmup, backend=args.alternate)
+    finally:
+        if server is not None:
+            server.stop()
+    print(f"{args.alternate}, one process, {args.runs} alternating blocks of {args.steps} awaited steps, medians")
+    print(f"native {medians['native']:.1f} us/step, compat {medians['compat']:.1f} us/step, ratio {medians['compat'] / medians['native']:.3f}")
     return 0
 
 

@@ -10,8 +10,11 @@ waits; requests are then made from any task of that loop (the client serialises 
 
 The host task is owned by the compat client that opened it and always joined by
 :meth:`close`. When its event loop ends first (``asyncio.run`` returned, a trio run
-finished), the loop cancels it and the session is closed on the way out (shielded, bounded
-by the client's close timeouts); :attr:`alive` is then False.
+finished, the client never closed), the loop cancels it with the connection's own tasks, as
+it would a native client's: the connection is dropped without the ``close`` frame (a server
+keeping sessions for resuming frees it after its grace period) and :attr:`alive` turns
+False. A compat client's own loop thread closes its sessions before stopping instead
+(``loop_thread``).
 """
 
 from __future__ import annotations

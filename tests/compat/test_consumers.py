@@ -200,3 +200,17 @@ def test_agilerl_sync_clients_many_sessions_on_one_url(tiny_url: str) -> None:
     for env in clients:
         env.close()
     assert compat_threads() == []
+
+
+@pytest.mark.anyio
+async def test_new_session_awaited_children_close_with_their_parent(tiny_url: str) -> None:
+    with anyio.fail_after(TIMEOUT_S):
+        async with TinyEnv(base_url=tiny_url) as parent:
+            await parent.reset(episode_id="parent")
+            child = await parent.new_session()
+            assert type(child) is TinyEnv and child.base_url == parent.base_url
+            await child.reset(episode_id="child")
+            await child.step(TinyAction(message="child"))
+            assert ((await parent.state()).step_count, (await child.state()).episode_id) == (0, "child")
+        with pytest.raises(RuntimeError, match="closed"):
+            await child.step(TinyAction(message="after the parent closed"))
