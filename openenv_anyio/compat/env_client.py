@@ -270,8 +270,7 @@ class EnvClient(ABC, Generic[ActT, ObsT, StateT]):
         if model is not None and isinstance(action, Mapping):
             action = model.model_validate(action)  # a ValidationError before anything is sent
         payload = self._step_payload(action)
-        hosted = self._hosted
-        native = hosted.client if hosted is not None and hosted.alive else await self._reopen(fresh=False)
+        native = await self._native()
         return self._parse_result(observation_payload(await native.step(payload)))
 
     async def _state_async(self) -> Any:
@@ -292,27 +291,23 @@ class EnvClient(ABC, Generic[ActT, ObsT, StateT]):
         self._closed = True
         try:
             children, self._children = self._children, []
-            for child in children:
+            for child in children:  # they live on this client's loop
                 with anyio.CancelScope(shield=True):
-                    await child._close_from_parent()
+                    await child._close_async()
             await self._disconnect_async()
         finally:
             if self._provider_running:
                 self._provider_running = False
                 await anyio.to_thread.run_sync(_stop_provider, self._provider)
 
-    async def _close_from_parent(self) -> None:
-        if self._execution is ExecutionMode.SYNC and self._loop_thread is not None and not self._loop_thread.in_loop_thread():
-            await anyio.to_thread.run_sync(self._blocking, self._close_async)
-        else:
-            await self._close_async()
-
     async def _new_session_async(self) -> EnvClient[Any, Any, Any]:
         child = self._session_client()
         if self._execution is ExecutionMode.SYNC:
             child._execution = ExecutionMode.SYNC
             child._loop_thread, child._owns_loop_thread = self._loop_thread, False  # the parent's loop
-        await child._awaited(child._connect_async) if self._execution is ExecutionMode.ASYNC else await child._connect_async()
+            await child._connect_async()
+        else:
+            await child._awaited(child._connect_async)
         self._children.append(child)
         return child
 

@@ -9,6 +9,7 @@ import threading
 import anyio
 import pytest
 
+from openenv_anyio.client import ConnectionDropped
 from openenv_anyio.compat import SyncEnvClient
 from tests.resume.cutting_proxy import CuttingProxy, CutPlan
 
@@ -111,3 +112,22 @@ async def test_touched_results_resume(proxy: CuttingProxy, counting: type[TinyEc
     assert env.state().step_count == STEPS
     env.close()
     assert executed(counting) == [STEPS]
+
+
+def test_after_a_lost_session_step_raises_and_reset_starts_over(proxy: CuttingProxy, counting: type[TinyEcho]) -> None:
+    """Without resume (upstream's server, or reconnect=False) a cut loses the session: a step
+    then raises (upstream would land it on a fresh session), a reset opens a new one."""
+    env = TinyEnv(base_url=proxy.url, websocket_ping_interval_s=None, reconnect=False)
+    env.reset(episode_id="first")
+    env.step(TinyAction(message="one"))
+    proxy.cut_all()
+    with pytest.raises(ConnectionError):
+        env.step(TinyAction(message="lost"))
+    with pytest.raises(ConnectionDropped):
+        env.state()
+    assert env.reset(episode_id="second").observation.message_length == 0
+    env.step(TinyAction(message="two"))
+    state = env.state()
+    env.close()
+    assert (state.episode_id, state.step_count) == ("second", 1)
+    assert executed(counting) == [1, 1]
