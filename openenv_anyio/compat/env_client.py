@@ -403,6 +403,8 @@ class EnvClient(ABC, Generic[ActT, ObsT, StateT]):
             with self._thread_lock:
                 if self._loop_thread is None:
                     self._loop_thread = LoopThread(self._backend, name=f"openenv-anyio-compat {self._base_url}")
+                    # a client dropped without close() still closes its session and its thread
+                    weakref.finalize(self, self._loop_thread.stop)
                 loop_thread = self._loop_thread
         try:
             return loop_thread.call(call)

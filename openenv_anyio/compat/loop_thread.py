@@ -215,15 +215,25 @@ class LoopThread:
         trio.run(main)
 
     def stop(self) -> None:
-        """End the loop (cancelling what still runs on it) and join the thread (idempotent)."""
+        """Close the residents, end the loop (cancelling what still runs on it) and join the
+        thread (idempotent). From the loop's own thread (a finalizer) it only schedules that."""
         with self._lock:
             state, self.state = self.state, LoopState.STOPPED
             _live.discard(self)
         if state is not LoopState.RUNNING or self._thread is None:
             return
+        assert self._call_soon is not None and self._finish is not None and self._spawn is not None
         if self.in_loop_thread():
-            raise RuntimeError("a LoopThread cannot be stopped from its own thread")
-        assert self._call_soon is not None and self._finish is not None
+            finish, spawn = self._finish, self._spawn
+
+            async def close_then_finish() -> None:
+                try:
+                    await self._close_residents()
+                finally:
+                    finish()
+
+            self._call_soon(lambda: spawn(close_then_finish, []))
+            return
         if self._residents:
             try:
                 self._call(self._close_residents)

@@ -87,3 +87,28 @@ def test_ctrl_c_interrupts_a_blocking_call(backend: str, slow: tuple[str, type[S
     assert process.returncode == 0, err
     assert out.split("\n")[:2] == ["interrupted", "threads []"]
     assert time.monotonic() - started < 20  # the 30 s step was not waited for
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_client_dropped_without_close_ends_its_thread_and_session(
+    backend: str, slow: tuple[str, type[SlowTinyEcho]]
+) -> None:
+    import gc
+    import threading
+
+    from openenv_anyio.compat import GenericEnvClient
+
+    url, counting = slow
+    env = GenericEnvClient(base_url=url, backend=backend)
+    env.reset()
+    env.step({"message": "then dropped"})
+    del env
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (
+        any(t.name.startswith("openenv-anyio-compat") for t in threading.enumerate())
+        or not all(e.closed for e in counting.instances)
+    ):
+        time.sleep(0.05)
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("openenv-anyio-compat")]
+    assert [(e.steps, e.closed) for e in counting.instances] == [(1, True)]
