@@ -194,15 +194,20 @@ class ResumeFailed(ConnectionDropped):
         self.cause = cause
 
 
-class NotConnected(EnvClientError):
-    """A call on a client that is not open: use ``async with EnvClient(url) as env``."""
+class NotConnected(EnvClientError, RuntimeError):
+    """A call on a client that is not open (or closed): use ``async with EnvClient(url) as env``.
+
+    Also a ``RuntimeError``, what upstream's client raises for a client it cannot use."""
 
 
 # -- error frames ----------------------------------------------------------------------
 
 
-class ServerError(EnvClientError):
-    """The server answered with an error frame (WS-ERR-8): ``code``, ``message``, ``extra``."""
+class ServerError(EnvClientError, RuntimeError):
+    """The server answered with an error frame (WS-ERR-8): ``code``, ``message``, ``extra``.
+
+    Also a ``RuntimeError``: upstream's client raises that for an error frame, so code written
+    for it catches ours."""
 
     error_code: ErrorCode | None = None
 
@@ -320,8 +325,10 @@ _BY_CODE: dict[str, type[ServerError]] = {
 # -- JSON-RPC errors (tools over MCP) ---------------------------------------------------
 
 
-class RpcError(EnvClientError):
-    """A JSON-RPC error answered a tool request (MCP-ERR-1): ``code``, ``message``, ``data``."""
+class RpcError(EnvClientError, RuntimeError):
+    """A JSON-RPC error answered a tool request (MCP-ERR-1): ``code``, ``message``, ``data``.
+
+    Also a ``RuntimeError``, what upstream's ``call_tool`` raises for a failed tool call."""
 
     rpc_code: RpcCode | None = None
 
