@@ -280,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"openenv-anyio serve: {exc}", file=sys.stderr)
         return 2
-    from .bound_env import FactoryFailure
+    from .execution.bound_env import FactoryFailure
 
     try:
         trio.run(_probe_env, factory, config)

@@ -13,18 +13,18 @@ import trio
 
 from ..core import Error, Frame, ProtocolError, check_sendable, encode_frame
 from ..environment import EnvFactory
-from .bound_env import BoundEnv
+from .execution.bound_env import BoundEnv
 from .config import ServerConfig
 from .observability import Instruments
 from .observability.events import SessionIdentity
 from .observability.metrics import ServerMetrics
 from .observability.tracing import load_tracer
-from .hosted_sessions import HostedSessions
+from .mcp.hosted_sessions import HostedSessions
 from .isolation import IsolatedEnv, ProcessIsolated
-from .large_frames import LargeFrames
-from .resumable_store import ResumableSessions
-from .session_registry import SessionRegistry, SharedCapacity
-from .ui_hub import UiHub
+from .memory.large_frames import LargeFrames
+from .sessions.resumable_store import ResumableSessions
+from .sessions.registry import SessionRegistry, SharedCapacity
+from .ui.hub import UiHub
 
 __all__ = ["AsgiReceive", "AsgiSend", "AtCapacity", "OutboundFrameError", "ServerContext", "log", "open_env"]
 
@@ -62,7 +62,7 @@ async def open_env(factory: EnvFactory, config: ServerConfig) -> BoundEnv:
     """A new environment as ``config`` says sessions get theirs: in a process of its own
     for a :class:`~openenv_anyio.server.isolation.ProcessIsolated` factory (``SRV-ISO-1``),
     else on a worker thread or inline (``SRV-EXEC-1``). Raises
-    :class:`~openenv_anyio.server.bound_env.FactoryFailure` when it cannot be built."""
+    :class:`~openenv_anyio.server.execution.bound_env.FactoryFailure` when it cannot be built."""
     if isinstance(factory, ProcessIsolated):
         return await IsolatedEnv.start(factory, step_timeout_s=config.step_timeout_s, grace_s=config.shutdown_grace_s)
     return await BoundEnv.create(factory, inline=config.inline)
@@ -150,7 +150,7 @@ class ServerContext:
         ``counted``: the request holds a session slot while its environment lives, so HTTP
         requests share ``max_concurrent_envs`` with sessions (``HTTP-6``); raises
         :class:`AtCapacity` when none is free. Raises
-        :class:`~openenv_anyio.server.bound_env.FactoryFailure` like a session would.
+        :class:`~openenv_anyio.server.execution.bound_env.FactoryFailure` like a session would.
         """
         slot = self.registry.try_reserve() if counted else None
         if counted and slot is None:

@@ -23,19 +23,19 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from ..environment import EnvFactory
 from . import hypercorn_adapter
-from .access import Refused
-from .access_guard import admit, refuse
-from .app import create_app
-from .attached_ws import requested_session, serve_attached
+from .access.policy import Refused
+from .access.guard import admit, refuse
+from .http.app import create_app
+from .sessions.attached import requested_session, serve_attached
 from .config import ServerConfig
 from .context import AsgiReceive, AsgiSend, ServerContext
-from .env_runner import thread_starter
+from .execution.runner import thread_starter
 from .gc_policy import rare_full_collections
 from .lifecycle import ServerPhase
-from .mcp_socket import serve_mcp_socket
-from .resumable import negotiated, serve_resumable
-from .ui_endpoint import serve_ui
-from .ws_session import serve_ws
+from .mcp.websocket import serve_mcp_socket
+from .sessions.resumable import negotiated, serve_resumable
+from .ui.endpoint import serve_ui
+from .sessions.ws_session import serve_ws
 
 if TYPE_CHECKING:
     from .workers.role import WorkerRole

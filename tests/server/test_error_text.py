@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from openenv_anyio.server.config import ServerConfig
-from openenv_anyio.server.error_text import MAX_MESSAGE_CHARS, scrub_paths
+from openenv_anyio.server.execution.error_text import MAX_MESSAGE_CHARS, scrub_paths
 
 from .conftest import TIMEOUT, ask, running, ws_connect
 from .envs import Tracked, failing_factory

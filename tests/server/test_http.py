@@ -7,7 +7,7 @@ import pytest
 import trio
 
 from openenv_anyio.envs.echo import EchoEnv
-from openenv_anyio.server.env_profile import DEFAULT_SCHEMAS
+from openenv_anyio.server.http.env_profile import DEFAULT_SCHEMAS
 
 from .conftest import ask, running, wait_for, ws_connect
 from .envs import PeakCounter, PydanticEnv, Tracked, failing_factory

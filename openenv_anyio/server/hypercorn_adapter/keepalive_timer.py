@@ -9,7 +9,7 @@ WebSocket connection's server CPU. :class:`KeepAliveTimer` does the same job wit
 its task first runs enters an already-cancelled scope and ends at once.
 
 A connection's first timer is not started at all when the whole request head is already
-in the socket (peeked without waiting, see :mod:`~openenv_anyio.server.request_head`):
+in the socket (peeked without waiting, see :mod:`~openenv_anyio.server.http.request_head`):
 Hypercorn reads it next and stops the timer at once (its ``Updated(idle=False)``), so
 that timer would only ever have been a task started to be cancelled, about 35 us of CPU
 per connection (a task, its two cancel scopes, two passes of the scheduler) against about
@@ -27,7 +27,7 @@ from typing import Any
 
 import trio
 
-from ..request_head import head_complete, peek_now
+from ..http.request_head import head_complete, peek_now
 from .inventory import Patch
 
 __all__ = ["KeepAliveTimer", "PATCHES"]

@@ -2,7 +2,7 @@
 the server's requests about it until told to close, or until the server is gone.
 
 It runs in a process forked for one session (:mod:`.env_process` starts it), imports the
-serve target itself and serves it with the same :class:`~openenv_anyio.server.bound_env.BoundEnv`
+serve target itself and serves it with the same :class:`~openenv_anyio.server.execution.bound_env.BoundEnv`
 as a server does, on a trio loop of its own: sync calls run inline (this process has nothing
 else to do), ``async def`` ones are awaited. Whatever the environment does to this process
 (a segfault, ``os._exit``, a busy loop) the server sees as a closed channel or a late reply.
@@ -26,9 +26,9 @@ import trio
 from ...core import ProtocolError, RpcFailure
 from ...environment import env_metadata, schema_of
 from ...envs.loading import EnvTargetError, resolve_env_target
-from ..bound_env import BoundEnv, EnvironmentAborted, FactoryFailure
-from ..env_tools import EnvTools
-from ..error_text import exception_text, printable
+from ..execution.bound_env import BoundEnv, EnvironmentAborted, FactoryFailure
+from ..execution.tools import EnvTools
+from ..execution.error_text import exception_text, printable
 from .messages import Fault, FaultKind, MessageReader, Op, encode_message
 
 __all__ = ["ORPHAN_EXIT_STATUS", "run_child"]

@@ -2,12 +2,12 @@
 
 :class:`ProcessIsolated` is the factory a server is given under ``--isolate process``: it
 names the serve target by its import string (the process imports it itself). Each
-environment it makes is an :class:`IsolatedEnv`: a :class:`~openenv_anyio.server.bound_env.BoundEnv`
+environment it makes is an :class:`IsolatedEnv`: a :class:`~openenv_anyio.server.execution.bound_env.BoundEnv`
 whose reset, step, state, tools and close are requests to its process (:mod:`.env_process`).
 The session code is the same for both kinds: an exception the environment raised comes back
 with its type name and text (``EXECUTION_ERROR``), a ``SystemExit`` is an
-:class:`~openenv_anyio.server.bound_env.EnvironmentAborted` (``SRV-FAULT-1``), and a process
-that died or overran the step timeout is an :class:`~openenv_anyio.server.bound_env.EnvironmentLost`.
+:class:`~openenv_anyio.server.execution.bound_env.EnvironmentAborted` (``SRV-FAULT-1``), and a process
+that died or overran the step timeout is an :class:`~openenv_anyio.server.execution.bound_env.EnvironmentLost`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any, assert_never
 
 from ...core import ErrorCode, ProtocolError, RpcCode, RpcFailure
 from ...environment import EnvFactory, LiftedObservation
-from ..bound_env import BoundEnv, EnvironmentAborted, EnvironmentLost, FactoryFailure
-from ..env_runner import InlineRunner
-from ..error_text import EnvironmentRaised
+from ..execution.bound_env import BoundEnv, EnvironmentAborted, EnvironmentLost, FactoryFailure
+from ..execution.runner import InlineRunner
+from ..execution.error_text import EnvironmentRaised
 from .env_process import EnvProcess
 from .messages import Fault, FaultKind, Op
 
@@ -128,7 +128,7 @@ class IsolatedEnv(BoundEnv):
     @classmethod
     async def start(cls, factory: ProcessIsolated, *, step_timeout_s: float | None = None, grace_s: float = 3.0) -> IsolatedEnv:
         """Start a process and build the environment there; raises
-        :class:`~openenv_anyio.server.bound_env.FactoryFailure` when that fails (the process
+        :class:`~openenv_anyio.server.execution.bound_env.FactoryFailure` when that fails (the process
         is gone by then)."""
         process = EnvProcess(factory.target)
         try:

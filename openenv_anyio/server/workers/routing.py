@@ -22,7 +22,7 @@ the session counts lag behind the connections in flight, and measured, re-routin
 connections between workers more often than there were connections). The target's inbox
 is a second listener beside the TCP one (:class:`InboxListener`).
 
-The request-head parsing (:func:`~openenv_anyio.server.request_head.read_head`) and the
+The request-head parsing (:func:`~openenv_anyio.server.http.request_head.read_head`) and the
 session-id format (:func:`session_prefix`, :func:`session_owner`) are plain functions
 without I/O.
 """
@@ -41,7 +41,7 @@ from typing import Any, Final, assert_never
 import trio
 
 from ...core import ResumeToken
-from ..request_head import HEAD_LIMIT, Head, peek_now, read_head
+from ..http.request_head import HEAD_LIMIT, Head, peek_now, read_head
 from .table import WorkerTable
 
 __all__ = [

@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
 
-from .bound_env import BoundEnv
-from .session_registry import Slot
-from .ui_hub import EpisodeView
+from ..execution.bound_env import BoundEnv
+from ..sessions.registry import Slot
+from ..ui.hub import EpisodeView
 
 if TYPE_CHECKING:
-    from .context import ServerContext
+    from ..context import ServerContext
 
 __all__ = ["HostedSession", "HostedSessions", "SessionState", "SocketHolder"]
 
@@ -113,7 +113,7 @@ class HostedSessions:
     async def create(self, slot: Slot) -> HostedSession:
         """A new session holding ``slot`` (the session releases it when it ends).
 
-        Raises :class:`~openenv_anyio.server.bound_env.FactoryFailure` (the slot is still the caller's).
+        Raises :class:`~openenv_anyio.server.execution.bound_env.FactoryFailure` (the slot is still the caller's).
         """
         ctx = self._ctx
         env = await ctx.create_env()

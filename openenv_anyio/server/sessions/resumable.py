@@ -19,7 +19,7 @@ from typing import Any, assert_never
 
 import trio
 
-from ..core import (
+from ...core import (
     RESUME_TOKEN_HEADER,
     SUBPROTOCOL,
     CloseCode,
@@ -33,11 +33,11 @@ from ..core import (
     Step,
     token_hint,
 )
-from ..core.errors import clip_message
-from .context import AsgiReceive, AsgiSend, ServerContext, log
-from .observability import peer_of
+from ...core.errors import clip_message
+from ..context import AsgiReceive, AsgiSend, ServerContext, log
+from ..observability import peer_of
 from .resumable_store import ResumableSession
-from .ui_hub import EpisodeView
+from ..ui.hub import EpisodeView
 from .ws_session import ACCEPT, Request, WsSession, close_websocket, refuse_at_capacity, refuse_while_closing
 
 __all__ = ["negotiated", "serve_resumable"]

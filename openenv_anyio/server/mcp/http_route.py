@@ -7,9 +7,9 @@ from __future__ import annotations
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from ..core import RpcCode, RpcFailure, dumps, read_rpc_request
-from .context import ServerContext
-from .mcp_dispatch import answer_rpc
+from ...core import RpcCode, RpcFailure, dumps, read_rpc_request
+from ..context import ServerContext
+from .dispatch import answer_rpc
 
 __all__ = ["add_mcp_route"]
 

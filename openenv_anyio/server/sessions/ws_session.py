@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, assert_never
 
 import trio
 
-from ..core import (
+from ...core import (
     Close,
     CloseCode,
     Error,
@@ -34,21 +34,21 @@ from ..core import (
     encode_frame,
     decode_rpc_request,
 )
-from .action_check import relocate
-from .bound_env import BoundEnv, EnvironmentAborted, EnvironmentLost, FactoryFailure
-from .context import AsgiReceive, AsgiSend, ServerContext, log
-from .error_text import public_error
-from .hypercorn_adapter.events import HELD_TEXT, INVALID_TEXT_REPLY, PEER_CLOSE_EVENT, HeldText
-from .large_frames import LARGE_FRAME_CHARS
-from .lifecycle import ServerPhase
-from .observability import peer_of
-from .ping_schedule import PingSchedule
-from .session_registry import Slot
-from .mcp_dispatch import answer_rpc
-from .ui_hub import EpisodeView
+from ..execution.action_check import relocate
+from ..execution.bound_env import BoundEnv, EnvironmentAborted, EnvironmentLost, FactoryFailure
+from ..context import AsgiReceive, AsgiSend, ServerContext, log
+from ..execution.error_text import public_error
+from ..hypercorn_adapter.events import HELD_TEXT, INVALID_TEXT_REPLY, PEER_CLOSE_EVENT, HeldText
+from ..memory.large_frames import LARGE_FRAME_CHARS
+from ..lifecycle import ServerPhase
+from ..observability import peer_of
+from ..ping_schedule import PingSchedule
+from .registry import Slot
+from ..mcp.dispatch import answer_rpc
+from ..ui.hub import EpisodeView
 
 if TYPE_CHECKING:
-    from .observability.tracing import SessionTracer
+    from ..observability.tracing import SessionTracer
 
 __all__ = [
     "ACCEPT", "GOODBYE_CODES", "Request", "serve_ws", "WsSession", "close_websocket", "refuse_at_capacity",

@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from ..core import ProtocolError, RpcCode, RpcFailure, Validator, dumps
-from ..tools import ToolSpec, declared_tools
+from ...core import ProtocolError, RpcCode, RpcFailure, Validator, dumps
+from ...tools import ToolSpec, declared_tools
 from .bound_env import BoundEnv
 
 __all__ = ["EnvTools", "tool_result"]

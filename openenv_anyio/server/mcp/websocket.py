@@ -2,18 +2,18 @@
 
 Each text frame is one JSON-RPC request and is answered with one response frame, in order
 (``MCP-WS-3``). Capacity, idle timeout, pings and shutdown are those of a ``/ws`` session:
-the connection is a :class:`~.ws_session.WsSession` whose frames are JSON-RPC.
+the connection is a :class:`~..sessions.ws_session.WsSession` whose frames are JSON-RPC.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..core import RpcFailure, dumps, read_rpc_request
-from .context import AsgiReceive, AsgiSend, ServerContext
-from .hypercorn_adapter.events import HeldText
-from .mcp_dispatch import answer_rpc
-from .ws_session import WsSession, serve_session
+from ...core import RpcFailure, dumps, read_rpc_request
+from ..context import AsgiReceive, AsgiSend, ServerContext
+from ..hypercorn_adapter.events import HeldText
+from .dispatch import answer_rpc
+from ..sessions.ws_session import WsSession, serve_session
 
 __all__ = ["McpSocket", "serve_mcp_socket"]
 

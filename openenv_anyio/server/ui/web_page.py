@@ -13,7 +13,7 @@ from typing import Final
 from quart import Response, redirect
 from quart_trio import QuartTrio
 
-from ..web import WEB_FILES
+from ...web import WEB_FILES
 
 __all__ = ["WEB_FILES", "add_web_routes"]
 

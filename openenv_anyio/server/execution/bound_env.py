@@ -6,7 +6,7 @@ awaits ``async def`` methods on the event loop and sends sync ones to the runner
 Exceptions of the environment propagate unchanged; the session turns them into frames.
 
 Environment code that raises a ``BaseException`` which is not an ``Exception`` ends only its
-session (``SRV-FAULT-1``): the runners convert it where env code runs (:mod:`.env_faults`).
+session (``SRV-FAULT-1``): the runners convert it where env code runs (:mod:`.faults`).
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from typing import Any, ClassVar
 
 import trio
 
-from ..core import CloseCode
-from ..environment import EnvFactory, LiftedObservation, lift_observation, normalise_state
+from ...core import CloseCode
+from ...environment import EnvFactory, LiftedObservation, lift_observation, normalise_state
 from .action_check import ActionCheck, action_check_for
-from .env_faults import EnvironmentAborted, EnvironmentLost, await_env_code, call_env_code
-from .env_runner import EnvRunner, InlineRunner, ThreadRunner
+from .faults import EnvironmentAborted, EnvironmentLost, await_env_code, call_env_code
+from .runner import EnvRunner, InlineRunner, ThreadRunner
 from .error_text import exception_text
 
 __all__ = ["BoundEnv", "EnvironmentAborted", "EnvironmentLost", "FactoryFailure", "declared_non_blocking"]

@@ -12,17 +12,17 @@ from typing import Any
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from ..core import ErrorCode, FrameCodec, ProtocolError, Reset, dumps, parse_json
-from ..core.openapi import openapi_document
-from .bound_env import EnvironmentAborted, FactoryFailure
-from .context import AtCapacity, ServerContext
+from ...core import ErrorCode, FrameCodec, ProtocolError, Reset, dumps, parse_json
+from ...core.openapi import openapi_document
+from ..execution.bound_env import EnvironmentAborted, FactoryFailure
+from ..context import AtCapacity, ServerContext
 from .env_profile import EnvProfile
-from .access import ACCESS_ROUTE, presented_role
-from .error_text import public_error
-from .large_frames import LARGE_FRAME_CHARS
-from .web_page import add_web_routes
-from .observability.metrics import CONTENT_TYPE, exposition
-from .mcp_http import add_mcp_route
+from ..access.policy import ACCESS_ROUTE, presented_role
+from ..execution.error_text import public_error
+from ..memory.large_frames import LARGE_FRAME_CHARS
+from ..ui.web_page import add_web_routes
+from ..observability.metrics import CONTENT_TYPE, exposition
+from ..mcp.http_route import add_mcp_route
 
 __all__ = ["create_app"]
 

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import outcome
 import trio
 
-from .env_faults import await_env_code, call_env_code, env_outcome
+from .faults import await_env_code, call_env_code, env_outcome
 
 __all__ = ["CompletionInbox", "EnvRunner", "InlineRunner", "ThreadRunner", "thread_starter"]
 

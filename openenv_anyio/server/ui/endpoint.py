@@ -17,13 +17,13 @@ from urllib.parse import parse_qs
 
 import trio
 
-from ..core import RESUME_TOKEN_HEADER, SUBPROTOCOL, CloseCode, SessionClosed, StateUpdate
-from .access import Role
-from .access_guard import role_of
-from .context import AsgiReceive, AsgiSend, ServerContext
-from .hypercorn_adapter.events import INVALID_TEXT_REPLY
-from .ping_schedule import PingSchedule
-from .ws_session import close_websocket
+from ...core import RESUME_TOKEN_HEADER, SUBPROTOCOL, CloseCode, SessionClosed, StateUpdate
+from ..access.policy import Role
+from ..access.guard import role_of
+from ..context import AsgiReceive, AsgiSend, ServerContext
+from ..hypercorn_adapter.events import INVALID_TEXT_REPLY
+from ..ping_schedule import PingSchedule
+from ..sessions.ws_session import close_websocket
 
 __all__ = ["serve_ui"]
 

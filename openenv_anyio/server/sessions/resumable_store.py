@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ..core import RequestLedger, ResumeToken, new_resume_token
-from .bound_env import BoundEnv
-from .session_registry import Slot
-from .ui_hub import EpisodeView
+from ...core import RequestLedger, ResumeToken, new_resume_token
+from ..execution.bound_env import BoundEnv
+from .registry import Slot
+from ..ui.hub import EpisodeView
 
 if TYPE_CHECKING:
     from .resumable import ResumableConnection

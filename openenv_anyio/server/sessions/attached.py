@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs
 
-from ..core import CloseCode, Error, ErrorCode
-from .context import AsgiReceive, AsgiSend, ServerContext
-from .hosted_sessions import HostedSession, SessionState
+from ...core import CloseCode, Error, ErrorCode
+from ..context import AsgiReceive, AsgiSend, ServerContext
+from ..mcp.hosted_sessions import HostedSession, SessionState
 from .ws_session import ACCEPT, WsSession, close_websocket
 
 __all__ = ["AttachedConnection", "requested_session", "serve_attached"]

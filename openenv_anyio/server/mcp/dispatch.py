@@ -12,12 +12,12 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..core import McpMethod, RpcCode, RpcFailure, RpcRequest, rpc_result
-from .bound_env import BoundEnv, FactoryFailure
-from .context import AtCapacity, ServerContext, log
-from .env_tools import EnvTools
+from ...core import McpMethod, RpcCode, RpcFailure, RpcRequest, rpc_result
+from ..execution.bound_env import BoundEnv, FactoryFailure
+from ..context import AtCapacity, ServerContext, log
+from ..execution.tools import EnvTools
 from .hosted_sessions import HostedSession
-from .ui_hub import EpisodeView
+from ..ui.hub import EpisodeView
 
 __all__ = ["answer_rpc"]
 
