@@ -19,10 +19,8 @@ from .observability import Instruments
 from .observability.events import SessionIdentity
 from .observability.metrics import ServerMetrics
 from .observability.tracing import load_tracer
-from .mcp.hosted_sessions import HostedSessions
 from .isolation import IsolatedEnv, ProcessIsolated
 from .memory.large_frames import LargeFrames
-from .sessions.resumable_store import ResumableSessions
 from .sessions.registry import SessionRegistry, SharedCapacity
 from .ui.hub import UiHub
 
@@ -75,8 +73,6 @@ class ServerContext:
     instruments: Instruments = field(init=False)
     registry: SessionRegistry = field(init=False)
     hub: UiHub = field(init=False)
-    resumable: ResumableSessions = field(init=False, default_factory=ResumableSessions)
-    hosted: HostedSessions = field(init=False)
     #: the budget of bytes in flight and the parser thread of large frames (SRV-MEM-1, SRV-MEM-2)
     large_frames: LargeFrames = field(init=False)
     #: what this process's session ids start with (a worker's slot and generation)
@@ -98,7 +94,6 @@ class ServerContext:
             limit, self.shared_capacity, self.instruments.count_sessions(lambda: self.registry.sessions)
         )
         self.hub = UiHub(self.config.max_ui_subscribers, self.instruments)
-        self.hosted = HostedSessions(self)
         self.large_frames = LargeFrames(
             self.config.inflight_limit_bytes, self.config.inflight_wait_s, self.instruments.inflight_bytes_changed
         )

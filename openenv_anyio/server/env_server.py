@@ -26,6 +26,7 @@ from . import hypercorn_adapter
 from .access.policy import Refused
 from .access.guard import admit, refuse
 from .http.app import create_app
+from .mcp.hosted_sessions import HostedSessions
 from .sessions.attached import requested_session, serve_attached
 from .config import ServerConfig
 from .context import AsgiReceive, AsgiSend, ServerContext
@@ -33,9 +34,10 @@ from .execution.runner import thread_starter
 from .gc_policy import rare_full_collections
 from .lifecycle import ServerPhase
 from .mcp.websocket import serve_mcp_socket
+from .sessions.base import serve_ws
 from .sessions.resumable import negotiated, serve_resumable
+from .sessions.resumable_store import ResumableSessions
 from .ui.endpoint import serve_ui
-from .sessions.ws_session import serve_ws
 
 if TYPE_CHECKING:
     from .workers.role import WorkerRole
@@ -54,9 +56,15 @@ class _Router:
     (:mod:`.access`); then WebSocket scopes for ``/ws`` and ``/ws/ui`` go to the raw
     handlers, the rest to the Quart app (HTTP routes, lifespan)."""
 
-    def __init__(self, ctx: ServerContext, http_app: Any) -> None:
+    def __init__(self, ctx: ServerContext, http_app: Any, resumable: ResumableSessions, hosted: HostedSessions) -> None:
         self._ctx = ctx
         self._http_app = http_app
+        # Who serves a /ws connection: a hosted session's (?session_id=), a negotiated one
+        # (EXT-NEG-1, decided once per connection) or a plain one; each given the store it uses.
+        self._attached = partial(serve_attached, ctx, hosted)
+        self._resumable = partial(serve_resumable, ctx, resumable)
+        self._plain = partial(serve_ws, ctx)
+        self._ui = partial(serve_ui, ctx, resumable)
         #: whether ``/ws`` sessions may run in their connection's task (the adapter is engaged)
         self.direct = True
 
@@ -68,10 +76,9 @@ class _Router:
         if scope["type"] == "websocket":
             path = scope["path"]
             if path == "/ws":
-                await _ws_handler(scope)(self._ctx, scope, receive, send)
-                return
+                return await self._ws_handler(scope)(scope, receive, send)
             if path == "/ws/ui":
-                return await serve_ui(self._ctx, scope, receive, send)
+                return await self._ui(scope, receive, send)
             if path == "/mcp":
                 return await serve_mcp_socket(self._ctx, scope, receive, send)
         await self._http_app(scope, receive, send)
@@ -83,16 +90,14 @@ class _Router:
             decision = admit(self._ctx.config.access, scope)
             if isinstance(decision, Refused):
                 return partial(refuse, refused=decision)
-            return partial(_ws_handler(scope), self._ctx)
+            return self._ws_handler(scope)
         return None
 
-
-def _ws_handler(scope: dict[str, Any]) -> Any:
-    """Who serves a ``/ws`` connection: a hosted session's (``?session_id=``), a negotiated
-    one (EXT-NEG-1, decided once per connection) or a plain one."""
-    if requested_session(scope) is not None:
-        return serve_attached
-    return serve_resumable if negotiated(scope) else serve_ws
+    def _ws_handler(self, scope: dict[str, Any]) -> hypercorn_adapter.DirectHandler:
+        """Who serves a ``/ws`` connection (see ``__init__``)."""
+        if requested_session(scope) is not None:
+            return self._attached
+        return self._resumable if negotiated(scope) else self._plain
 
 
 def _bind(host: str, port: int) -> str:
@@ -129,7 +134,10 @@ class EnvServer:
             )
             instruments = self.ctx.instruments
             worker.router.on_hand_off = lambda placement: instruments.connection_handed_over(placement.value)
-        self.asgi = _Router(self.ctx, create_app(self.ctx))
+        #: the sessions that outlive their connections, handed to the handlers that use them
+        self.resumable = ResumableSessions()
+        self.hosted = HostedSessions(self.ctx)
+        self.asgi = _Router(self.ctx, create_app(self.ctx, self.hosted), self.resumable, self.hosted)
         self.url: str | None = None
         self._stop = trio.Event()
 
@@ -154,7 +162,7 @@ class EnvServer:
     async def _shutdown_trigger(self) -> None:
         await self._stop.wait()
         instruments, registry = self.ctx.instruments, self.ctx.registry
-        await self.ctx.hosted.end_all()  # MCP-SES-5: no new hosted sessions; those without a socket end now
+        await self.hosted.end_all()  # MCP-SES-5: no new hosted sessions; those without a socket end now
         instruments.server_event("server_draining", url=self.url, sessions=registry.sessions, drain_timeout_s=self.config.drain_timeout_s)
         await registry.shutdown(self.config.drain_timeout_s, self.config.shutdown_grace_s)  # WS-DRAIN-1, WS-SHUT-1
         instruments.server_event("server_stopped", url=self.url, sessions_left=registry.sessions, envs_left=registry.live_envs)
@@ -195,7 +203,7 @@ class EnvServer:
     async def _serve_http(self, *, task_status: trio.TaskStatus[list[str]]) -> None:
         """Hypercorn, with the idle reaper of hosted sessions beside it for as long as it serves."""
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self.ctx.hosted.reap_idle)  # MCP-SES-5
+            nursery.start_soon(self.hosted.reap_idle)  # MCP-SES-5
             await hypercorn_serve(
                 cast(Any, self.asgi),  # a plain ASGI callable (Hypercorn's types name each event)
                 self._hypercorn_config(),

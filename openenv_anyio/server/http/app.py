@@ -22,6 +22,7 @@ from ..execution.error_text import public_error
 from ..memory.large_frames import LARGE_FRAME_CHARS
 from ..ui.web_page import add_web_routes
 from ..observability.metrics import CONTENT_TYPE, exposition
+from ..mcp.hosted_sessions import HostedSessions
 from ..mcp.http_route import add_mcp_route
 
 __all__ = ["create_app"]
@@ -114,7 +115,7 @@ def _server_error(ctx: ServerContext, exc: BaseException) -> Response:
     return _json({"detail": public.message, "error_id": public.error_id}, 500)
 
 
-def create_app(ctx: ServerContext) -> QuartTrio:
+def create_app(ctx: ServerContext, hosted: HostedSessions) -> QuartTrio:
     """The HTTP side of one server."""
     app = QuartTrio("openenv_anyio.server")
     app.config["MAX_CONTENT_LENGTH"] = ctx.config.max_message_bytes
@@ -172,7 +173,7 @@ def create_app(ctx: ServerContext) -> QuartTrio:
     async def schema() -> Response:  # HTTP-3
         return _json((await profile.describe())[1])
 
-    add_mcp_route(app, ctx)
+    add_mcp_route(app, ctx, hosted)
     openapi: list[dict[str, Any]] = []
 
     @app.get("/openapi.json")

@@ -16,19 +16,25 @@ from ...core import McpMethod, RpcCode, RpcFailure, RpcRequest, rpc_result
 from ..execution.bound_env import BoundEnv, FactoryFailure
 from ..context import AtCapacity, ServerContext, log
 from ..execution.tools import EnvTools
-from .hosted_sessions import HostedSession
+from .hosted_sessions import HostedSession, HostedSessions
 from ..ui.hub import EpisodeView
 
 __all__ = ["answer_rpc"]
 
 
 async def answer_rpc(
-    ctx: ServerContext, request: RpcRequest, *, own_env: BoundEnv | None = None, own_view: EpisodeView | None = None
+    ctx: ServerContext,
+    request: RpcRequest,
+    hosted: HostedSessions | None = None,
+    *,
+    own_env: BoundEnv | None = None,
+    own_view: EpisodeView | None = None,
 ) -> dict[str, Any]:
-    """The response object to ``request``; ``own_env`` and ``own_view`` are the connection's
-    environment and episode, if it has them."""
+    """The response object to ``request``; ``hosted``: the sessions created over
+    ``POST /mcp`` (that path's requests name them); ``own_env`` and ``own_view``: the
+    connection's environment and episode, on the WebSocket paths."""
     try:
-        return rpc_result(request.id, await _dispatch(ctx, request, own_env, own_view))
+        return rpc_result(request.id, await _dispatch(ctx, _Sessions(hosted), request, own_env, own_view))
     except RpcFailure as failure:
         return failure.response(request.id)
     except Exception as exc:  # an environment or a tool raised: MCP-ERR-2
@@ -36,7 +42,21 @@ async def answer_rpc(
         return RpcFailure(RpcCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}").response(request.id)
 
 
-async def _dispatch(ctx: ServerContext, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None) -> Any:
+class _Sessions:
+    """The hosted sessions a request may name (none on the WebSocket paths)."""
+
+    def __init__(self, hosted: HostedSessions | None) -> None:
+        self._hosted = hosted
+
+    def store(self) -> HostedSessions:
+        if self._hosted is None:  # a WebSocket connection is its own session
+            raise RpcFailure(RpcCode.METHOD_NOT_FOUND, "hosted sessions are served on POST /mcp")
+        return self._hosted
+
+
+async def _dispatch(
+    ctx: ServerContext, sessions: _Sessions, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None
+) -> Any:
     method = request.method
     if method not in McpMethod.__members__.values():
         raise RpcFailure(RpcCode.METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -47,17 +67,18 @@ async def _dispatch(ctx: ServerContext, request: RpcRequest, own_env: BoundEnv |
                 f"{method} is served on POST /mcp; a WebSocket connection is its own session",
             )
         case McpMethod.SESSION_CREATE:
-            return await _create_session(ctx)
+            return await _create_session(ctx, sessions.store())
         case McpMethod.SESSION_CLOSE:
-            session = _hosted(ctx, request)
-            closed = await ctx.hosted.close(session)
+            hosted = sessions.store()
+            session = _hosted(hosted, request)
+            closed = await hosted.close(session)
             return {"session_id": session.session_id, "closed": closed, "closing": not closed}
         case McpMethod.TOOLS_LIST:
-            async with _env_for(ctx, request, own_env, own_view) as (env, _):
+            async with _env_for(ctx, sessions, request, own_env, own_view) as (env, _):
                 return {"tools": await _tools(env).listing()}
         case McpMethod.TOOLS_CALL:
             arguments = request.params.get("arguments", {})
-            async with _env_for(ctx, request, own_env, own_view) as (env, view):
+            async with _env_for(ctx, sessions, request, own_env, own_view) as (env, view):
                 _check_episode(request, view)
                 return await _tools(env).call(str(request.params["name"]), arguments)
 
@@ -69,11 +90,11 @@ def _tools(env: BoundEnv) -> EnvTools:
     return tools
 
 
-def _hosted(ctx: ServerContext, request: RpcRequest) -> HostedSession:
+def _hosted(hosted: HostedSessions, request: RpcRequest) -> HostedSession:
     session_id = request.session_id()
     if session_id is None:
         raise RpcFailure(RpcCode.INVALID_PARAMS, "Invalid params: 'session_id' is required")
-    session = ctx.hosted.find(session_id)
+    session = hosted.find(session_id)
     if session is None:
         raise RpcFailure(RpcCode.INVALID_PARAMS, "Unknown session_id (never created, closed or expired)")
     session.touch()
@@ -94,14 +115,14 @@ def _check_episode(request: RpcRequest, view: EpisodeView | None) -> None:
 
 @contextlib.asynccontextmanager
 async def _env_for(
-    ctx: ServerContext, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None
+    ctx: ServerContext, sessions: _Sessions, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None
 ) -> AsyncIterator[tuple[BoundEnv, EpisodeView | None]]:
     """The connection's env, the named hosted session's, or a fresh one closed afterwards
     (with the episode it is in; a fresh environment is in none)."""
     if own_env is not None:
         yield own_env, own_view
     elif request.session_id() is not None:
-        session = _hosted(ctx, request)
+        session = _hosted(sessions.store(), request)
         try:
             yield session.env, session.view
         finally:
@@ -116,9 +137,9 @@ async def _env_for(
             raise RpcFailure(RpcCode.SERVER_ERROR, str(full), {"active_sessions": full.active, "max_sessions": full.limit}) from None
 
 
-async def _create_session(ctx: ServerContext) -> dict[str, Any]:
+async def _create_session(ctx: ServerContext, hosted: HostedSessions) -> dict[str, Any]:
     registry = ctx.registry
-    if ctx.hosted.closed:
+    if hosted.closed:
         raise RpcFailure(RpcCode.SERVER_ERROR, "The server is shutting down")
     slot = registry.try_reserve()  # WS-CAP-1 applies to hosted sessions too
     if slot is None:
@@ -129,7 +150,7 @@ async def _create_session(ctx: ServerContext) -> dict[str, Any]:
             {"active_sessions": active, "max_sessions": registry.max_sessions},
         )
     try:
-        session = await ctx.hosted.create(slot)
+        session = await hosted.create(slot)
     except FactoryFailure as failure:
         slot.release()
         raise RpcFailure(RpcCode.SERVER_ERROR, str(failure), {"factory_name": failure.factory_name}) from None

@@ -27,16 +27,14 @@ import enum
 import hashlib
 import math
 import secrets
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Final, Protocol
 
 import trio
 
+from ..context import ServerContext
 from ..execution.bound_env import BoundEnv
 from ..sessions.registry import Slot
 from ..ui.hub import EpisodeView
-
-if TYPE_CHECKING:
-    from ..context import ServerContext
 
 __all__ = ["HostedSession", "HostedSessions", "SessionState", "SocketHolder"]
 
@@ -81,6 +79,11 @@ class HostedSession:
         self.state = SessionState.OPEN
         self.socket: SocketHolder | None = None
         self.last_used = trio.current_time()
+
+    @property
+    def attachable(self) -> bool:
+        """No socket is attached (``MCP-SES-3``: one at a time)."""
+        return self.state is SessionState.OPEN
 
     @property
     def public_id(self) -> str:

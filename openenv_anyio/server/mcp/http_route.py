@@ -10,11 +10,12 @@ from quart_trio import QuartTrio
 from ...core import RpcCode, RpcFailure, dumps, read_rpc_request
 from ..context import ServerContext
 from .dispatch import answer_rpc
+from .hosted_sessions import HostedSessions
 
 __all__ = ["add_mcp_route"]
 
 
-def add_mcp_route(app: QuartTrio, ctx: ServerContext) -> None:
+def add_mcp_route(app: QuartTrio, ctx: ServerContext, hosted: HostedSessions) -> None:
     """Register ``POST /mcp`` on ``app``."""
 
     @app.post("/mcp")
@@ -24,7 +25,7 @@ def add_mcp_route(app: QuartTrio, ctx: ServerContext) -> None:
         except RpcFailure as failure:
             response = failure.response()
         else:
-            response = await answer_rpc(ctx, rpc)
+            response = await answer_rpc(ctx, rpc, hosted)
         error = response.get("error")
         conflict = isinstance(error, dict) and error.get("code") == RpcCode.EPISODE_MISMATCH
         return Response(dumps(response), status=409 if conflict else 200, content_type="application/json")

@@ -2,26 +2,41 @@
 
 Each text frame is one JSON-RPC request and is answered with one response frame, in order
 (``MCP-WS-3``). Capacity, idle timeout, pings and shutdown are those of a ``/ws`` session:
-the connection is a :class:`~..sessions.ws_session.WsSession` whose frames are JSON-RPC.
+the connection is a plain session (:mod:`..sessions.base`) whose frames :class:`RpcFrames`
+answers.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
+from typing import Final
 
 from ...core import RpcFailure, dumps, read_rpc_request
-from ..context import AsgiReceive, AsgiSend, ServerContext
+from ..context import AsgiSend, ServerContext
+from ..execution.bound_env import BoundEnv
+from ..execution.faults import EnvironmentAborted
 from ..hypercorn_adapter.events import HeldText
+from ..sessions.base import serve_session
+from ..sessions.connection import SessionIdentity
+from ..sessions.ends import SessionEnd
 from .dispatch import answer_rpc
-from ..sessions.ws_session import WsSession, serve_session
 
-__all__ = ["McpSocket", "serve_mcp_socket"]
+__all__ = ["RpcFrames", "serve_mcp_socket"]
 
 
-class McpSocket(WsSession):
-    """One ``WS /mcp`` connection."""
+class RpcFrames:
+    """The frames of one ``WS /mcp`` connection: each a JSON-RPC request on its environment."""
 
-    async def _handle(self, payload: str | bytes | HeldText) -> bool:
+    #: environment failures are JSON-RPC errors here, never the end of the session
+    aborted: EnvironmentAborted | None = None
+
+    def __init__(self, ctx: ServerContext, identity: SessionIdentity, env: BoundEnv, send: AsgiSend) -> None:
+        self.ctx = ctx
+        self.identity = identity
+        self.env = env
+        self.send = send
+
+    async def handle(self, payload: str | bytes | HeldText) -> SessionEnd | None:
         if isinstance(payload, HeldText):  # a large frame collected by a direct stream
             data = payload.data
             payload.release()
@@ -31,11 +46,10 @@ class McpSocket(WsSession):
         except RpcFailure as failure:
             response = failure.response()
         else:
-            response = await answer_rpc(self.ctx, request, own_env=self.env, own_view=self.view)
+            response = await answer_rpc(self.ctx, request, own_env=self.env, own_view=self.identity.view)
         await self.send({"type": "websocket.send", "text": dumps(response)})
-        return True
+        return None
 
 
-async def serve_mcp_socket(ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
-    """ASGI handler of one ``WS /mcp`` connection."""
-    await serve_session(ctx, scope, receive, send, McpSocket)
+#: ASGI handler of one ``WS /mcp`` connection.
+serve_mcp_socket: Final = partial(serve_session, handlers=RpcFrames)

@@ -10,17 +10,59 @@ session is detached, not ended (``MCP-SES-4``). An unknown id is answered with
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
+from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import parse_qs
 
 from ...core import CloseCode, Error, ErrorCode
 from ..context import AsgiReceive, AsgiSend, ServerContext
-from ..mcp.hosted_sessions import HostedSession, SessionState
-from .ws_session import ACCEPT, WsSession, close_websocket
+from ..execution.bound_env import BoundEnv
+from ..observability import peer_of
+from ..ui.hub import EpisodeView
+from .accept import Accepted, Capacity, close_websocket, serve_connection
+from .base import ProtocolFrames
+from .connection import SessionConnection, SessionIdentity
 
-__all__ = ["AttachedConnection", "requested_session", "serve_attached"]
+__all__ = ["HostedSession", "HostedStore", "requested_session", "serve_attached"]
 
 _MAX_ID_CHARS = 256
+
+
+class SocketHolder(Protocol):
+    """The socket attached to a hosted session, asked to end when the session closes."""
+
+    def request_shutdown(self) -> None: ...
+
+
+class HostedSession(Protocol):
+    """A session created over ``POST /mcp``, as its attached socket sees it."""
+
+    @property
+    def public_id(self) -> str: ...
+
+    @property
+    def env(self) -> BoundEnv: ...
+
+    @property
+    def view(self) -> EpisodeView: ...
+
+    @property
+    def attachable(self) -> bool:
+        """No socket is attached yet (``MCP-SES-3``: one at a time)."""
+        ...
+
+
+_Hosted = TypeVar("_Hosted", bound=HostedSession)
+
+
+class HostedStore(Protocol, Generic[_Hosted]):
+    """The sessions created over ``POST /mcp`` (:mod:`..mcp.hosted_sessions`)."""
+
+    def find(self, session_id: str) -> _Hosted | None: ...
+
+    def attach(self, session: _Hosted, socket: SocketHolder) -> None: ...
+
+    async def detach(self, session: _Hosted) -> None: ...
 
 
 def requested_session(scope: dict[str, Any]) -> str | None:
@@ -32,47 +74,34 @@ def requested_session(scope: dict[str, Any]) -> str | None:
     return values[0][:_MAX_ID_CHARS] if values else None
 
 
-class AttachedConnection(WsSession):
-    """A ``/ws`` connection serving a hosted session's environment."""
-
-    def __init__(
-        self, ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend, session: HostedSession
-    ) -> None:
-        super().__init__(ctx, scope, receive, send, session.slot)
-        self.session_id = session.public_id
-        self.view = session.view
-        self.env = session.env
-
-    def _ending(self, reason: str) -> None:
-        """The socket ends, the session does not (MCP-SES-4): the hosted session keeps its slot."""
-
-
 async def _refuse(ctx: ServerContext, send: AsgiSend, code: ErrorCode, message: str, close_code: CloseCode) -> None:
     await send({"type": "websocket.send", "text": ctx.encode(Error(code.value, message))})
     await close_websocket(send, close_code, message[:120])
 
 
-async def serve_attached(ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
-    """ASGI handler of one ``/ws?session_id=`` connection."""
-    message = await receive()
-    if message["type"] != "websocket.connect":
-        return
-    await send(ACCEPT)
-    if ctx.registry.closing:
-        await close_websocket(send, CloseCode.GOING_AWAY, "server shutting down")
-        return
-    session = ctx.hosted.find(requested_session(scope) or "")
+async def _attach(ctx: ServerContext, store: HostedStore[Any], accepted: Accepted) -> None:
+    """Serve the named hosted session's environment until the socket ends; the session
+    goes on (``MCP-SES-4``: the slot is the session's, not the socket's)."""
+    session = store.find(requested_session(accepted.scope) or "")
     if session is None:
-        await _refuse(ctx, send, ErrorCode.SESSION_NOT_FOUND, "No session has this session_id", CloseCode.SESSION_NOT_FOUND)
+        await _refuse(ctx, accepted.send, ErrorCode.SESSION_NOT_FOUND, "No session has this session_id", CloseCode.SESSION_NOT_FOUND)
         return
-    if session.state is not SessionState.OPEN:
-        await _refuse(ctx, send, ErrorCode.SESSION_ERROR, "The session already has an attached WebSocket", CloseCode.TAKEN_OVER)
+    if not session.attachable:
+        await _refuse(ctx, accepted.send, ErrorCode.SESSION_ERROR, "The session already has an attached WebSocket", CloseCode.TAKEN_OVER)
         return
-    connection = AttachedConnection(ctx, scope, receive, send, session)
-    ctx.hosted.attach(session, connection)
+    identity = SessionIdentity(session.public_id, peer_of(accepted.scope), session.view)
+    connection = SessionConnection(ctx, accepted, identity, slot=None)
+    store.attach(session, connection)
     ctx.registry.attach(connection)
     try:
-        await connection._serve()
+        await connection.serve(session.env, ProtocolFrames.for_env(ctx, identity, session.env, accepted.send))
     finally:
         ctx.registry.detach(connection)
-        await ctx.hosted.detach(session)
+        await store.detach(session)
+
+
+async def serve_attached(
+    ctx: ServerContext, store: HostedStore[Any], scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend
+) -> None:
+    """ASGI handler of one ``/ws?session_id=`` connection."""
+    await serve_connection(ctx, scope, receive, send, partial(_attach, ctx, store), capacity=Capacity.BROUGHT)

@@ -1,7 +1,7 @@
 """Sessions that survive a dropped connection (the resume extension, PROTOCOL.md section 10).
 
 Only connections that negotiated the ``openenv-anyio.v1`` subprotocol come here; base
-connections keep the lean path of :mod:`.ws_session` untouched.
+connections keep the lean path of :mod:`.base` untouched.
 
 A :class:`ResumableSession` owns the environment, the UI view and the request ledger; a
 connection is attached to it while it serves. When a connection drops, its handler task
@@ -14,7 +14,7 @@ answered from the ledger and the environment never runs a request twice.
 
 from __future__ import annotations
 
-import time
+from functools import partial
 from typing import Any, assert_never
 
 import trio
@@ -26,19 +26,24 @@ from ...core import (
     Decision,
     Error,
     ErrorCode,
+    Mcp,
     Reset,
     Session,
-    Mcp,
     StateRequest,
     Step,
     token_hint,
 )
 from ...core.errors import clip_message
 from ..context import AsgiReceive, AsgiSend, ServerContext, log
+from ..execution.faults import EnvironmentAborted
 from ..observability import peer_of
-from .resumable_store import ResumableSession
 from ..ui.hub import EpisodeView
-from .ws_session import ACCEPT, Request, WsSession, close_websocket, refuse_at_capacity, refuse_while_closing
+from .accept import Accepted, Capacity, close_websocket, serve_connection
+from .answers import Answers, EnvAnswers, Request
+from .base import ProtocolFrames, open_env
+from .connection import SessionConnection, SessionIdentity
+from .ends import SessionEnd
+from .resumable_store import ResumableSession, ResumableSessions
 
 __all__ = ["negotiated", "serve_resumable"]
 
@@ -58,37 +63,108 @@ def _presented_token(scope: dict[str, Any]) -> str | None:
     return None
 
 
-class ResumableConnection(WsSession):
-    """One negotiated connection attached to a :class:`ResumableSession`."""
+class OnceAnswers:
+    """Requests with a ``request_id`` (reset, step) run at most once (``EXT-REQ-1``); the
+    rest are answered by ``inner``."""
 
-    _STOPS = {**WsSession._STOPS, "takeover": (CloseCode.TAKEN_OVER, "session taken over by another connection")}
-    #: a lost link (EXT-RES-2) or a takeover (EXT-RES-5) keeps the session and its slot
-    _KEEPS_SLOT = frozenset({"disconnect", "ping", "takeover"})
-
-    def __init__(
-        self, ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend, session: ResumableSession
-    ) -> None:
-        super().__init__(ctx, scope, receive, send, session.slot)
+    def __init__(self, ctx: ServerContext, session: ResumableSession, identity: SessionIdentity, inner: Answers) -> None:
+        self.ctx = ctx
         self.session = session
-        self.session_id = session.session_id
-        self.view = session.view
-        self.env = session.env
+        self.identity = identity
+        self.inner = inner
+
+    @property
+    def aborted(self) -> EnvironmentAborted | None:
+        return self.inner.aborted
+
+    async def answer(self, frame: Request, request_id: str | None = None) -> str:
+        match frame:
+            case Step() | Reset() if frame.request_id is not None:
+                return await self._answer_once(frame, frame.request_id)
+            case Step() | Reset() | StateRequest() | Mcp():
+                return await self.inner.answer(frame)
+            case _:
+                assert_never(frame)
+
+    async def _answer_once(self, frame: Step | Reset, request_id: str) -> str:
+        """Run a request at most once per ``request_id`` (``EXT-REQ-1``), checking the episode."""
+        session = self.session
+        ledger = session.ledger
+        asked = _what_is_asked(frame)
+        decision = ledger.decide(request_id, asked)
+        while decision is Decision.WAIT:
+            await session.answered.wait()
+            decision = ledger.decide(request_id, asked)
+        if decision is Decision.REPLAY:
+            self.ctx.instruments.replayed()
+            return ledger.stored_answer()
+        if decision is Decision.CONFLICT:  # EXT-REQ-3: never the answer to another request
+            return self.ctx.encode(
+                Error(
+                    ErrorCode.REQUEST_ID_REUSED.value,
+                    f"request_id {clip_message(request_id, 40)!r} was the session's last request, which asked something else; nothing ran",
+                    request_id=request_id,
+                ),
+                session=self.identity,
+            )
+        ledger.begin(request_id, asked)
+        expected = frame.episode_id if type(frame) is Step else None
+        if expected is not None and expected != session.view.episode_id:  # EXT-EP-1
+            current = session.view.episode_id
+            text = self.ctx.encode(
+                Error(
+                    ErrorCode.EPISODE_MISMATCH.value,
+                    f"the step names episode {expected!r} but the session's current episode is {current!r}; nothing changed",
+                    {"current_episode_id": current},
+                    request_id,
+                ),
+                session=self.identity,
+            )
+        else:
+            text = await self.inner.answer(frame, request_id)
+        ledger.complete(request_id, text)  # stored before sending: a lost answer is replayed
+        session.answer_stored()
+        return text
+
+
+def _what_is_asked(frame: Step | Reset) -> tuple[object, ...]:
+    """What a request asks, compared when its ``request_id`` repeats (``EXT-REQ-3``)."""
+    match frame:
+        case Step():
+            return ("step", frame.action, frame.episode_id)
+        case Reset():
+            return ("reset", frame.kwargs)
+        case _:
+            assert_never(frame)
+
+
+class ResumableConnection:
+    """One negotiated connection attached to a :class:`ResumableSession`: its owner while
+    it serves, and the one that keeps it through a lost link (the registry's connection)."""
+
+    def __init__(self, ctx: ServerContext, accepted: Accepted, session: ResumableSession) -> None:
+        self.ctx = ctx
+        self.session = session
+        self.send = accepted.send
+        self.identity = SessionIdentity(session.session_id, peer_of(accepted.scope), session.view)
+        self.connection = SessionConnection(ctx, accepted, self.identity, slot=session.slot, lives_on=True)
         self.released = trio.Event()
         self._park_scope: trio.CancelScope | None = None
 
     def request_shutdown(self) -> None:
-        super().request_shutdown()
-        if self._park_scope is not None:
-            self._park_scope.cancel()
+        self.connection.request_shutdown()
+        self._unpark()
 
     def abort(self) -> None:
-        super().abort()
-        if self._park_scope is not None:
-            self._park_scope.cancel()
+        self.connection.abort()
+        self._unpark()
 
     def supersede(self) -> None:
         """A newer connection takes the session over (``EXT-RES-5``)."""
-        self._request_stop("takeover")
+        self.connection.stop(SessionEnd.TAKEOVER)
+        self._unpark()
+
+    def _unpark(self) -> None:
         if self._park_scope is not None:
             self._park_scope.cancel()
 
@@ -119,21 +195,23 @@ class ResumableConnection(WsSession):
 
     async def attend(self) -> bool:
         """Serve until this connection ends; ``True`` when the session ends with it."""
-        ctx = self.ctx
+        ctx, session, connection = self.ctx, self.session, self.connection
         registry, instruments = ctx.registry, ctx.instruments
         registry.attach(self)
         try:
-            reason = await self._serve_traced()
-            if reason in ("disconnect", "ping"):  # EXT-RES-2: a lost link, keep the session
-                instruments.session_parked(self, ctx.config.resume_grace_s, self.close_code)
+            answers = OnceAnswers(ctx, session, self.identity, EnvAnswers(ctx, self.identity, session.env))
+            end = await connection.serve(session.env, ProtocolFrames(ctx, self.identity, answers, self.send))
+            if end.rule.resumable:  # EXT-RES-2: a lost link, keep the session
+                instruments.session_parked(connection, ctx.config.resume_grace_s, connection.close_code)
                 if await self._park():
                     return False
-                instruments.session_expired(self, "shutdown" if self._stop == "shutdown" else "resume grace ended")
+                stopped = connection.stop_requested is SessionEnd.SHUTDOWN
+                instruments.session_expired(connection, "shutdown" if stopped else "resume grace ended")
                 return True
-            if reason == "takeover":
-                instruments.session_handed_over(self, self.close_code)
+            if end is SessionEnd.TAKEOVER:
+                instruments.session_handed_over(connection, connection.close_code)
                 return False
-            instruments.session_closed(self, self.close_code, reason)
+            instruments.session_closed(connection, connection.close_code, end.value)
             return True
         finally:
             registry.detach(self)
@@ -141,82 +219,21 @@ class ResumableConnection(WsSession):
     async def _park(self) -> bool:
         """Keep the session for the grace period; ``True`` when a new connection took it."""
         grace = self.ctx.config.resume_grace_s
-        log.info("session %s: connection lost, kept %g s for resuming", self.session_id, grace)
+        log.info("session %s: connection lost, kept %g s for resuming", self.session.session_id, grace)
         view, hub = self.session.view, self.ctx.hub
         view.set_status(dropped=True)  # UI-7
         hub.publish_status(view)
         with trio.move_on_after(grace) as scope:
             self._park_scope = scope
-            if self._stop is not None:
+            if self.connection.stop_requested is not None:
                 scope.cancel()
             await trio.sleep_forever()
         self._park_scope = None
-        taken = self._stop == "takeover"
+        taken = self.connection.stop_requested is SessionEnd.TAKEOVER
         if taken:
             view.set_status(dropped=False)
             hub.publish_status(view)
         return taken
-
-    async def _answer(self, frame: Request, request_id: str | None = None) -> str:
-        """Requests with a ``request_id`` (reset, step) run at most once (``EXT-REQ-1``)."""
-        match frame:
-            case Step() | Reset() if frame.request_id is not None:
-                return await self._answer_once(frame, frame.request_id)
-            case Step() | Reset() | StateRequest() | Mcp():
-                return await super()._answer(frame)
-            case _:
-                assert_never(frame)
-
-    async def _answer_once(self, frame: Step | Reset, request_id: str) -> str:
-        """Run a request at most once per ``request_id`` (``EXT-REQ-1``), checking the episode."""
-        session = self.session
-        ledger = session.ledger
-        asked = _what_is_asked(frame)
-        decision = ledger.decide(request_id, asked)
-        while decision is Decision.WAIT:
-            await session.answered.wait()
-            decision = ledger.decide(request_id, asked)
-        if decision is Decision.REPLAY:
-            self.ctx.instruments.replayed()
-            return ledger.stored_answer()
-        if decision is Decision.CONFLICT:  # EXT-REQ-3: never the answer to another request
-            return self.ctx.encode(
-                Error(
-                    ErrorCode.REQUEST_ID_REUSED.value,
-                    f"request_id {clip_message(request_id, 40)!r} was the session's last request, which asked something else; nothing ran",
-                    request_id=request_id,
-                ),
-                session=self,
-            )
-        ledger.begin(request_id, asked)
-        expected = frame.episode_id if type(frame) is Step else None
-        if expected is not None and expected != session.view.episode_id:  # EXT-EP-1
-            current = session.view.episode_id
-            text = self.ctx.encode(
-                Error(
-                    ErrorCode.EPISODE_MISMATCH.value,
-                    f"the step names episode {expected!r} but the session's current episode is {current!r}; nothing changed",
-                    {"current_episode_id": current},
-                    request_id,
-                ),
-                session=self,
-            )
-        else:
-            text = await super()._answer(frame, request_id)
-        ledger.complete(request_id, text)  # stored before sending: a lost answer is replayed
-        session.answer_stored()
-        return text
-
-
-def _what_is_asked(frame: Step | Reset) -> tuple[object, ...]:
-    """What a request asks, compared when its ``request_id`` repeats (``EXT-REQ-3``)."""
-    match frame:
-        case Step():
-            return ("step", frame.action, frame.episode_id)
-        case Reset():
-            return ("reset", frame.kwargs)
-        case _:
-            assert_never(frame)
 
 
 async def _refuse_token(ctx: ServerContext, scope: dict[str, Any], send: AsgiSend, presented: str) -> None:
@@ -231,77 +248,96 @@ async def _refuse_token(ctx: ServerContext, scope: dict[str, Any], send: AsgiSen
     await close_websocket(send, CloseCode.SESSION_NOT_FOUND, "session not found")
 
 
-async def _end(ctx: ServerContext, session: ResumableSession) -> None:
+async def _end(ctx: ServerContext, store: ResumableSessions, session: ResumableSession) -> None:
     """End a session for good: its env closed, its UI view and capacity slot freed."""
     session.ended = True
-    ctx.resumable.discard(session)
+    store.discard(session)
     reason = "shutdown" if ctx.registry.closing else "expired" if session.view.dropped else "closed"
     ctx.hub.remove_session(session.session_id, reason)  # UI-8
     await ctx.close_env(session.env, f"session {session.session_id}")
     session.slot.release()
 
 
-async def serve_resumable(ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
-    """ASGI handler of one negotiated ``/ws`` connection."""
-    message = await receive()
-    if message["type"] != "websocket.connect":
+async def _resume(ctx: ServerContext, store: ResumableSessions, presented: str, accepted: Accepted) -> None:
+    """A connection presenting a resume token (``EXT-RES-1``): take the session over."""
+    session = store.find(presented)
+    if session is None:
+        await _refuse_token(ctx, accepted.scope, accepted.send, presented)
         return
-    accepted_at = time.perf_counter()
-    await send({**ACCEPT, "subprotocol": SUBPROTOCOL})
-    registry = ctx.registry
-    if registry.closing:
-        await refuse_while_closing(ctx, scope, send)
+    connection = ResumableConnection(ctx, accepted, session)
+    taken = False
+    try:
+        taken = await connection.take_over()
+    finally:
+        if not taken:  # superseded while waiting, or the session ended: let go of it
+            if session.owner is connection:
+                session.owner = None
+            connection.released.set()
+    if not taken:
+        await _refuse_token(ctx, accepted.scope, accepted.send, presented)
         return
-    presented = _presented_token(scope)
-    if presented is not None:
-        found = ctx.resumable.find(presented)
-        if found is None:
-            await _refuse_token(ctx, scope, send, presented)
-            return
-        session = found
-        connection = ResumableConnection(ctx, scope, receive, send, session)
-        taken = False
-        try:
-            taken = await connection.take_over()
-        finally:
-            if not taken:  # superseded while waiting, or the session ended: let go of it
-                if session.owner is connection:
-                    session.owner = None
-                connection.released.set()
-        if not taken:
-            await _refuse_token(ctx, scope, send, presented)
-            return
-        resumed = True
-    else:
-        slot = registry.try_reserve()  # WS-CAP-1
-        if slot is None:
-            await refuse_at_capacity(ctx, scope, send)
-            return
-        probe = WsSession(ctx, scope, receive, send, slot)
-        env = await probe.create_env()
-        if env is None:
-            slot.release()
-            return
-        registry.env_opened()
-        session_id = ctx.new_session_id()
-        session = ResumableSession(session_id, env, EpisodeView(session_id, ctx.config.action_log_size), slot)
-        ctx.resumable.add(session)
-        ctx.hub.add_session(session.view)
-        connection = ResumableConnection(ctx, scope, receive, send, session)
-        session.owner = connection
-        resumed = False
+    await _drive(ctx, store, session, connection, accepted, resumed=True)
+
+
+async def _start(ctx: ServerContext, store: ResumableSessions, accepted: Accepted) -> None:
+    """A new negotiated session: it holds the slot until it ends, not just its connection."""
+    slot = accepted.slot
+    assert slot is not None
+    session_id = ctx.new_session_id()
+    identity = SessionIdentity(session_id, peer_of(accepted.scope), EpisodeView(session_id, ctx.config.action_log_size))
+    try:
+        env = await open_env(ctx, identity, accepted.send)
+    except BaseException:
+        slot.release()
+        raise
+    if env is None:
+        slot.release()
+        return
+    session = ResumableSession(session_id, env, identity.view, slot)
+    store.add(session)
+    ctx.hub.add_session(session.view)
+    connection = ResumableConnection(ctx, accepted, session)
+    session.owner = connection
+    await _drive(ctx, store, session, connection, accepted, resumed=False)
+
+
+async def _drive(
+    ctx: ServerContext,
+    store: ResumableSessions,
+    session: ResumableSession,
+    connection: ResumableConnection,
+    accepted: Accepted,
+    *,
+    resumed: bool,
+) -> None:
+    """Serve ``session`` on ``connection``; end it when it ends with the connection."""
     ends = True
     try:
-        await connection.watch_peer_close()
+        await connection.connection.watch_peer_close()
         await connection.greet(resumed)
         if resumed:
-            ctx.instruments.session_resumed(connection, accepted_at)
+            ctx.instruments.session_resumed(connection.connection, accepted.accepted_at)
         else:
-            ctx.instruments.session_opened(connection, accepted_at, resumable=True)
+            ctx.instruments.session_opened(connection.connection, accepted.accepted_at, resumable=True)
         ends = await connection.attend()
     finally:
         if session.owner is connection:
             session.owner = None
         if ends and not session.ended:
-            await _end(ctx, session)
+            await _end(ctx, store, session)
         connection.released.set()
+
+
+async def serve_resumable(
+    ctx: ServerContext, store: ResumableSessions, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend
+) -> None:
+    """ASGI handler of one negotiated ``/ws`` connection."""
+    presented = _presented_token(scope)
+    if presented is None:
+        await serve_connection(
+            ctx, scope, receive, send, partial(_start, ctx, store), capacity=Capacity.SESSION, subprotocol=SUBPROTOCOL
+        )
+    else:
+        await serve_connection(
+            ctx, scope, receive, send, partial(_resume, ctx, store, presented), capacity=Capacity.BROUGHT, subprotocol=SUBPROTOCOL
+        )
