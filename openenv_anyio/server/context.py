@@ -13,7 +13,7 @@ import trio
 
 from ..core import Error, Frame, ProtocolError, check_sendable, encode_frame
 from ..environment import EnvFactory
-from .execution.bound_env import BoundEnv
+from .execution.bound_env import BoundEnv, InProcessEnv
 from .config import ServerConfig
 from .observability import Instruments
 from .observability.events import SessionIdentity
@@ -63,7 +63,7 @@ async def open_env(factory: EnvFactory, config: ServerConfig) -> BoundEnv:
     :class:`~openenv_anyio.server.execution.bound_env.FactoryFailure` when it cannot be built."""
     if isinstance(factory, ProcessIsolated):
         return await IsolatedEnv.start(factory, step_timeout_s=config.step_timeout_s, grace_s=config.shutdown_grace_s)
-    return await BoundEnv.create(factory, inline=config.inline)
+    return await InProcessEnv.create(factory, inline=config.inline)
 
 
 @dataclass(eq=False)

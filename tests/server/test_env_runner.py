@@ -136,7 +136,7 @@ async def test_thread_starter_starts_session_threads_and_stops_its_own() -> None
 async def test_cancelled_while_the_factory_runs_the_session_thread_still_ends() -> None:
     """A session cancelled during creation (client gone, server shutting down) leaves no
     thread behind: it ends once the factory returns."""
-    from openenv_anyio.server.execution.bound_env import BoundEnv
+    from openenv_anyio.server.execution.bound_env import InProcessEnv
     from openenv_anyio.server.execution.runner import thread_starter
 
     release = threading.Event()
@@ -156,7 +156,7 @@ async def test_cancelled_while_the_factory_runs_the_session_thread_still_ends() 
     with trio.fail_after(10):
         async with thread_starter():
             with trio.move_on_after(0.1) as waited:
-                await BoundEnv.create(Slow)
+                await InProcessEnv.create(Slow)
             assert waited.cancelled_caught and len(threads) == 1
             release.set()
             assert await ends(threads[0])

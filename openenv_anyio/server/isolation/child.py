@@ -26,7 +26,7 @@ import trio
 from ...core import ProtocolError, RpcFailure
 from ...environment import env_metadata, schema_of
 from ...envs.loading import EnvTargetError, resolve_env_target
-from ..execution.bound_env import BoundEnv, EnvironmentAborted, FactoryFailure
+from ..execution.bound_env import EnvironmentAborted, FactoryFailure, InProcessEnv
 from ..execution.tools import EnvTools
 from ..execution.error_text import exception_text, printable
 from .messages import Fault, FaultKind, MessageReader, Op, encode_message
@@ -82,7 +82,7 @@ def _failure_reply(exc: BaseException) -> dict[str, Any]:
             return _fault(FaultKind.RAISED, exc)
 
 
-def describe(bound: BoundEnv, tools: EnvTools) -> dict[str, Any]:
+def describe(bound: InProcessEnv, tools: EnvTools) -> dict[str, Any]:
     """The ``ready`` message: what the server says about the environment without asking it."""
     env = bound.env
     return {
@@ -121,7 +121,7 @@ class _Channel:
 async def _serve(channel: socket.socket, target: str) -> None:
     link = _Channel(trio.SocketStream(trio.socket.from_stdlib_socket(channel)))
     try:
-        bound = await BoundEnv.create(resolve_env_target(target), inline=True)
+        bound = await InProcessEnv.create(resolve_env_target(target), inline=True)
     except FactoryFailure as failure:
         await link.send({"failed": {**_fault(FaultKind.RAISED, failure.cause)["error"], "factory_name": failure.factory_name}})
         return
@@ -147,7 +147,7 @@ async def _serve(channel: socket.socket, target: str) -> None:
         await link.send(reply)
 
 
-async def _answer(bound: BoundEnv, tools: EnvTools, op: Op, request: dict[str, Any]) -> Any:
+async def _answer(bound: InProcessEnv, tools: EnvTools, op: Op, request: dict[str, Any]) -> Any:
     match op:
         case Op.RESET:
             lifted, state = await bound.reset(request.get("kwargs") or {})
