@@ -5,32 +5,28 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any
 
 import trio
 
 from ..core import Error, Frame, ProtocolError, check_sendable, encode_frame
 from ..environment import EnvFactory
-from .execution.bound_env import BoundEnv, InProcessEnv
 from .config import ServerConfig
+from .execution.bound_env import BoundEnv, InProcessEnv
+from .isolation import IsolatedEnv, ProcessIsolated
+from .memory.large_frames import LargeFrames
 from .observability import Instruments
 from .observability.events import SessionIdentity
 from .observability.metrics import ServerMetrics
 from .observability.tracing import load_tracer
-from .isolation import IsolatedEnv, ProcessIsolated
-from .memory.large_frames import LargeFrames
-from .sessions.registry import SessionRegistry, SharedCapacity
+from .session_registry import SessionRegistry, SharedCapacity
 from .ui.hub import UiHub
 
-__all__ = ["AsgiReceive", "AsgiSend", "AtCapacity", "OutboundFrameError", "ServerContext", "log", "open_env"]
+__all__ = ["AtCapacity", "OutboundFrameError", "ServerContext", "log", "open_env"]
 
 log = logging.getLogger("openenv_anyio.server")
-
-AsgiMessage: TypeAlias = MutableMapping[str, Any]
-AsgiReceive: TypeAlias = Callable[[], Awaitable[AsgiMessage]]
-AsgiSend: TypeAlias = Callable[[AsgiMessage], Awaitable[None]]
 
 
 class AtCapacity(Exception):

@@ -12,10 +12,10 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 import trio
 from hypercorn.config import Config as HypercornConfig
@@ -23,31 +23,57 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from ..environment import EnvFactory
 from . import hypercorn_adapter
-from .access.policy import Refused
 from .access.guard import admit, refuse
-from .http.app import create_app
-from .mcp.hosted_sessions import HostedSessions
-from .sessions.attached import requested_session, serve_attached
+from .access.policy import Refused
+from .asgi import AsgiReceive, AsgiSend
 from .config import ServerConfig
-from .context import AsgiReceive, AsgiSend, ServerContext
+from .context import ServerContext
 from .execution.runner import thread_starter
 from .gc_policy import rare_full_collections
+from .http.app import create_app
 from .lifecycle import ServerPhase
-from .mcp.websocket import serve_mcp_socket
+from .mcp.hosted_sessions import HostedSessions
+from .session_registry import SharedCapacity
+from .sessions.attached import requested_session, serve_attached
 from .sessions.base import serve_ws
+from .sessions.mcp_socket import serve_mcp_socket
 from .sessions.resumable import negotiated, serve_resumable
 from .sessions.resumable_store import ResumableSessions
 from .ui.endpoint import serve_ui
 
-if TYPE_CHECKING:
-    from .workers.role import WorkerRole
+__all__ = ["EnvServer", "LISTEN_BACKLOG", "RunningServer", "WorkerSeat"]
 
-__all__ = ["EnvServer", "LISTEN_BACKLOG", "RunningServer"]
+
+class ConnectionRouter(Protocol):
+    """Where each accepted connection of a worker is served (:class:`~.workers.routing.OwnerRouter`)."""
+
+    #: told of every connection handed to another worker (with where it went)
+    on_hand_off: Callable[[Any], None]
+
+    def wrap(self, handler: Any, listeners: list[Any]) -> tuple[Any, list[Any]]:
+        """Hypercorn's connection handler and listeners, routed."""
+        ...
+
+
+class WorkerSeat(Protocol):
+    """This server's place among the worker processes of ``serve --workers N``
+    (:class:`~.workers.role.WorkerRole`)."""
+
+    @property
+    def session_prefix(self) -> str: ...
+
+    @property
+    def capacity(self) -> SharedCapacity: ...
+
+    @property
+    def bind(self) -> str: ...
+
+    @property
+    def router(self) -> ConnectionRouter: ...
 
 #: Pending connections the listening socket queues (the kernel caps it at ``somaxconn``).
 #: Hypercorn's default of 100 refuses connections when thousands of sessions connect at
-#: once (measured: 13 % of 2,048 and 46 % of 4,096 simultaneous sessions lost, kernel
-#: ``ListenOverflows``); uvicorn uses 2,048.
+#: once (kernel ``ListenOverflows``; bench/README.md, scenario 9); uvicorn uses 2,048.
 LISTEN_BACKLOG = 4096
 
 
@@ -63,7 +89,8 @@ class _Router:
         # (EXT-NEG-1, decided once per connection) or a plain one; each given the store it uses.
         self._attached = partial(serve_attached, ctx, hosted)
         self._resumable = partial(serve_resumable, ctx, resumable)
-        self._plain = partial(serve_ws, ctx)
+        self._plain = serve_ws(ctx)
+        self._mcp = serve_mcp_socket(ctx)
         self._ui = partial(serve_ui, ctx, resumable)
         #: whether ``/ws`` sessions may run in their connection's task (the adapter is engaged)
         self.direct = True
@@ -80,7 +107,7 @@ class _Router:
             if path == "/ws/ui":
                 return await self._ui(scope, receive, send)
             if path == "/mcp":
-                return await serve_mcp_socket(self._ctx, scope, receive, send)
+                return await self._mcp(scope, receive, send)
         await self._http_app(scope, receive, send)
 
     def direct_websocket(self, scope: dict[str, Any]) -> hypercorn_adapter.DirectHandler | None:
@@ -112,7 +139,7 @@ class EnvServer:
         factory: EnvFactory,
         config: ServerConfig | None = None,
         *,
-        worker: WorkerRole | None = None,
+        worker: WorkerSeat | None = None,
         tracer_provider: Any = None,
     ) -> None:
         """``worker``: this server is one worker process of ``serve --workers N``

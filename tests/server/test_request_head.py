@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from openenv_anyio.server.http.request_head import head_complete, read_head
+from openenv_anyio.server.request_head import head_complete, read_head
 
 
 @pytest.mark.parametrize(

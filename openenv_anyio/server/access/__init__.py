@@ -2,4 +2,4 @@
 guard that applies it to every ASGI scope (:mod:`.guard`)."""
 
 from .policy import *  # noqa: F403  (the policy's API, as openenv_anyio.server.access.decide etc.)
-from .policy import __all__
+from .policy import __all__ as __all__

@@ -13,8 +13,8 @@ from typing import Any, Final
 import trio
 
 from ...core import dumps
+from ..asgi import AsgiReceive, AsgiSend
 from .policy import AccessPolicy, AccessRequest, Decision, Granted, Refused, Role, decide
-from ..context import AsgiReceive, AsgiSend
 
 __all__ = ["ROLE_KEY", "admit", "refuse", "role_of"]
 

@@ -26,12 +26,11 @@ from typing import Any, ClassVar, Protocol
 
 import trio
 
-from ...core import CloseCode
 from ...environment import EnvFactory, LiftedObservation, lift_observation, normalise_state
 from .action_check import ActionCheck, action_check_for
+from .error_text import exception_text
 from .faults import EnvironmentAborted, EnvironmentLost, await_env_code, call_env_code
 from .runner import EnvRunner, InlineRunner, ThreadRunner
-from .error_text import exception_text
 
 __all__ = [
     "BoundEnv", "EnvironmentAborted", "EnvironmentLost", "FactoryFailure", "InProcessEnv", "declared_non_blocking",

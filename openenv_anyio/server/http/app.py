@@ -14,16 +14,16 @@ from quart_trio import QuartTrio
 
 from ...core import ErrorCode, FrameCodec, ProtocolError, Reset, dumps, parse_json
 from ...core.openapi import openapi_document
-from ..execution.bound_env import EnvironmentAborted, FactoryFailure
-from ..context import AtCapacity, ServerContext
-from .env_profile import EnvProfile
 from ..access.policy import ACCESS_ROUTE, presented_role
+from ..context import AtCapacity, ServerContext
+from ..execution.bound_env import EnvironmentAborted, FactoryFailure
 from ..execution.error_text import public_error
-from ..memory.large_frames import LARGE_FRAME_CHARS
-from ..ui.web_page import add_web_routes
-from ..observability.metrics import CONTENT_TYPE, exposition
 from ..mcp.hosted_sessions import HostedSessions
 from ..mcp.http_route import add_mcp_route
+from ..memory.large_frames import LARGE_FRAME_CHARS
+from ..observability.metrics import CONTENT_TYPE, exposition
+from ..ui.web_page import add_web_routes
+from .env_profile import EnvProfile
 
 __all__ = ["create_app"]
 

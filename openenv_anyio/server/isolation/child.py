@@ -27,8 +27,8 @@ from ...core import ProtocolError, RpcFailure
 from ...environment import env_metadata, schema_of
 from ...envs.loading import EnvTargetError, resolve_env_target
 from ..execution.bound_env import EnvironmentAborted, FactoryFailure, InProcessEnv
-from ..execution.tools import EnvTools
 from ..execution.error_text import exception_text, printable
+from ..execution.tools import EnvTools
 from .messages import Fault, FaultKind, MessageReader, Op, encode_message
 
 __all__ = ["ORPHAN_EXIT_STATUS", "run_child"]

@@ -22,8 +22,8 @@ from ...core import ErrorCode, ProtocolError, RpcCode, RpcFailure
 from ...environment import EnvFactory, LiftedObservation
 from ..execution.action_check import ActionCheck, action_check_for
 from ..execution.bound_env import EnvironmentAborted, EnvironmentLost, FactoryFailure
-from ..execution.runner import InlineRunner
 from ..execution.error_text import EnvironmentRaised
+from ..execution.runner import InlineRunner
 from .env_process import EnvProcess
 from .messages import Fault, FaultKind, Op
 

@@ -13,11 +13,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ...core import McpMethod, RpcCode, RpcFailure, RpcRequest, rpc_result
-from ..execution.bound_env import BoundEnv, FactoryFailure
 from ..context import AtCapacity, ServerContext, log
+from ..execution.bound_env import BoundEnv, FactoryFailure
 from ..execution.tools import EnvTools
-from .hosted_sessions import HostedSession, HostedSessions
 from ..ui.hub import EpisodeView
+from .hosted_sessions import HostedSession, HostedSessions
 
 __all__ = ["answer_rpc"]
 

@@ -33,7 +33,7 @@ import trio
 
 from ..context import ServerContext
 from ..execution.bound_env import BoundEnv
-from ..sessions.registry import Slot
+from ..session_registry import Slot
 from ..ui.hub import EpisodeView
 
 __all__ = ["HostedSession", "HostedSessions", "SessionState", "SocketHolder"]

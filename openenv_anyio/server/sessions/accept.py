@@ -21,14 +21,20 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ...core import CloseCode, Error, ErrorCode, encode_frame
-from ..context import AsgiReceive, AsgiSend, ServerContext
+from ..asgi import AsgiReceive, AsgiSend, close_websocket
+from ..context import ServerContext
 from ..hypercorn_adapter.events import INVALID_TEXT_REPLY
 from ..lifecycle import ServerPhase
 from ..observability import peer_of
-from .registry import Slot
+from ..session_registry import Slot
 
 __all__ = [
-    "ACCEPT", "Accepted", "Capacity", "close_websocket", "refuse_at_capacity", "refuse_while_closing", "serve_connection",
+    "ACCEPT",
+    "Accepted",
+    "Capacity",
+    "refuse_at_capacity",
+    "refuse_while_closing",
+    "serve_connection",
 ]
 
 #: The answer to a text message that is not UTF-8, sent before the close 1007 (``WS-CLOSE-3``).
@@ -59,10 +65,6 @@ class Accepted:
     #: the slot taken for a new session (``None`` under :attr:`Capacity.BROUGHT`; under
     #: :attr:`Capacity.SESSION` the session's to release)
     slot: Slot | None
-
-
-async def close_websocket(send: AsgiSend, code: CloseCode, reason: str = "") -> None:
-    await send({"type": "websocket.close", "code": int(code), "reason": reason})
 
 
 async def serve_connection(
@@ -121,4 +123,3 @@ async def refuse_at_capacity(ctx: ServerContext, scope: dict[str, Any], send: As
     await send({"type": "websocket.send", "text": ctx.encode(refusal)})
     ctx.instruments.connection_refused(peer_of(scope), CloseCode.TRY_AGAIN_LATER, "server at capacity")
     await close_websocket(send, CloseCode.TRY_AGAIN_LATER, "server at capacity")
-

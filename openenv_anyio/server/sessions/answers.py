@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Any, Final, Protocol, TypeAlias, assert_never
+from typing import Any, Protocol, TypeAlias, assert_never
 
 from ...core import (
     Error,
@@ -37,8 +37,6 @@ __all__ = ["Answers", "EnvAnswers", "Request"]
 
 #: The client frames that are answered (``WS-ORDER-1``, ``MCP-WS-1``); ``close`` is not.
 Request: TypeAlias = Reset | Step | StateRequest | Mcp
-
-_perf_counter: Final = time.perf_counter
 
 
 class Answers(Protocol):
@@ -71,32 +69,30 @@ class EnvAnswers:
         self.aborted: EnvironmentAborted | None = None
 
     async def answer(self, frame: Request, request_id: str | None = None) -> str:
-        """While dashboards watch, they see a reset or step start and end (``UI-7``)."""
-        hub = self.ctx.hub
-        if not hub.dashboards or type(frame) is StateRequest:
-            return await self._execute(frame, request_id)
-        view = self.view
-        view.set_status(busy=True)
-        hub.publish_status(view)
+        """Run the request on the environment and encode its answer. While dashboards watch,
+        they see a reset or step start and end (``UI-7``)."""
+        watched = bool(self.ctx.hub.dashboards) and type(frame) is not StateRequest
+        if watched:
+            self._show_busy(True)
         try:
-            return await self._execute(frame, request_id)
+            match frame:
+                case Step():
+                    return await self._step(frame, request_id)
+                case Reset():
+                    return await self._reset(frame, request_id)
+                case StateRequest():
+                    return await self._state()
+                case Mcp():
+                    return await self._mcp(frame)
+                case _:
+                    assert_never(frame)
         finally:
-            if view.busy:  # it ended without recording a reset or step
-                view.set_status(busy=False)
-                hub.publish_status(view)
+            if watched and self.view.busy:  # it ended without recording a reset or step
+                self._show_busy(False)
 
-    async def _execute(self, frame: Request, request_id: str | None) -> str:
-        match frame:
-            case Step():
-                return await self._step(frame, request_id)
-            case Reset():
-                return await self._reset(frame, request_id)
-            case StateRequest():
-                return await self._state()
-            case Mcp():
-                return await self._mcp(frame)
-            case _:
-                assert_never(frame)
+    def _show_busy(self, busy: bool) -> None:
+        self.view.set_status(busy=busy)
+        self.ctx.hub.publish_status(self.view)
 
     async def _env_call(self, name: str, call: Any, *args: Any) -> Any:
         """``await call(*args)``, inside an ``env.NAME`` span when tracing."""
@@ -114,8 +110,11 @@ class EnvAnswers:
         session_id = self.identity.session_id
         if isinstance(exc, EnvironmentAborted):
             self.aborted, cause = exc, exc.cause
-            log.error("session %s: %s; ending the session", session_id,
-                      exc if isinstance(exc, EnvironmentLost) else f"the environment raised {exc}")
+            log.error(
+                "session %s: %s; ending the session",
+                session_id,
+                exc if isinstance(exc, EnvironmentLost) else f"the environment raised {exc}",
+            )
             expose = expose or isinstance(exc, EnvironmentLost)  # the server's own words: nothing to hide
         public = public_error(cause, expose=expose, during=f"session {session_id}")  # SEC-ERR-1
         error = Error(ErrorCode.EXECUTION_ERROR.value, public.message, {"error_id": public.error_id}, request_id)
@@ -137,13 +136,15 @@ class EnvAnswers:
         except ProtocolError as error:
             return encode(_refusal(error, request_id), session=self.identity)
         try:
-            started = _perf_counter()
-            if ctx.instruments.tracer is None:
+            started = time.perf_counter()
+            if ctx.instruments.tracer is None:  # no span: one coroutine less (bench/README.md, "Server CPU per step")
                 lifted = await env.step(action)
             else:
                 lifted = await self._env_call("step", env.step, action)
-            elapsed = _perf_counter() - started
-            text = encode(Observation(lifted.observation, lifted.reward, lifted.done, request_id, None, lifted.sent_metadata))
+            elapsed = time.perf_counter() - started
+            text = encode(
+                Observation(lifted.observation, lifted.reward, lifted.done, request_id, None, lifted.sent_metadata)
+            )
         except ProtocolError as error:  # the env refused the action itself (WS-STEP-2)
             if error.code is ErrorCode.VALIDATION_ERROR:
                 error = relocate(error, "/data")

@@ -15,11 +15,12 @@ from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import parse_qs
 
 from ...core import CloseCode, Error, ErrorCode
-from ..context import AsgiReceive, AsgiSend, ServerContext
+from ..asgi import AsgiReceive, AsgiSend, close_websocket
+from ..context import ServerContext
 from ..execution.bound_env import BoundEnv
 from ..observability import peer_of
 from ..ui.hub import EpisodeView
-from .accept import Accepted, Capacity, close_websocket, serve_connection
+from .accept import Accepted, Capacity, serve_connection
 from .base import ProtocolFrames
 from .connection import SessionConnection, SessionIdentity
 
@@ -84,10 +85,22 @@ async def _attach(ctx: ServerContext, store: HostedStore[Any], accepted: Accepte
     goes on (``MCP-SES-4``: the slot is the session's, not the socket's)."""
     session = store.find(requested_session(accepted.scope) or "")
     if session is None:
-        await _refuse(ctx, accepted.send, ErrorCode.SESSION_NOT_FOUND, "No session has this session_id", CloseCode.SESSION_NOT_FOUND)
+        await _refuse(
+            ctx,
+            accepted.send,
+            ErrorCode.SESSION_NOT_FOUND,
+            "No session has this session_id",
+            CloseCode.SESSION_NOT_FOUND,
+        )
         return
     if not session.attachable:
-        await _refuse(ctx, accepted.send, ErrorCode.SESSION_ERROR, "The session already has an attached WebSocket", CloseCode.TAKEN_OVER)
+        await _refuse(
+            ctx,
+            accepted.send,
+            ErrorCode.SESSION_ERROR,
+            "The session already has an attached WebSocket",
+            CloseCode.TAKEN_OVER,
+        )
         return
     identity = SessionIdentity(session.public_id, peer_of(accepted.scope), session.view)
     connection = SessionConnection(ctx, accepted, identity, slot=None)

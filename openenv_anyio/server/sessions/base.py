@@ -12,9 +12,9 @@ requests answered by an :class:`~.answers.Answers`) here, JSON-RPC on ``WS /mcp`
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any, Final, assert_never
+from typing import Any, assert_never
 
 from ...core import (
     Close,
@@ -28,7 +28,8 @@ from ...core import (
     Step,
     decode_client_frame,
 )
-from ..context import AsgiReceive, AsgiSend, ServerContext
+from ..asgi import AsgiReceive, AsgiSend, close_websocket
+from ..context import ServerContext
 from ..execution.bound_env import BoundEnv, FactoryFailure
 from ..execution.error_text import public_error
 from ..execution.faults import EnvironmentAborted
@@ -36,14 +37,15 @@ from ..hypercorn_adapter.events import HeldText
 from ..memory.large_frames import LARGE_FRAME_CHARS
 from ..observability import peer_of
 from ..ui.hub import EpisodeView
-from .accept import Accepted, close_websocket, serve_connection
+from .accept import Accepted, serve_connection
 from .answers import Answers, EnvAnswers, Request
 from .connection import FrameHandler, SessionConnection, SessionIdentity
 from .ends import SessionEnd
 
-__all__ = ["HandlerFactory", "ProtocolFrames", "open_env", "serve_session", "serve_ws"]
+__all__ = ["AsgiHandler", "HandlerFactory", "ProtocolFrames", "open_env", "serve_ws", "session_endpoint"]
 
-_perf_counter: Final = time.perf_counter
+#: An ASGI WebSocket handler: ``handler(scope, receive, send)``.
+AsgiHandler = Callable[[dict[str, Any], AsgiReceive, AsgiSend], Awaitable[None]]
 
 #: Makes the frame handler of a new session: from the server, the session and its environment.
 HandlerFactory = Callable[[ServerContext, SessionIdentity, BoundEnv, AsgiSend], FrameHandler]
@@ -70,7 +72,7 @@ class ProtocolFrames:
         return self.answers.aborted
 
     async def handle(self, payload: str | bytes | HeldText) -> SessionEnd | None:
-        started = _perf_counter()
+        started = time.perf_counter()
         ctx = self.ctx
         try:
             if isinstance(payload, HeldText) or len(payload) > LARGE_FRAME_CHARS:
@@ -78,7 +80,9 @@ class ProtocolFrames:
             else:
                 frame = decode_client_frame(payload)
         except ProtocolError as error:
-            await self.send({"type": "websocket.send", "text": ctx.encode(Error.from_protocol_error(error), session=self.identity)})
+            await self.send(
+                {"type": "websocket.send", "text": ctx.encode(Error.from_protocol_error(error), session=self.identity)}
+            )
             return None
         match frame:
             case Close():  # WS-CLOSE-1
@@ -92,7 +96,7 @@ class ProtocolFrames:
                     with tracer.request(kind, self.request_attributes(frame)):
                         text = await self.answers.answer(frame)
                 await self.send({"type": "websocket.send", "text": text})
-                ctx.instruments.request_done(kind, _perf_counter() - started)
+                ctx.instruments.request_done(kind, time.perf_counter() - started)
             case _:
                 assert_never(frame)
         if self.answers.aborted is not None:  # SRV-FAULT-1, SRV-ISO-2
@@ -155,13 +159,12 @@ async def _run_session(ctx: ServerContext, handlers: HandlerFactory, accepted: A
         await ctx.close_env(env, f"session {session_id}")  # WS-CLOSE-2
 
 
-async def serve_session(
-    ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend, handlers: HandlerFactory
-) -> None:
-    """Accept a WebSocket and serve a new session on it whose frames ``handlers`` answer
-    (``/ws``, and ``WS /mcp`` whose sessions speak JSON-RPC)."""
-    await serve_connection(ctx, scope, receive, send, partial(_run_session, ctx, handlers))
+def session_endpoint(ctx: ServerContext, handlers: HandlerFactory) -> AsgiHandler:
+    """The ASGI handler of connections that each serve a new session whose frames
+    ``handlers`` answer (``/ws``, and ``WS /mcp`` whose sessions speak JSON-RPC)."""
+    return partial(serve_connection, ctx, open_session=partial(_run_session, ctx, handlers))
 
 
-#: ASGI handler of one plain ``/ws`` connection.
-serve_ws: Final = partial(serve_session, handlers=ProtocolFrames.for_env)
+def serve_ws(ctx: ServerContext) -> AsgiHandler:
+    """The ASGI handler of plain ``/ws`` connections."""
+    return session_endpoint(ctx, ProtocolFrames.for_env)

@@ -38,15 +38,16 @@ from typing import Any, Final, Protocol
 import trio
 
 from ...core import CloseCode
-from ..context import AsgiReceive, AsgiSend, ServerContext, log
+from ..asgi import AsgiReceive, AsgiSend, close_websocket
+from ..context import ServerContext, log
 from ..execution.bound_env import BoundEnv
 from ..execution.faults import EnvironmentAborted
 from ..hypercorn_adapter.events import HELD_TEXT, PEER_CLOSE_EVENT, HeldText
 from ..ping_schedule import PingSchedule
+from ..session_registry import Slot
 from ..ui.hub import EpisodeView
-from .accept import Accepted, close_websocket
+from .accept import Accepted
 from .ends import SessionEnd, peer_end
-from .registry import Slot
 
 __all__ = ["FrameHandler", "Liveness", "SessionConnection", "SessionIdentity"]
 
@@ -57,34 +58,33 @@ _CLOSE_REASON_MAX: Final = 123
 class Liveness:
     """The idle/ping policy of the wait for a session's next frame.
 
-    The wait's deadline is the idle timeout's or the ping schedule's, whichever comes first
-    (:meth:`deadline`); every inbound message proves the peer alive (:meth:`heard`); when
-    the deadline passes, :meth:`verdict` pings if one is due and says whether the session
-    ends: ``IDLE`` (no frame for ``session_timeout_s``, ``WS-IDLE-1``), ``PING`` (no pong
-    within ``ping_timeout_s``, ``WS-PING-1``), or ``None`` to wait on.
+    The wait's deadline (:attr:`deadline`) is the idle timeout's or the ping schedule's,
+    whichever comes first; every inbound message proves the peer alive (:meth:`heard`);
+    when the deadline passes, :meth:`verdict` pings if one is due and says whether the
+    session ends: ``IDLE`` (no frame for ``session_timeout_s``, ``WS-IDLE-1``), ``PING`` (no
+    pong within ``ping_timeout_s``, ``WS-PING-1``), or ``None`` to wait on.
     """
 
-    __slots__ = ("idle_s", "_idle_limit", "_idle_deadline", "pings")
+    __slots__ = ("_idle_limit", "_idle_deadline", "pings", "deadline")
 
     def __init__(self, idle_s: float | None, ping_interval_s: float | None, ping_timeout_s: float | None) -> None:
-        self.idle_s = idle_s
         self._idle_limit = idle_s or math.inf
         self.pings = PingSchedule(ping_interval_s, ping_timeout_s)
         self._idle_deadline = trio.current_time() + self._idle_limit
-
-    def deadline(self) -> float:
-        return min(self._idle_deadline, self.pings.deadline())
+        #: when the wait for the next frame ends
+        self.deadline = min(self._idle_deadline, self.pings.deadline())
 
     def heard(self, now: float) -> None:
         self._idle_deadline = now + self._idle_limit
         self.pings.heard(now)
+        self.deadline = min(self._idle_deadline, self.pings.deadline())
 
     async def verdict(self, send: AsgiSend, now: float) -> SessionEnd | None:
         if now >= self._idle_deadline:  # WS-IDLE-1
             return SessionEnd.IDLE
-        if not await self.pings.on_deadline(send, now):  # WS-PING-1: the peer is gone
-            return SessionEnd.PING
-        return None
+        alive = await self.pings.on_deadline(send, now)  # WS-PING-1: pings, or judges the pong
+        self.deadline = min(self._idle_deadline, self.pings.deadline())
+        return None if alive else SessionEnd.PING
 
 
 class FrameHandler(Protocol):
@@ -209,13 +209,15 @@ class SessionConnection:
         Beside the watch of the environment's process when it has one, inside the
         session's span when tracing."""
         self.handler = handler
-        if not env.WATCHED:
-            return await self._serve_traced()
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._watch_env, env)
-            end = await self._serve_traced()
-            nursery.cancel_scope.cancel()
-        return end
+        if env.WATCHED:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch_env, env)
+                end = await self._serve_traced()
+                nursery.cancel_scope.cancel()
+            return end
+        if self.ctx.instruments.tracer is None:
+            return await self._serve()
+        return await self._serve_traced()
 
     async def _serve_traced(self) -> SessionEnd:
         tracer = self.ctx.instruments.tracer
@@ -258,10 +260,10 @@ class SessionConnection:
         pending: MutableMapping[str, Any] | None = None  # a frame to answer before the next wait
         with trio.CancelScope() as self._abort_scope:
             while True:
-                with trio.CancelScope(deadline=math.inf if pending is not None else liveness.deadline()) as scope:
+                with trio.CancelScope(deadline=math.inf if pending is not None else liveness.deadline) as scope:
                     while True:
                         if pending is None:
-                            deadline = liveness.deadline()
+                            deadline = liveness.deadline
                             if deadline != scope.deadline:
                                 scope.deadline = deadline
                             self._wait_scope = scope

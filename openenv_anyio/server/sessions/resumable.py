@@ -34,11 +34,12 @@ from ...core import (
     token_hint,
 )
 from ...core.errors import clip_message
-from ..context import AsgiReceive, AsgiSend, ServerContext, log
+from ..asgi import AsgiReceive, AsgiSend, close_websocket
+from ..context import ServerContext, log
 from ..execution.faults import EnvironmentAborted
 from ..observability import peer_of
 from ..ui.hub import EpisodeView
-from .accept import Accepted, Capacity, close_websocket, serve_connection
+from .accept import Accepted, Capacity, serve_connection
 from .answers import Answers, EnvAnswers, Request
 from .base import ProtocolFrames, open_env
 from .connection import SessionConnection, SessionIdentity
@@ -67,7 +68,9 @@ class OnceAnswers:
     """Requests with a ``request_id`` (reset, step) run at most once (``EXT-REQ-1``); the
     rest are answered by ``inner``."""
 
-    def __init__(self, ctx: ServerContext, session: ResumableSession, identity: SessionIdentity, inner: Answers) -> None:
+    def __init__(
+        self, ctx: ServerContext, session: ResumableSession, identity: SessionIdentity, inner: Answers
+    ) -> None:
         self.ctx = ctx
         self.session = session
         self.identity = identity
@@ -339,5 +342,11 @@ async def serve_resumable(
         )
     else:
         await serve_connection(
-            ctx, scope, receive, send, partial(_resume, ctx, store, presented), capacity=Capacity.BROUGHT, subprotocol=SUBPROTOCOL
+            ctx,
+            scope,
+            receive,
+            send,
+            partial(_resume, ctx, store, presented),
+            capacity=Capacity.BROUGHT,
+            subprotocol=SUBPROTOCOL,
         )

@@ -8,7 +8,7 @@ import trio
 
 from ...core import RequestLedger, ResumeToken, new_resume_token
 from ..execution.bound_env import BoundEnv
-from .registry import Slot
+from ..session_registry import Slot
 from ..ui.hub import EpisodeView
 
 __all__ = ["Owner", "ResumableSession", "ResumableSessions"]

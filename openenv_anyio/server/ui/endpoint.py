@@ -17,15 +17,34 @@ from urllib.parse import parse_qs
 
 import trio
 
-from ...core import RESUME_TOKEN_HEADER, SUBPROTOCOL, CloseCode, SessionClosed, StateUpdate
-from ..access.policy import Role
+from ...core import RESUME_TOKEN_HEADER, SUBPROTOCOL, CloseCode, Frame, SessionClosed, StateUpdate
 from ..access.guard import role_of
-from ..context import AsgiReceive, AsgiSend, ServerContext
+from ..access.policy import Role
+from ..asgi import AsgiReceive, AsgiSend, close_websocket
+from ..config import ServerConfig
 from ..hypercorn_adapter.events import INVALID_TEXT_REPLY
 from ..ping_schedule import PingSchedule
-from ..sessions.accept import close_websocket
+from ..session_registry import SessionRegistry
+from .hub import UiHub
 
 __all__ = ["serve_ui"]
+
+
+class UiServer(Protocol):
+    """What the ``/ws/ui`` endpoint uses of its server."""
+
+    @property
+    def config(self) -> ServerConfig: ...
+
+    @property
+    def hub(self) -> UiHub: ...
+
+    @property
+    def registry(self) -> SessionRegistry: ...
+
+    def encode(self, frame: Frame, *, ui: bool = False) -> str:
+        """The frame's text, checked as the server checks what it sends."""
+        ...
 
 
 class _UiConnection:
@@ -93,7 +112,7 @@ def readable_sessions(sessions: SessionsByToken, scope: dict[str, Any]) -> froze
 
 
 async def serve_ui(
-    ctx: ServerContext, sessions: SessionsByToken, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend
+    ctx: UiServer, sessions: SessionsByToken, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend
 ) -> None:
     """ASGI handler of one ``/ws/ui`` connection."""
     if (await receive())["type"] != "websocket.connect":

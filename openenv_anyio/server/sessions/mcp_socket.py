@@ -8,18 +8,16 @@ answers.
 
 from __future__ import annotations
 
-from functools import partial
-from typing import Final
-
 from ...core import RpcFailure, dumps, read_rpc_request
-from ..context import AsgiSend, ServerContext
+from ..asgi import AsgiSend
+from ..context import ServerContext
 from ..execution.bound_env import BoundEnv
 from ..execution.faults import EnvironmentAborted
 from ..hypercorn_adapter.events import HeldText
-from ..sessions.base import serve_session
-from ..sessions.connection import SessionIdentity
-from ..sessions.ends import SessionEnd
-from .dispatch import answer_rpc
+from ..mcp.dispatch import answer_rpc
+from .base import AsgiHandler, session_endpoint
+from .connection import SessionIdentity
+from .ends import SessionEnd
 
 __all__ = ["RpcFrames", "serve_mcp_socket"]
 
@@ -51,5 +49,6 @@ class RpcFrames:
         return None
 
 
-#: ASGI handler of one ``WS /mcp`` connection.
-serve_mcp_socket: Final = partial(serve_session, handlers=RpcFrames)
+def serve_mcp_socket(ctx: ServerContext) -> AsgiHandler:
+    """The ASGI handler of ``WS /mcp`` connections."""
+    return session_endpoint(ctx, RpcFrames)

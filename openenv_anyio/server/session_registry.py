@@ -8,7 +8,7 @@ from typing import Protocol
 
 import trio
 
-from ..lifecycle import ServerPhase, check_transition
+from .lifecycle import ServerPhase, check_transition
 
 __all__ = ["Connection", "LateClose", "SessionRegistry", "SharedCapacity", "Slot"]
 

@@ -14,7 +14,7 @@ from typing import Final
 
 import trio
 
-from ...core import RESUME_TOKEN_HEADER
+from ..core import RESUME_TOKEN_HEADER
 
 __all__ = ["HEAD_LIMIT", "Head", "head_complete", "peek_now", "read_head"]
 
