@@ -18,6 +18,7 @@ from ...core import CloseCode, Error, ErrorCode
 from ..asgi import AsgiReceive, AsgiSend, close_websocket
 from ..context import ServerContext
 from ..execution.bound_env import BoundEnv
+from ..mcp.hosted_sessions import SocketHolder
 from ..observability import peer_of
 from ..ui.hub import EpisodeView
 from .accept import Accepted, Capacity, serve_connection
@@ -27,12 +28,6 @@ from .connection import SessionConnection, SessionIdentity
 __all__ = ["HostedSession", "HostedStore", "requested_session", "serve_attached"]
 
 _MAX_ID_CHARS = 256
-
-
-class SocketHolder(Protocol):
-    """The socket attached to a hosted session, asked to end when the session closes."""
-
-    def request_shutdown(self) -> None: ...
 
 
 class HostedSession(Protocol):
