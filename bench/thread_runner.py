@@ -10,7 +10,7 @@ import argparse
 
 import trio
 
-from openenv_anyio.server.env_runner import InlineRunner, ThreadRunner
+from openenv_anyio.server.execution.runner import InlineRunner, ThreadRunner
 
 
 def noop() -> None:

@@ -329,7 +329,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"openenv-anyio serve: {_in_flag_words(str(exc))}", file=sys.stderr)
         return 2
-    from .bound_env import FactoryFailure
+    from .execution.bound_env import FactoryFailure
 
     try:
         trio.run(_probe_env, factory, config)

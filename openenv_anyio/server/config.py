@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.addresses import is_loopback_host
-from .access import AccessPolicy
+from .access.policy import AccessPolicy
 
 __all__ = ["ISOLATION_MODES", "SERVER_MODES", "ServerConfig"]
 

@@ -5,37 +5,31 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any
 
 import trio
 
 from ..core import Error, Frame, ProtocolError, check_sendable, encode_frame
 from ..environment import EnvFactory
-from .bound_env import BoundEnv
 from .config import ServerConfig
+from .execution.bound_env import BoundEnv, InProcessEnv
+from .isolation import IsolatedEnv, ProcessIsolated
+from .memory.large_frames import LargeFrames
 from .observability import Instruments
 from .observability.events import SessionIdentity
 from .observability.metrics import ServerMetrics
 from .observability.tracing import load_tracer
-from .hosted_sessions import HostedSessions, SessionOwners
-from .isolation import IsolatedEnv, ProcessIsolated
-from .large_frames import LargeFrames
-from .resumable_store import ResumableSessions
 from .session_registry import SessionRegistry, SharedCapacity
-from .ui_hub import UiHub
+from .ui.hub import UiHub
 
 __all__ = [
-    "AsgiReceive", "AsgiSend", "AtCapacity", "OutboundFrameError", "ServerContext", "log", "open_env",
+    "AtCapacity", "OutboundFrameError", "ServerContext", "log", "open_env",
     "session_cap_source", "session_limit", "session_limit_lowered",
 ]
 
 log = logging.getLogger("openenv_anyio.server")
-
-AsgiMessage: TypeAlias = MutableMapping[str, Any]
-AsgiReceive: TypeAlias = Callable[[], Awaitable[AsgiMessage]]
-AsgiSend: TypeAlias = Callable[[AsgiMessage], Awaitable[None]]
 
 
 class AtCapacity(Exception):
@@ -90,10 +84,10 @@ async def open_env(factory: EnvFactory, config: ServerConfig) -> BoundEnv:
     """A new environment as ``config`` says sessions get theirs: in a process of its own
     for a :class:`~openenv_anyio.server.isolation.ProcessIsolated` factory (``SRV-ISO-1``),
     else on a worker thread or inline (``SRV-EXEC-1``). Raises
-    :class:`~openenv_anyio.server.bound_env.FactoryFailure` when it cannot be built."""
+    :class:`~openenv_anyio.server.execution.bound_env.FactoryFailure` when it cannot be built."""
     if isinstance(factory, ProcessIsolated):
         return await IsolatedEnv.start(factory, step_timeout_s=config.step_timeout_s, grace_s=config.shutdown_grace_s)
-    return await BoundEnv.create(factory, inline=config.inline)
+    return await InProcessEnv.create(factory, inline=config.inline)
 
 
 @dataclass(eq=False)
@@ -103,8 +97,6 @@ class ServerContext:
     instruments: Instruments = field(init=False)
     registry: SessionRegistry = field(init=False)
     hub: UiHub = field(init=False)
-    resumable: ResumableSessions = field(init=False, default_factory=ResumableSessions)
-    hosted: HostedSessions = field(init=False)
     #: the budget of bytes in flight and the parser thread of large frames (SRV-MEM-1, SRV-MEM-2)
     large_frames: LargeFrames = field(init=False)
     #: what this process's session ids start with (a worker's slot and generation)
@@ -113,8 +105,6 @@ class ServerContext:
     shared_capacity: SharedCapacity | None = None
     #: where spans go when ``config.traces`` is on (``None``: OpenTelemetry's global provider)
     tracer_provider: Any = None
-    #: the other workers' hosted sessions, when this process is one worker of several
-    session_owners: SessionOwners | None = None
 
     def __post_init__(self) -> None:
         if self.config.isolate == "process":
@@ -132,7 +122,6 @@ class ServerContext:
             on_stuck_changed=self.instruments.count_stuck_closes(lambda: self.registry.stuck_count()),
         )
         self.hub = UiHub(self.config.max_ui_subscribers, self.instruments)
-        self.hosted = HostedSessions(self)
         self.large_frames = LargeFrames(
             self.config.inflight_limit_bytes, self.config.inflight_wait_s, self.instruments.inflight_bytes_changed
         )
@@ -184,7 +173,7 @@ class ServerContext:
         ``counted``: the request holds a session slot while its environment lives, so HTTP
         requests share ``max_concurrent_envs`` with sessions (``HTTP-6``); raises
         :class:`AtCapacity` when none is free. Raises
-        :class:`~openenv_anyio.server.bound_env.FactoryFailure` like a session would.
+        :class:`~openenv_anyio.server.execution.bound_env.FactoryFailure` like a session would.
         """
         slot = self.registry.try_reserve() if counted else None
         if counted and slot is None:

@@ -12,10 +12,10 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 import trio
 from hypercorn.config import Config as HypercornConfig
@@ -23,29 +23,62 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from ..environment import EnvFactory
 from . import hypercorn_adapter
-from .access import Refused, route_path
-from .access_guard import admit, refuse
-from .app import create_app
-from .attached_ws import requested_session, serve_attached
+from .access.guard import admit, refuse
+from .access.policy import Refused, route_path
+from .asgi import AsgiReceive, AsgiSend
 from .config import ServerConfig
-from .context import AsgiReceive, AsgiSend, ServerContext
-from .env_runner import thread_starter
+from .context import ServerContext
+from .execution.runner import thread_starter
 from .gc_policy import rare_full_collections
+from .http.app import create_app
 from .lifecycle import ServerPhase
-from .mcp_socket import serve_mcp_socket
-from .resumable import negotiated, serve_resumable
-from .ui_endpoint import serve_ui
-from .ws_session import serve_ws
+from .mcp.hosted_sessions import HostedSessions, SessionOwners
+from .session_registry import SharedCapacity
+from .sessions.attached import requested_session, serve_attached
+from .sessions.base import serve_ws
+from .sessions.mcp_socket import serve_mcp_socket
+from .sessions.resumable import negotiated, serve_resumable
+from .sessions.resumable_store import ResumableSessions
+from .ui.endpoint import serve_ui
 
-if TYPE_CHECKING:
-    from .workers.role import WorkerRole
+__all__ = ["EnvServer", "LISTEN_BACKLOG", "RunningServer", "WorkerSeat"]
 
-__all__ = ["EnvServer", "LISTEN_BACKLOG", "RunningServer"]
+
+class ConnectionRouter(Protocol):
+    """Where each accepted connection of a worker is served (:class:`~.workers.routing.OwnerRouter`)."""
+
+    #: told of every connection handed to another worker (with where it went)
+    on_hand_off: Callable[[Any], None]
+
+    def wrap(self, handler: Any, listeners: list[Any]) -> tuple[Any, list[Any]]:
+        """Hypercorn's connection handler and listeners, routed."""
+        ...
+
+
+class WorkerSeat(Protocol):
+    """This server's place among the worker processes of ``serve --workers N``
+    (:class:`~.workers.role.WorkerRole`)."""
+
+    @property
+    def session_prefix(self) -> str: ...
+
+    @property
+    def capacity(self) -> SharedCapacity: ...
+
+    @property
+    def bind(self) -> str: ...
+
+    @property
+    def router(self) -> ConnectionRouter: ...
+
+    @property
+    def session_owners(self) -> SessionOwners:
+        """The other workers' hosted sessions (``POST /mcp`` naming one is forwarded there)."""
+        ...
 
 #: Pending connections the listening socket queues (the kernel caps it at ``somaxconn``).
 #: Hypercorn's default of 100 refuses connections when thousands of sessions connect at
-#: once (measured: 13 % of 2,048 and 46 % of 4,096 simultaneous sessions lost, kernel
-#: ``ListenOverflows``); uvicorn uses 2,048.
+#: once (kernel ``ListenOverflows``; bench/README.md, scenario 9); uvicorn uses 2,048.
 LISTEN_BACKLOG = 4096
 
 
@@ -54,9 +87,16 @@ class _Router:
     (:mod:`.access`); then WebSocket scopes for ``/ws`` and ``/ws/ui`` go to the raw
     handlers, the rest to the Quart app (HTTP routes, lifespan)."""
 
-    def __init__(self, ctx: ServerContext, http_app: Any) -> None:
+    def __init__(self, ctx: ServerContext, http_app: Any, resumable: ResumableSessions, hosted: HostedSessions) -> None:
         self._ctx = ctx
         self._http_app = http_app
+        # Who serves a /ws connection: a hosted session's (?session_id=), a negotiated one
+        # (EXT-NEG-1, decided once per connection) or a plain one; each given the store it uses.
+        self._attached = partial(serve_attached, ctx, hosted)
+        self._resumable = partial(serve_resumable, ctx, resumable)
+        self._plain = serve_ws(ctx)
+        self._mcp = serve_mcp_socket(ctx)
+        self._ui = partial(serve_ui, ctx, resumable)
         #: whether ``/ws`` sessions may run in their connection's task (the adapter is engaged)
         self.direct = True
 
@@ -68,12 +108,11 @@ class _Router:
         if scope["type"] == "websocket":
             path = scope["path"]
             if path == "/ws":
-                await _ws_handler(scope)(self._ctx, scope, receive, send)
-                return
+                return await self._ws_handler(scope)(scope, receive, send)
             if path == "/ws/ui":
-                return await serve_ui(self._ctx, scope, receive, send)
+                return await self._ui(scope, receive, send)
             if path == "/mcp":
-                return await serve_mcp_socket(self._ctx, scope, receive, send)
+                return await self._mcp(scope, receive, send)
         await self._http_app(scope, receive, send)
 
     def direct_websocket(self, scope: dict[str, Any]) -> hypercorn_adapter.DirectHandler | None:
@@ -83,16 +122,14 @@ class _Router:
             decision = admit(self._ctx.config.access, scope)
             if isinstance(decision, Refused):
                 return partial(refuse, refused=decision)
-            return partial(_ws_handler(scope), self._ctx)
+            return self._ws_handler(scope)
         return None
 
-
-def _ws_handler(scope: dict[str, Any]) -> Any:
-    """Who serves a ``/ws`` connection: a hosted session's (``?session_id=``), a negotiated
-    one (EXT-NEG-1, decided once per connection) or a plain one."""
-    if requested_session(scope) is not None:
-        return serve_attached
-    return serve_resumable if negotiated(scope) else serve_ws
+    def _ws_handler(self, scope: dict[str, Any]) -> hypercorn_adapter.DirectHandler:
+        """Who serves a ``/ws`` connection (see ``__init__``)."""
+        if requested_session(scope) is not None:
+            return self._attached
+        return self._resumable if negotiated(scope) else self._plain
 
 
 def _bind(host: str, port: int) -> str:
@@ -107,7 +144,7 @@ class EnvServer:
         factory: EnvFactory,
         config: ServerConfig | None = None,
         *,
-        worker: WorkerRole | None = None,
+        worker: WorkerSeat | None = None,
         tracer_provider: Any = None,
     ) -> None:
         """``worker``: this server is one worker process of ``serve --workers N``
@@ -126,11 +163,14 @@ class EnvServer:
                 session_prefix=worker.session_prefix,
                 shared_capacity=worker.capacity,
                 tracer_provider=tracer_provider,
-                session_owners=worker.session_owners,
             )
             instruments = self.ctx.instruments
             worker.router.on_hand_off = lambda placement: instruments.connection_handed_over(placement.value)
-        self.asgi = _Router(self.ctx, create_app(self.ctx))
+        #: the sessions that outlive their connections, handed to the handlers that use them
+        self.resumable = ResumableSessions()
+        self.hosted = HostedSessions(self.ctx)
+        owners = worker.session_owners if worker is not None else None
+        self.asgi = _Router(self.ctx, create_app(self.ctx, self.hosted, owners), self.resumable, self.hosted)
         self.url: str | None = None
         self._stop = trio.Event()
 
@@ -155,7 +195,7 @@ class EnvServer:
     async def _shutdown_trigger(self) -> None:
         await self._stop.wait()
         instruments, registry = self.ctx.instruments, self.ctx.registry
-        await self.ctx.hosted.end_all()  # MCP-SES-5: no new hosted sessions; those without a socket end now
+        await self.hosted.end_all()  # MCP-SES-5: no new hosted sessions; those without a socket end now
         instruments.server_event("server_draining", url=self.url, sessions=registry.sessions, drain_timeout_s=self.config.drain_timeout_s)
         await registry.shutdown(self.config.drain_timeout_s, self.config.shutdown_grace_s)  # WS-DRAIN-1, WS-SHUT-1
         instruments.server_event("server_stopped", url=self.url, sessions_left=registry.sessions, envs_left=registry.live_envs)
@@ -196,7 +236,7 @@ class EnvServer:
     async def _serve_http(self, *, task_status: trio.TaskStatus[list[str]]) -> None:
         """Hypercorn, with the idle reaper of hosted sessions beside it for as long as it serves."""
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self.ctx.hosted.reap_idle)  # MCP-SES-5
+            nursery.start_soon(self.hosted.reap_idle)  # MCP-SES-5
             await hypercorn_serve(
                 cast(Any, self.asgi),  # a plain ASGI callable (Hypercorn's types name each event)
                 self._hypercorn_config(),

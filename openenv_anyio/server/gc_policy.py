@@ -3,9 +3,9 @@
 A full (oldest-generation) collection walks every live object, and a server holding
 thousands of sessions holds millions of them; with the default thresholds a burst of new
 sessions triggers one after another, each holding the GIL (so every session's worker
-thread waits behind it). Measured with 4,096 sessions at once (``bench`` scenario 9): 36 %
-of the server's CPU samples in ``gc_collect_main``, and the burst took 13-16 s instead of
-8.3 s. Young-generation collections are left as they are.
+thread waits behind it): in ``bench`` scenario 9's largest bursts a large share of the
+server's CPU went to ``gc_collect_main`` (bench/README.md, scenario 9). Young-generation
+collections are left as they are.
 
 The setting is process-wide, so several servers in one process share it: the first to
 start raises the threshold, the last to stop puts the previous one back.

@@ -80,3 +80,22 @@ def test_ready_before_and_after_start() -> None:
         assert httpx.get(served.url + "/health", timeout=10).json() == {"status": "healthy"}
         served.process.send_signal(signal.SIGTERM)
         assert served.process.wait(timeout=60) == 0
+
+
+def test_an_attached_socket_arriving_while_draining_is_refused_with_1013(tmp_path: Path) -> None:
+    """WS-DRAIN-1 holds for ``/ws?session_id=`` as for every ``/ws`` connection: a newcomer
+    is told to try another server (1013), not that the server is gone (1001)."""
+    with serve_process(TARGET, "--drain-timeout", "60") as served:
+        created = httpx.post(
+            served.url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}, timeout=10
+        ).json()
+        session_id = created["result"]["session_id"]
+        with connect(served.ws_url, open_timeout=TIMEOUT) as busy:
+            gate, _ = start_gated_step(busy, tmp_path)  # holds the drain open
+            served.process.send_signal(signal.SIGTERM)
+            wait_until(lambda: ready_status(served.url) == 503)
+            with connect(f"{served.ws_url}?session_id={session_id}", open_timeout=TIMEOUT) as newcomer:
+                assert closed_code(newcomer) == 1013
+            gate.touch()
+            assert json.loads(busy.recv(timeout=TIMEOUT))["type"] == "observation"
+        assert served.process.wait(timeout=60) == 0

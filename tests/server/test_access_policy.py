@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from openenv_anyio.server.access import (
+from openenv_anyio.server.access.policy import (
     AccessPolicy,
     AccessRequest,
     Granted,

@@ -7,7 +7,7 @@ import threading
 import pytest
 import trio
 
-from openenv_anyio.server.env_runner import InlineRunner, ThreadRunner
+from openenv_anyio.server.execution.runner import InlineRunner, ThreadRunner
 
 pytestmark = pytest.mark.trio
 
@@ -115,7 +115,7 @@ async def test_aclose_runs_a_final_call_on_the_thread_and_raises_its_error() -> 
 
 
 async def test_thread_starter_starts_session_threads_and_stops_its_own() -> None:
-    from openenv_anyio.server.env_runner import thread_starter
+    from openenv_anyio.server.execution.runner import thread_starter
 
     with trio.fail_after(10):
         async with thread_starter():
@@ -136,8 +136,8 @@ async def test_thread_starter_starts_session_threads_and_stops_its_own() -> None
 async def test_cancelled_while_the_factory_runs_the_session_thread_still_ends() -> None:
     """A session cancelled during creation (client gone, server shutting down) leaves no
     thread behind: it ends once the factory returns."""
-    from openenv_anyio.server.bound_env import BoundEnv
-    from openenv_anyio.server.env_runner import thread_starter
+    from openenv_anyio.server.execution.bound_env import InProcessEnv
+    from openenv_anyio.server.execution.runner import thread_starter
 
     release = threading.Event()
     threads: list[threading.Thread] = []
@@ -156,7 +156,7 @@ async def test_cancelled_while_the_factory_runs_the_session_thread_still_ends() 
     with trio.fail_after(10):
         async with thread_starter():
             with trio.move_on_after(0.1) as waited:
-                await BoundEnv.create(Slow)
+                await InProcessEnv.create(Slow)
             assert waited.cancelled_caught and len(threads) == 1
             release.set()
             assert await ends(threads[0])
@@ -167,7 +167,7 @@ async def test_starter_blocks_ending_out_of_order_leave_runners_working() -> Non
     after both ended still start (a closed starter is never used)."""
     from contextlib import AsyncExitStack
 
-    from openenv_anyio.server.env_runner import thread_starter
+    from openenv_anyio.server.execution.runner import thread_starter
 
     with trio.fail_after(10):
         first, second = AsyncExitStack(), AsyncExitStack()

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from openenv_anyio.server.config import ServerConfig
-from openenv_anyio.server.error_text import MAX_MESSAGE_CHARS, scrub_paths
+from openenv_anyio.server.execution.error_text import MAX_MESSAGE_CHARS, scrub_paths
 
 from .conftest import TIMEOUT, ask, running, ws_connect
 from .envs import Tracked, failing_factory
@@ -112,7 +112,7 @@ def test_a_huge_message_is_clipped_before_anything_else_reads_it(monkeypatch: py
     """SRV-FAULT-2: the path scrubber and the whitespace folding read a window of the message
     a few times the shown length, never the whole of it (a 10 MB message stalled every session
     while a regular expression ran over all of it)."""
-    from openenv_anyio.server import error_text
+    from openenv_anyio.server.execution import error_text
 
     seen: list[int] = []
     scrub = error_text.scrub_paths
@@ -131,7 +131,7 @@ def test_a_huge_message_is_clipped_before_anything_else_reads_it(monkeypatch: py
 
 @pytest.mark.parametrize("cut", range(MAX_MESSAGE_CHARS - 30, MAX_MESSAGE_CHARS + 30, 7))
 def test_a_path_across_the_clip_shows_no_part_of_itself(cut: int) -> None:
-    from openenv_anyio.server.error_text import public_error
+    from openenv_anyio.server.execution.error_text import public_error
 
     message = "x" * cut + " /home/someone/projects/secret/env.py " + "y" * 5000
     shown = public_error(ValueError(message), expose=True, during="step").message

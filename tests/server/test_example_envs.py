@@ -7,7 +7,7 @@ import pytest
 from openenv_anyio.core import ProtocolError
 from openenv_anyio.envs.echo import MAX_PAD, EchoEnv
 from openenv_anyio.envs.guess import GuessNumberEnv
-from openenv_anyio.server.action_check import action_check_for
+from openenv_anyio.server.execution.action_check import action_check_for
 
 
 def test_guess_terminates_when_out_of_guesses() -> None:

@@ -8,7 +8,7 @@ import trio
 
 from openenv_anyio.core import spec_validator
 from openenv_anyio.envs.echo import EchoEnv
-from openenv_anyio.server.env_profile import DEFAULT_SCHEMAS
+from openenv_anyio.server.http.env_profile import DEFAULT_SCHEMAS
 
 from .conftest import ask, running, wait_for, ws_connect
 from .envs import BoardEnv, PeakCounter, PydanticEnv, Tracked, failing_factory

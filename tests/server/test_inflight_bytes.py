@@ -7,7 +7,7 @@ import pytest
 import trio
 import trio.testing
 
-from openenv_anyio.server.inflight_bytes import InflightBytes
+from openenv_anyio.server.memory.inflight_bytes import InflightBytes
 
 pytestmark = pytest.mark.trio
 

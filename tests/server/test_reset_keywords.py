@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openenv_anyio.server.bound_env import accepted_keywords
+from openenv_anyio.server.execution.bound_env import accepted_keywords
 
 
 class Named:

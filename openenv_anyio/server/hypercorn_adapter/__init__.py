@@ -2,11 +2,11 @@
 names it uses, and a check of both before anything is patched.
 
 Hypercorn serves our ASGI application as it serves any other; these patches make it serve
-ours better (each module says why and what it measured):
+ours better (each module says why; bench/README.md has what it measured):
 
 - ``direct_ws``: ``/ws`` sessions run in the connection's own task; after Hypercorn's
-  handshake the connection is :mod:`openenv_anyio.ws`'s, on its socket (server CPU per step
-  about a third);
+  handshake the connection is :mod:`openenv_anyio.ws`'s, on its socket (less server CPU per
+  step);
 - ``liveness``: pings whose pongs the session sees (``WS-PING-1``), the peer's close as it
   arrives (``WS-CAP-2``), close frames for bytes that break RFC 6455 (``WS-CLOSE-3``);
 - ``connection_guards``: a write to a peer that stopped reading gives up; one connection's

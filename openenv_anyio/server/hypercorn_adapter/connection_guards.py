@@ -4,7 +4,7 @@ server).
 1. The close race. When both ends close a WebSocket at the same moment, Hypercorn may
    half-close the socket (``send_eof``, outside its send lock) while its reader task answers
    the peer's close frame (``send_all``); trio raises ``BusyResourceError`` in the reader.
-   Measured here: about one in a few hundred sessions closed by the openenv-core client.
+   It happens to sessions closed by the openenv-core client.
    The guard treats it as what it is, the connection closing, and drops those bytes.
 2. A peer that stops reading. Hypercorn shields every socket write from cancellation, so a
    write to a peer whose TCP window stays shut waits forever, uncancellable: the session (or

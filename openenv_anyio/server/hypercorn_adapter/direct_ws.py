@@ -31,10 +31,9 @@ does the opening handshake only (validation, the scope, the ``101`` answer or a 
   :data:`~.events.HELD_TEXT`; one the budget has no room for is dropped unread and handed
   over without its bytes; one that is not UTF-8 fails the connection with 1007.
 
-Measured (``python -m bench.server_cpu``): server CPU per step down from ~134 to ~43 us
-with one session, below the bare ASGI echo on Hypercorn (~103 us). Only plain (not TLS)
-HTTP/1.1 connections of Hypercorn's trio worker take this path; anything else (HTTP/2,
-TLS) is served the usual ASGI way.
+What it saves is measured by ``python -m bench.server_cpu`` (bench/README.md, "Server CPU
+per step"). Only plain (not TLS) HTTP/1.1 connections of Hypercorn's trio worker take this
+path; anything else (HTTP/2, TLS) is served the usual ASGI way.
 
 An application opts in with a ``direct_websocket(scope)`` method returning an ASGI-style
 ``handler(scope, receive, send)`` for the scopes it wants served directly, else ``None``;
@@ -48,12 +47,12 @@ from __future__ import annotations
 import collections
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, assert_never
+from typing import Any, assert_never
 
 import trio
 from hypercorn.events import Closed, RawData
-from hypercorn.protocol.h11 import H11WSConnection
 from hypercorn.protocol.events import Data, Request, StreamClosed
+from hypercorn.protocol.h11 import H11WSConnection
 from hypercorn.protocol.ws_stream import ASGIWebsocketState
 from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
 
@@ -84,11 +83,6 @@ from .inventory import Patch
 from .liveness import ProbingWSStream
 
 __all__ = ["DirectWSStream", "PATCHES"]
-
-
-# Compared on every send: module constants are cheaper than the enums' attributes.
-_CONNECTED: Final = ASGIWebsocketState.CONNECTED
-_OPEN: Final = ConnectionState.OPEN
 
 
 class _RecordSpawn:
@@ -205,7 +199,9 @@ class _DirectIO:
             if conn is None:  # before the accept: Hypercorn's stream answers bytes (400)
                 await self._to_hypercorn(data)
                 continue
-            last = self._take(conn.receive_data(data))  # the usual read ends here, without an await
+            # The usual read ends here without another coroutine: _receive's body, inlined
+            # (bench/README.md, "Server CPU per step").
+            last = self._take(conn.receive_data(data))
             if last is not None or conn.has_bytes_to_send:
                 await self._act(conn, last)
         return inbox.popleft()
@@ -311,7 +307,8 @@ class _DirectIO:
     async def _flush(self, conn: WebSocketConnection) -> None:
         """Write the frames the connection queued (bytes read are always answered: what the
         socket does not take at once is written shielded from cancellation; a write taken
-        at once has nothing to shield, so it enters no cancel scope)."""
+        at once has nothing to shield, so it enters no cancel scope: bench/README.md,
+        "Server CPU per step")."""
         if conn.has_bytes_to_send:
             data = conn.bytes_to_send()
             tcp = self._tcp
@@ -321,6 +318,8 @@ class _DirectIO:
                     await tcp.protocol_send(RawData(data=data[written:]))
 
     async def _write(self, data: bytes) -> None:
+        """Write ``data`` straight to the socket when it takes it at once, else the rest
+        through Hypercorn's guarded send path."""
         tcp = self._tcp
         written = connection_guards.write_now(tcp, data)
         if written < len(data):
@@ -361,10 +360,10 @@ class _DirectIO:
             return
         kind = message["type"]
         if kind == "websocket.send":
-            if stream.state is not _CONNECTED:
+            if stream.state is not ASGIWebsocketState.CONNECTED:
                 await stream.app_send(message)  # after the application's close: Hypercorn refuses it
                 return
-            if conn.state is not _OPEN:
+            if conn.state is not ConnectionState.OPEN:
                 return  # we are closing: nothing more goes out
             data = message.get("bytes")
             if data is not None:
@@ -373,7 +372,9 @@ class _DirectIO:
             text = message["text"]
             if not isinstance(text, str):
                 raise TypeError(f"{text} should be a str")
-            frame = conn.send_text(text)  # the hot path: written here, without another await
+            # Every answer goes out here without another coroutine: _write's body, inlined
+            # (bench/README.md, "Server CPU per step").
+            frame = conn.send_text(text)
             tcp = self._tcp
             written = connection_guards.write_now(tcp, frame)
             if written < len(frame):

@@ -3,17 +3,16 @@
 Every connection Hypercorn's trio worker serves restarts an idle timer when it opens and
 stops it when a request arrives. Its ``TrioSingleTask`` starts the timer task with
 ``nursery.start`` under a lock, which parks the connection until the new task has run:
-two extra passes of the scheduler and a lock per restart, measured at about a tenth of a
-WebSocket connection's server CPU. :class:`KeepAliveTimer` does the same job with
+two extra passes of the scheduler and a lock per restart, a visible share of a WebSocket
+connection's server CPU (bench/README.md, "Server CPU per connection"). :class:`KeepAliveTimer` does the same job with
 ``start_soon`` and a cancel scope made up front, so nothing waits: a timer cancelled before
 its task first runs enters an already-cancelled scope and ends at once.
 
 A connection's first timer is not started at all when the whole request head is already
 in the socket (peeked without waiting, see :mod:`~openenv_anyio.server.request_head`):
 Hypercorn reads it next and stops the timer at once (its ``Updated(idle=False)``), so
-that timer would only ever have been a task started to be cancelled, about 35 us of CPU
-per connection (a task, its two cancel scopes, two passes of the scheduler) against about
-3 us for the peek and the look at it. A head missing or incomplete starts the timer as
+that timer would only ever have been a task started to be cancelled (a task, its two
+cancel scopes, two passes of the scheduler), far more work than the peek and the look at it. A head missing or incomplete starts the timer as
 before (a silent or slow client is still closed after ``keep_alive_timeout``); later
 restarts (after each HTTP request of a kept-alive connection) always start it.
 :data:`PATCHES` makes Hypercorn's trio TCP server use it (for every connection opened while

@@ -2,7 +2,7 @@
 the server's requests about it until told to close, or until the server is gone.
 
 It runs in a process forked for one session (:mod:`.env_process` starts it), imports the
-serve target itself and serves it with the same :class:`~openenv_anyio.server.bound_env.BoundEnv`
+serve target itself and serves it with the same :class:`~openenv_anyio.server.execution.bound_env.BoundEnv`
 as a server does, on a trio loop of its own: sync calls run inline (this process has nothing
 else to do), ``async def`` ones are awaited. Whatever the environment does to this process
 (a segfault, ``os._exit``, a busy loop) the server sees as a closed channel or a late reply.
@@ -35,9 +35,9 @@ import trio
 from ...core import ProtocolError, RpcFailure
 from ...environment import env_metadata, schema_of
 from ...envs.loading import EnvTargetError, resolve_env_target
-from ..bound_env import BoundEnv, EnvironmentAborted, FactoryFailure
-from ..env_tools import EnvTools
-from ..error_text import exception_text, printable
+from ..execution.bound_env import EnvironmentAborted, FactoryFailure, InProcessEnv
+from ..execution.error_text import exception_text, printable
+from ..execution.tools import EnvTools
 from .messages import Fault, FaultKind, MessageReader, Op, encode_message
 
 __all__ = ["ORPHAN_EXIT_STATUS", "run_child"]
@@ -126,7 +126,7 @@ def _failure_reply(exc: BaseException) -> dict[str, Any]:
             return _fault(FaultKind.RAISED, exc)
 
 
-def describe(bound: BoundEnv, tools: EnvTools) -> dict[str, Any]:
+def describe(bound: InProcessEnv, tools: EnvTools) -> dict[str, Any]:
     """The ``ready`` message: what the server says about the environment without asking it."""
     env = bound.env
     return {
@@ -165,7 +165,7 @@ class _Channel:
 async def _serve(channel: socket.socket, target: str) -> None:
     link = _Channel(trio.SocketStream(trio.socket.from_stdlib_socket(channel)))
     try:
-        bound = await BoundEnv.create(resolve_env_target(target), inline=True)
+        bound = await InProcessEnv.create(resolve_env_target(target), inline=True)
     except FactoryFailure as failure:
         await link.send({"failed": {**_fault(FaultKind.RAISED, failure.cause)["error"], "factory_name": failure.factory_name}})
         return
@@ -191,7 +191,7 @@ async def _serve(channel: socket.socket, target: str) -> None:
         await link.send(reply)
 
 
-async def _answer(bound: BoundEnv, tools: EnvTools, op: Op, request: dict[str, Any]) -> Any:
+async def _answer(bound: InProcessEnv, tools: EnvTools, op: Op, request: dict[str, Any]) -> Any:
     match op:
         case Op.RESET:
             lifted, state = await bound.reset(request.get("kwargs") or {})

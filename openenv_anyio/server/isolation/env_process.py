@@ -10,7 +10,7 @@ Failure is read from the channel, never guessed: a reply that never comes becaus
 channel closed means the process died (its exit status says how: a signal such as SIGSEGV,
 or ``os._exit``); a reply later than the step timeout means the environment is stuck, and
 the process is killed. Either way the process is reaped and the session learns it through
-:class:`~openenv_anyio.server.bound_env.EnvironmentLost`. Between requests the channel is
+:class:`~openenv_anyio.server.execution.bound_env.EnvironmentLost`. Between requests the channel is
 watched too (:meth:`EnvProcess.watch_idle`, a task of the session's): the process sends
 nothing while IDLE, so the channel turning readable then means it died (or broke the
 channel), and the session learns it at once rather than at its client's next request. The
@@ -43,7 +43,7 @@ from typing import Any, Final, assert_never
 
 import trio
 
-from ..bound_env import EnvironmentLost
+from ..execution.bound_env import EnvironmentLost
 from .child import ORPHAN_EXIT_STATUS, run_child
 from .messages import MessageError, MessageReader, encode_message
 

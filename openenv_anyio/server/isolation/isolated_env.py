@@ -2,12 +2,13 @@
 
 :class:`ProcessIsolated` is the factory a server is given under ``--isolate process``: it
 names the serve target by its import string (the process imports it itself). Each
-environment it makes is an :class:`IsolatedEnv`: a :class:`~openenv_anyio.server.bound_env.BoundEnv`
-whose reset, step, state, tools and close are requests to its process (:mod:`.env_process`).
+environment it makes is an :class:`IsolatedEnv`: an implementation of
+:class:`~openenv_anyio.server.execution.bound_env.BoundEnv` whose reset, step, state, tools
+and close are requests to its process (:mod:`.env_process`).
 The session code is the same for both kinds: an exception the environment raised comes back
 with its type name and text (``EXECUTION_ERROR``), a ``SystemExit`` is an
-:class:`~openenv_anyio.server.bound_env.EnvironmentAborted` (``SRV-FAULT-1``), and a process
-that died or overran the step timeout is an :class:`~openenv_anyio.server.bound_env.EnvironmentLost`.
+:class:`~openenv_anyio.server.execution.bound_env.EnvironmentAborted` (``SRV-FAULT-1``), and a process
+that died or overran the step timeout is an :class:`~openenv_anyio.server.execution.bound_env.EnvironmentLost`.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Mapping
-from typing import Any, assert_never
+from typing import Any, ClassVar, assert_never
 
 from ...core import ErrorCode, ProtocolError, RpcCode, RpcFailure
 from ...environment import EnvFactory, LiftedObservation
-from ..bound_env import BoundEnv, EnvironmentAborted, EnvironmentLost, FactoryFailure
-from ..env_runner import InlineRunner
-from ..error_text import EnvironmentRaised
+from ..execution.action_check import ActionCheck, action_check_for
+from ..execution.bound_env import EnvironmentAborted, EnvironmentLost, FactoryFailure
+from ..execution.error_text import EnvironmentRaised
+from ..execution.runner import InlineRunner
 from .env_process import EnvProcess
 from .messages import Fault, FaultKind, Op
 
@@ -111,25 +113,32 @@ def _raised(fault: Fault) -> Exception:
             assert_never(fault.kind)
 
 
-class IsolatedEnv(BoundEnv):
+class IsolatedEnv:
     """A bound environment whose instance lives in its own process (see the module doc).
 
     ``step_timeout_s`` bounds every request but ``close`` (whose bound is the caller's);
     ``grace_s`` is how long the process may take to exit after ``close``."""
 
-    __slots__ = ("process", "_description", "_step_timeout_s", "_grace_s")
+    __slots__ = ("process", "env", "runner", "_action_check", "_step_timeout_s", "_grace_s", "_closed")
+
+    #: a session watches the process between requests (SRV-ISO-2)
+    WATCHED: ClassVar[bool] = True
 
     def __init__(self, process: EnvProcess, ready: Mapping[str, Any], *, step_timeout_s: float | None, grace_s: float) -> None:
         self.process = process
         self._step_timeout_s = step_timeout_s
         self._grace_s = grace_s
-        self._description = _Description(ready, self)
-        super().__init__(self._description, InlineRunner())
+        #: what the process described: schemas, metadata, tools (calls go to the process)
+        self.env = _Description(ready, self)
+        #: the tools' calls are requests to the process, awaited on the event loop
+        self.runner = InlineRunner()
+        self._action_check: ActionCheck = action_check_for(self.env.action_schema)
+        self._closed = False
 
     @classmethod
     async def start(cls, factory: ProcessIsolated, *, step_timeout_s: float | None = None, grace_s: float = 3.0) -> IsolatedEnv:
         """Start a process and build the environment there; raises
-        :class:`~openenv_anyio.server.bound_env.FactoryFailure` when that fails (the process
+        :class:`~openenv_anyio.server.execution.bound_env.FactoryFailure` when that fails (the process
         is gone by then)."""
         process = EnvProcess(factory.target)
         try:
@@ -148,7 +157,11 @@ class IsolatedEnv(BoundEnv):
 
     @property
     def name(self) -> str:
-        return self._description.name
+        return self.env.name
+
+    def check_action(self, action: Mapping[str, Any]) -> Any:
+        """Checked here against the schema the process described (``WS-STEP-2``)."""
+        return self._action_check(action)
 
     async def _ask(self, request: dict[str, Any]) -> Any:
         reply = await self.process.request(request, self._step_timeout_s)
@@ -172,8 +185,6 @@ class IsolatedEnv(BoundEnv):
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> Any:
         return await self._ask({"op": Op.CALL_TOOL.value, "name": name, "arguments": dict(arguments)})
-
-    WATCHED = True
 
     async def watch_lost(self) -> EnvironmentLost | None:
         return await self.process.watch_idle()

@@ -16,6 +16,7 @@ worker thread starts from an empty context.
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
@@ -31,9 +32,16 @@ def load_tracer(tracer_provider: Any = None) -> SessionTracer:
         from opentelemetry import trace
     except ImportError:
         raise RuntimeError("traces need OpenTelemetry: pip install 'openenv-anyio[otel]'") from None
-    from ... import __version__
+    return SessionTracer(trace.get_tracer("openenv_anyio.server", _package_version(), tracer_provider=tracer_provider))
 
-    return SessionTracer(trace.get_tracer("openenv_anyio.server", __version__, tracer_provider=tracer_provider))
+
+def _package_version() -> str:
+    """The installed distribution's version (read from its metadata: importing the package's
+    ``__init__`` would import the client too, a layer the server stands beside)."""
+    try:
+        return importlib.metadata.version("openenv-anyio")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 class SessionTracer:

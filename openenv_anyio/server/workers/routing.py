@@ -1,7 +1,7 @@
 """Owner routing: every worker accepts from the one listening socket; a connection whose
 session lives in another worker is handed to that worker, socket and all.
 
-Why this design (measured in ``bench``, see bench/README.md): the common path stays in the
+Why this design (bench/README.md, "Multi-process serving"): the common path stays in the
 worker the kernel chose, with no extra process hop and no relaying of frames: the only
 added work is one ``MSG_PEEK`` read of the request head. Only two kinds of connection move:
 
@@ -21,7 +21,7 @@ A move sends the accepted socket's file descriptor over a Unix ``SOCK_SEQPACKET`
 (``SCM_RIGHTS``, one message per connection) to the target worker's inbox; the bytes peeked are still unread in the
 socket, so the target serves the connection as if it had accepted it. A connection moves
 at most once: the target serves what it receives without routing it again (during a burst
-the session counts lag behind the connections in flight, and measured, re-routing bounced
+the session counts lag behind the connections in flight, and re-routing bounced
 connections between workers more often than there were connections). The target's inbox
 is a second listener beside the TCP one (:class:`InboxListener`).
 
@@ -44,7 +44,7 @@ from typing import Any, Final, assert_never
 import trio
 
 from ...core import ResumeToken
-from ..request_head import HEAD_LIMIT, Head, peek_now, read_head
+from ..request_head import HEAD_LIMIT, Head, read_head
 from .table import WorkerTable
 
 __all__ = [
@@ -65,7 +65,7 @@ BALANCE_SLACK: Final = 4
 #: ... but only while at most this many connections are arriving at it at once: in a burst
 #: every worker takes connections from the kernel anyway, the counts lag behind the
 #: connections in flight, and moving them made handshakes miss their clients' connect
-#: timeouts (measured: scenario 9 at 2,048 sessions, see bench/README.md).
+#: timeouts (bench/README.md, "Multi-process serving").
 BALANCE_WHILE_ARRIVING: Final = 2
 #: How long to wait for a whole request head before serving the connection here.
 PEEK_TIMEOUT_S: Final = 10.0
@@ -114,7 +114,7 @@ class InboxListener(trio.abc.Listener[trio.SocketStream]):
     Like the accept bursts of ``hypercorn_adapter``, it takes every
     connection already waiting after one wait and hands them out without further
     checkpoints: taking one per pass of a busy scheduler let handed-over connections wait
-    past their clients' connect timeouts during bursts (measured in ``bench.fleet``).
+    past their clients' connect timeouts during bursts (bench/README.md, "Multi-process serving").
     """
 
     def __init__(self, inbox: socket.socket) -> None:
@@ -187,19 +187,9 @@ class OwnerRouter:
         return routed, [*listeners, inbox]
 
     async def _peek_head(self, stream: trio.SocketStream) -> Head | None:
-        # The usual case: the head arrived with (or before) the accept. One peek without
-        # waiting, then no timeout scope and no trip through the scheduler (a trio socket's
-        # recv yields even when it found data): 17 -> 8 us per connection, measured alone.
-        data = peek_now(stream.socket)
-        if data:
-            try:
-                head = read_head(data)
-            except ValueError:
-                return None
-            if head is not None:
-                return head
-        elif data is not None:
-            return None  # the peer hung up, or the socket failed
+        """The connection's request head, peeked (its bytes stay in the socket for whichever
+        worker serves it); ``None`` when the peer hung up, sent no HTTP head, or did not
+        send a whole one within :data:`PEEK_TIMEOUT_S`."""
         with trio.move_on_after(PEEK_TIMEOUT_S):
             while True:
                 try:

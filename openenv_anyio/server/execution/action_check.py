@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..core import ErrorCode, ProtocolError, Validator, dumps
-from ..environment import is_model_class, schema_of
+from ...core import ErrorCode, ProtocolError, Validator, dumps
+from ...environment import is_model_class, schema_of
 
 __all__ = ["ActionCheck", "action_check_for", "relocate"]
 

@@ -20,7 +20,7 @@ from typing import Any
 import outcome
 import trio
 
-from ..core import CloseCode
+from ...core import CloseCode
 from .error_text import exception_text
 
 __all__ = ["EnvironmentAborted", "EnvironmentLost", "aborted_by", "await_env_code", "call_env_code", "env_outcome"]

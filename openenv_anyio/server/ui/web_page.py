@@ -17,7 +17,7 @@ from typing import Final
 from quart import Response, redirect
 from quart_trio import QuartTrio
 
-from ..web import WEB_FILES
+from ...web import WEB_FILES
 
 __all__ = ["WEB_FILES", "WEB_VIEW_ROUTE", "add_web_routes"]
 

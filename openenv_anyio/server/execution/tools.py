@@ -19,10 +19,10 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from ..core import ProtocolError, RpcCode, RpcFailure, Validator, dumps
-from ..tools import ToolSpec, declared_tools
+from ...core import ProtocolError, RpcCode, RpcFailure, Validator, dumps
+from ...tools import ToolSpec, declared_tools
 from .bound_env import BoundEnv
-from .env_faults import await_env_code
+from .faults import await_env_code
 
 __all__ = ["EnvTools", "tool_result"]
 

@@ -12,20 +12,39 @@ session's progress, and the payloads only of the sessions whose resume tokens it
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs
 
 import trio
 
-from ..core import RESUME_TOKEN_HEADER, SUBPROTOCOL, CloseCode, SessionClosed, StateUpdate
-from .access import Role
-from .access_guard import role_of
-from .context import AsgiReceive, AsgiSend, ServerContext
-from .hypercorn_adapter.events import INVALID_TEXT_REPLY
-from .ping_schedule import PingSchedule
-from .ws_session import close_websocket
+from ...core import RESUME_TOKEN_HEADER, SUBPROTOCOL, CloseCode, Frame, SessionClosed, StateUpdate
+from ..access.guard import role_of
+from ..access.policy import Role
+from ..asgi import AsgiReceive, AsgiSend, close_websocket
+from ..config import ServerConfig
+from ..hypercorn_adapter.events import INVALID_TEXT_REPLY
+from ..ping_schedule import PingSchedule
+from ..session_registry import SessionRegistry
+from .hub import UiHub
 
 __all__ = ["serve_ui"]
+
+
+class UiServer(Protocol):
+    """What the ``/ws/ui`` endpoint uses of its server."""
+
+    @property
+    def config(self) -> ServerConfig: ...
+
+    @property
+    def hub(self) -> UiHub: ...
+
+    @property
+    def registry(self) -> SessionRegistry: ...
+
+    def encode(self, frame: Frame, *, ui: bool = False) -> str:
+        """The frame's text, checked as the server checks what it sends."""
+        ...
 
 
 class _UiConnection:
@@ -64,7 +83,20 @@ _TOKEN_HEADER = RESUME_TOKEN_HEADER.lower().encode("ascii")
 _MAX_PRESENTED = 64
 
 
-def readable_sessions(ctx: ServerContext, scope: dict[str, Any]) -> frozenset[str] | None:
+class TokenHolder(Protocol):
+    """A session found by its resume token."""
+
+    @property
+    def session_id(self) -> str: ...
+
+
+class SessionsByToken(Protocol):
+    """Where a subscriber's resume tokens are looked up (the resumable sessions)."""
+
+    def find(self, presented: str) -> TokenHolder | None: ...
+
+
+def readable_sessions(sessions: SessionsByToken, scope: dict[str, Any]) -> frozenset[str] | None:
     """The sessions whose payloads this subscriber may read; ``None``: all (``SEC-UI-1``)."""
     if role_of(scope) is Role.OPERATOR:
         return None
@@ -73,13 +105,15 @@ def readable_sessions(ctx: ServerContext, scope: dict[str, Any]) -> frozenset[st
         if name.lower() != _TOKEN_HEADER:
             continue
         for presented in value.decode("latin-1").split(",")[:_MAX_PRESENTED]:
-            session = ctx.resumable.find(presented.strip())
+            session = sessions.find(presented.strip())
             if session is not None:
                 readable.add(session.session_id)
     return frozenset(readable)
 
 
-async def serve_ui(ctx: ServerContext, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
+async def serve_ui(
+    ctx: UiServer, sessions: SessionsByToken, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend
+) -> None:
     """ASGI handler of one ``/ws/ui`` connection."""
     if (await receive())["type"] != "websocket.connect":
         return
@@ -89,7 +123,7 @@ async def serve_ui(ctx: ServerContext, scope: dict[str, Any], receive: AsgiRecei
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     session_filter = query.get("session", [None])[0]
     dashboard = query.get("dashboard", [""])[0] == "1"
-    subscriber = ctx.hub.subscribe(session_filter, dashboard=dashboard, readable=readable_sessions(ctx, scope))
+    subscriber = ctx.hub.subscribe(session_filter, dashboard=dashboard, readable=readable_sessions(sessions, scope))
     if subscriber is None:  # UI-6
         limit = ctx.hub.max_subscribers
         await close_websocket(send, CloseCode.TRY_AGAIN_LATER, f"too many /ws/ui subscribers (max_ui_subscribers={limit})")

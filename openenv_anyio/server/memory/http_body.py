@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from quart import Response, request
 
-from ..core import ErrorCode, ProtocolError, dumps
+from ...core import ErrorCode, ProtocolError, dumps
 from .large_frames import LARGE_FRAME_CHARS, LargeFrames
 
 __all__ = ["busy_response", "parse_request_body"]

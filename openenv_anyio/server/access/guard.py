@@ -1,4 +1,4 @@
-"""The access policy (:mod:`.access`) applied to ASGI scopes: the one guard of every route.
+"""The access policy (:mod:`.policy`) applied to ASGI scopes: the one guard of every route.
 
 :func:`admit` decides a scope once and records the granted role in it (:func:`role_of`
 reads it back in a handler); :func:`refuse` answers a refused request: an HTTP response,
@@ -13,13 +13,13 @@ from urllib.parse import quote
 
 import trio
 
-from ..core import dumps
-from .access import AccessPolicy, AccessRequest, Decision, Granted, Refused, Role, decide, route_path
-from .context import AsgiReceive, AsgiSend
+from ...core import dumps
+from ..asgi import AsgiReceive, AsgiSend
+from .policy import AccessPolicy, AccessRequest, Decision, Granted, Refused, Role, decide, route_path
 
 __all__ = ["ROLE_KEY", "admit", "refuse", "role_of"]
 
-#: The scope key that carries the :class:`~.access.Role` granted to a request.
+#: The scope key that carries the :class:`~.policy.Role` granted to a request.
 ROLE_KEY: Final = "openenv_anyio.role"
 
 #: A refused request's body up to this size is read and dropped, so the connection serves the

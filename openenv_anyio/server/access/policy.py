@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
-from ..web import WEB_PATHS
+from ...web import WEB_PATHS
 
 __all__ = [
     "BEARER_SUBPROTOCOL_PREFIX",

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import outcome
 import trio
 
-from .env_faults import await_env_code, call_env_code, env_outcome
+from .faults import await_env_code, call_env_code, env_outcome
 
 __all__ = ["CompletionInbox", "EnvRunner", "InlineRunner", "ThreadRunner", "thread_starter"]
 
@@ -229,7 +229,7 @@ class ThreadRunner:
             await await_env_code(result)
         # The thread returns right after delivering _STOP. It is not joined here: joining
         # blocks the loop until that thread gets the GIL once more, which with thousands of
-        # busy threads stalls every other connection (measured: seconds at 4,096 sessions).
+        # busy threads stalls every other connection (for seconds, in bench scenario 9).
 
 
 @contextlib.asynccontextmanager
@@ -238,7 +238,7 @@ async def thread_starter() -> AsyncIterator[None]:
     dedicated thread, owned by the block and stopped when it ends.
 
     A session opening costs one hand-off to that thread instead of a trip through trio's
-    thread cache (measured with ``bench.connection_cpu``: see the server's notes).
+    thread cache (bench/README.md, "Server CPU per connection").
     """
     starter = ThreadRunner("openenv-thread-starter")
     token = _starter.set(starter)

@@ -11,7 +11,7 @@ after them. So parses run one at a time, and each next one starts only after the
 as long again as the last one took: back to back, four large frames held every session off
 for the four parses together; paced, a session waits for at most about one parse.
 
-On the direct ``/ws`` path the frame arrives as :class:`~.hypercorn_adapter.HeldText`: its
+On the direct ``/ws`` path the frame arrives as :class:`~..hypercorn_adapter.HeldText`: its
 UTF-8 bytes, read against the server's budget of bytes in flight (``SRV-MEM-1``,
 :mod:`.inflight_bytes`), parsed without making a ``str`` of them, and its room in the budget
 is given back as soon as the parse ends. A ``HeldText`` without bytes is a frame the budget
@@ -34,9 +34,9 @@ from typing import Any, Final, TypeVar
 
 import trio
 
-from ..core import ClientFrame, ErrorCode, ProtocolError, decode_client_frame, decode_client_text
-from ..ws import FAST_FRAME_LIMIT
-from .hypercorn_adapter.events import HeldText
+from ...core import ClientFrame, ErrorCode, ProtocolError, decode_client_frame, decode_client_text
+from ...ws import FAST_FRAME_LIMIT
+from ..hypercorn_adapter.events import HeldText
 from .inflight_bytes import InflightBytes
 
 __all__ = ["LARGE_FRAME_CHARS", "LargeFrames"]

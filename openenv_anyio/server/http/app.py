@@ -14,19 +14,20 @@ import trio
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from ..core import ErrorCode, FrameCodec, ProtocolError, Reset, dumps, parse_json
-from ..core.openapi import openapi_document
-from .bound_env import EnvironmentAborted, FactoryFailure
-from .context import AtCapacity, ServerContext, session_limit_lowered
+from ...core import ErrorCode, FrameCodec, ProtocolError, Reset, dumps, parse_json
+from ...core.openapi import openapi_document
+from ...environment import web_view
+from ..access.policy import ACCESS_ROUTE, presented_role
+from ..context import AtCapacity, ServerContext, session_limit_lowered
+from ..execution.bound_env import EnvironmentAborted, FactoryFailure
+from ..execution.error_text import public_error
+from ..mcp.hosted_sessions import HostedSessions, SessionOwners
+from ..mcp.http_route import add_mcp_route
+from ..memory.http_body import busy_response, parse_request_body
+from ..memory.large_frames import LARGE_FRAME_CHARS
+from ..observability.metrics import CONTENT_TYPE, exposition
+from ..ui.web_page import WEB_VIEW_ROUTE, add_web_routes
 from .env_profile import EnvProfile
-from .access import ACCESS_ROUTE, presented_role
-from .error_text import public_error
-from .large_frames import LARGE_FRAME_CHARS
-from ..environment import web_view
-from .http_body import busy_response, parse_request_body
-from .web_page import WEB_VIEW_ROUTE, add_web_routes
-from .observability.metrics import CONTENT_TYPE, exposition
-from .mcp_http import add_mcp_route
 
 __all__ = ["create_app"]
 
@@ -100,7 +101,7 @@ def _server_error(ctx: ServerContext, exc: BaseException) -> Response:
     return _json({"detail": public.message, "error_id": public.error_id}, 500)
 
 
-def create_app(ctx: ServerContext) -> QuartTrio:
+def create_app(ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners | None = None) -> QuartTrio:
     """The HTTP side of one server."""
     app = QuartTrio("openenv_anyio.server")
     app.config["MAX_CONTENT_LENGTH"] = ctx.config.max_message_bytes
@@ -160,7 +161,7 @@ def create_app(ctx: ServerContext) -> QuartTrio:
     async def schema() -> Response:  # HTTP-3
         return _json((await profile.describe())[1])
 
-    add_mcp_route(app, ctx)
+    add_mcp_route(app, ctx, hosted, owners)
     openapi: list[dict[str, Any]] = []
 
     @app.get("/openapi.json")

@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from ..core import SessionClosed
+from ...core import SessionClosed
 
 if TYPE_CHECKING:
-    from .observability import Instruments
+    from ..observability import Instruments
 
 __all__ = ["EpisodeView", "UiHub", "UiSubscriber"]
 

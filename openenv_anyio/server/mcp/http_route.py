@@ -1,18 +1,18 @@
 """``POST /mcp``: one JSON-RPC request per HTTP request, answered with a JSON-RPC response
 (a body that is not JSON is -32700, one that is not a request -32600: ``MCP-RPC-1``), with
 HTTP 200, or 409 Conflict for an episode mismatch (-32001, ``MCP-SES-6``). A body over 1 MiB
-is parsed as ``POST /step``'s is (:mod:`.http_body`): 503 ``SERVER_BUSY`` without room."""
+is parsed as ``POST /step``'s is (:mod:`..memory.http_body`): 503 ``SERVER_BUSY`` without room."""
 
 from __future__ import annotations
 
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from ..core import ProtocolError, RpcCode, RpcFailure, dumps, read_rpc_request
-from .context import ServerContext
-from .hosted_sessions import FORWARDED_HEADER
-from .http_body import busy_response, parse_request_body
-from .mcp_dispatch import answer_rpc
+from ...core import ProtocolError, RpcCode, RpcFailure, dumps, read_rpc_request
+from ..context import ServerContext
+from ..memory.http_body import busy_response, parse_request_body
+from .dispatch import answer_rpc
+from .hosted_sessions import FORWARDED_HEADER, HostedSessions, SessionOwners
 
 __all__ = ["add_mcp_route"]
 
@@ -20,8 +20,11 @@ __all__ = ["add_mcp_route"]
 _RELAYED = frozenset({b"content-type", b"retry-after"})
 
 
-def add_mcp_route(app: QuartTrio, ctx: ServerContext) -> None:
-    """Register ``POST /mcp`` on ``app``."""
+def add_mcp_route(
+    app: QuartTrio, ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners | None = None
+) -> None:
+    """Register ``POST /mcp`` on ``app``; ``owners``: the other workers' hosted sessions, when
+    this process is one worker of several."""
 
     @app.post("/mcp")
     async def mcp() -> Response:
@@ -32,19 +35,18 @@ def add_mcp_route(app: QuartTrio, ctx: ServerContext) -> None:
         except RpcFailure as failure:
             response = failure.response()
         else:
-            forwarded = await _at_owner(ctx, rpc.session_id())
+            forwarded = await _at_owner(owners, rpc.session_id())
             if forwarded is not None:
                 return forwarded
-            response = await answer_rpc(ctx, rpc)
+            response = await answer_rpc(ctx, rpc, hosted)
         error = response.get("error")
         conflict = isinstance(error, dict) and error.get("code") == RpcCode.EPISODE_MISMATCH
         return Response(dumps(response), status=409 if conflict else 200, content_type="application/json")
 
 
-async def _at_owner(ctx: ServerContext, session_id: str | None) -> Response | None:
+async def _at_owner(owners: SessionOwners | None, session_id: str | None) -> Response | None:
     """The owner's answer when the request names a hosted session another worker holds
     (``serve --workers N``, ``workers.forwarding``); None when it is answered here."""
-    owners = ctx.session_owners
     if owners is None or session_id is None or request.headers.get(FORWARDED_HEADER.decode()) is not None:
         return None
     slot = owners.owner_of(session_id)

@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import trio
 
-from ..core import RequestLedger, ResumeToken, new_resume_token
-from .bound_env import BoundEnv
-from .session_registry import Slot
-from .ui_hub import EpisodeView
+from ...core import RequestLedger, ResumeToken, new_resume_token
+from ..execution.bound_env import BoundEnv
+from ..session_registry import Slot
+from ..ui.hub import EpisodeView
 
-if TYPE_CHECKING:
-    from .resumable import ResumableConnection
+__all__ = ["Owner", "ResumableSession", "ResumableSessions"]
 
-__all__ = ["ResumableSession", "ResumableSessions"]
+
+class Owner(Protocol):
+    """The connection driving a session now (``EXT-RES-5``)."""
+
+    @property
+    def released(self) -> trio.Event:
+        """Set once the connection has let go of the session."""
+        ...
+
+    def supersede(self) -> None:
+        """A newer connection takes the session over: end after the current request."""
+        ...
 
 
 class ResumableSession:
@@ -28,7 +38,7 @@ class ResumableSession:
         self.view = view
         self.ledger: RequestLedger[str] = RequestLedger()
         self.answered = trio.Event()
-        self.owner: ResumableConnection | None = None
+        self.owner: Owner | None = None
         self.ended = False
 
     def answer_stored(self) -> None:

@@ -21,13 +21,13 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..core import McpMethod, RpcCode, RpcFailure, RpcRequest, dumps, rpc_result
-from .bound_env import BoundEnv, EnvironmentAborted, EnvironmentLost, FactoryFailure
-from .context import AtCapacity, ServerContext, log
-from .env_tools import EnvTools
-from .error_text import printable, public_error
-from .hosted_sessions import HostedSession, SessionState
-from .ui_hub import EpisodeView
+from ...core import McpMethod, RpcCode, RpcFailure, RpcRequest, dumps, rpc_result
+from ..context import AtCapacity, ServerContext, log
+from ..execution.bound_env import BoundEnv, EnvironmentAborted, EnvironmentLost, FactoryFailure
+from ..execution.error_text import printable, public_error
+from ..execution.tools import EnvTools
+from ..ui.hub import EpisodeView
+from .hosted_sessions import HostedSession, HostedSessions, SessionState
 
 __all__ = ["SessionAborted", "answer_rpc"]
 
@@ -43,12 +43,18 @@ class SessionAborted(Exception):
 
 
 async def answer_rpc(
-    ctx: ServerContext, request: RpcRequest, *, own_env: BoundEnv | None = None, own_view: EpisodeView | None = None
+    ctx: ServerContext,
+    request: RpcRequest,
+    hosted: HostedSessions | None = None,
+    *,
+    own_env: BoundEnv | None = None,
+    own_view: EpisodeView | None = None,
 ) -> dict[str, Any]:
-    """The response object to ``request``; ``own_env`` and ``own_view`` are the connection's
-    environment and episode, if it has them."""
+    """The response object to ``request``; ``hosted``: the sessions created over
+    ``POST /mcp`` (that path's requests name them); ``own_env`` and ``own_view``: the
+    connection's environment and episode, on the WebSocket paths."""
     try:
-        response = rpc_result(request.id, await _dispatch(ctx, request, own_env, own_view))
+        response = rpc_result(request.id, await _dispatch(ctx, _Sessions(hosted), request, own_env, own_view))
         dumps(response)  # SRV-FAULT-2: a result no frame can carry is the tool's fault, answered here
         return response
     except RpcFailure as failure:
@@ -77,7 +83,21 @@ def _fault(ctx: ServerContext, request: RpcRequest, exc: Exception) -> dict[str,
     return RpcFailure(RpcCode.INTERNAL_ERROR, message, data).response(request.id)
 
 
-async def _dispatch(ctx: ServerContext, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None) -> Any:
+class _Sessions:
+    """The hosted sessions a request may name (none on the WebSocket paths)."""
+
+    def __init__(self, hosted: HostedSessions | None) -> None:
+        self._hosted = hosted
+
+    def store(self) -> HostedSessions:
+        if self._hosted is None:  # a WebSocket connection is its own session
+            raise RpcFailure(RpcCode.METHOD_NOT_FOUND, "hosted sessions are served on POST /mcp")
+        return self._hosted
+
+
+async def _dispatch(
+    ctx: ServerContext, sessions: _Sessions, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None
+) -> Any:
     method = request.method
     if method not in McpMethod.__members__.values():
         raise RpcFailure(RpcCode.METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -88,17 +108,18 @@ async def _dispatch(ctx: ServerContext, request: RpcRequest, own_env: BoundEnv |
                 f"{method} is served on POST /mcp; a WebSocket connection is its own session",
             )
         case McpMethod.SESSION_CREATE:
-            return await _create_session(ctx)
+            return await _create_session(ctx, sessions.store())
         case McpMethod.SESSION_CLOSE:
-            session = _hosted(ctx, request)
-            closed = await ctx.hosted.close(session)
+            hosted = sessions.store()
+            session = _hosted(hosted, request)
+            closed = await hosted.close(session)
             return {"session_id": session.session_id, "closed": closed, "closing": not closed}
         case McpMethod.TOOLS_LIST:
-            async with _env_for(ctx, request, own_env, own_view) as (env, _):
+            async with _env_for(ctx, sessions, request, own_env, own_view) as (env, _):
                 return {"tools": await _tools(env).listing()}
         case McpMethod.TOOLS_CALL:
             arguments = request.params.get("arguments", {})
-            async with _env_for(ctx, request, own_env, own_view) as (env, view):
+            async with _env_for(ctx, sessions, request, own_env, own_view) as (env, view):
                 _check_episode(request, view)
                 return await _tools(env).call(str(request.params["name"]), arguments)
 
@@ -110,11 +131,11 @@ def _tools(env: BoundEnv) -> EnvTools:
     return tools
 
 
-def _hosted(ctx: ServerContext, request: RpcRequest) -> HostedSession:
+def _hosted(hosted: HostedSessions, request: RpcRequest) -> HostedSession:
     session_id = request.session_id()
     if session_id is None:
         raise RpcFailure(RpcCode.INVALID_PARAMS, "Invalid params: 'session_id' is required")
-    session = ctx.hosted.find(session_id)
+    session = hosted.find(session_id)
     if session is None:
         raise RpcFailure(RpcCode.INVALID_PARAMS, "Unknown session_id (never created, closed or expired)")
     session.touch()
@@ -135,19 +156,19 @@ def _check_episode(request: RpcRequest, view: EpisodeView | None) -> None:
 
 @contextlib.asynccontextmanager
 async def _env_for(
-    ctx: ServerContext, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None
+    ctx: ServerContext, sessions: _Sessions, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None
 ) -> AsyncIterator[tuple[BoundEnv, EpisodeView | None]]:
     """The connection's env, the named hosted session's, or a fresh one closed afterwards
     (with the episode it is in; a fresh environment is in none)."""
     if own_env is not None:
         yield own_env, own_view
     elif request.session_id() is not None:
-        session = _hosted(ctx, request)
+        session = _hosted(sessions.store(), request)
         try:
             yield session.env, session.view
         except EnvironmentAborted:  # SRV-FAULT-1: the session ends (at once, or when its socket closes)
             if session.state in (SessionState.OPEN, SessionState.ATTACHED):
-                await ctx.hosted.close(session)
+                await sessions.store().close(session)
             raise
         finally:
             session.touch()
@@ -161,9 +182,9 @@ async def _env_for(
             raise RpcFailure(RpcCode.SERVER_ERROR, str(full), {"active_sessions": full.active, "max_sessions": full.limit}) from None
 
 
-async def _create_session(ctx: ServerContext) -> dict[str, Any]:
+async def _create_session(ctx: ServerContext, hosted: HostedSessions) -> dict[str, Any]:
     registry = ctx.registry
-    if ctx.hosted.closed:
+    if hosted.closed:
         raise RpcFailure(RpcCode.SERVER_ERROR, "The server is shutting down")
     slot = registry.try_reserve()  # WS-CAP-1 applies to hosted sessions too
     if slot is None:
@@ -174,7 +195,7 @@ async def _create_session(ctx: ServerContext) -> dict[str, Any]:
             {"active_sessions": active, "max_sessions": registry.max_sessions},
         )
     try:
-        session = await ctx.hosted.create(slot)
+        session = await hosted.create(slot)
     except FactoryFailure as failure:
         slot.release()
         raise RpcFailure(RpcCode.SERVER_ERROR, str(failure), {"factory_name": failure.factory_name}) from None

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..environment import env_metadata, has_web_hooks, schema_of
-from .context import ServerContext
+from ...environment import env_metadata, has_web_hooks, schema_of
+from ..context import ServerContext
 
 __all__ = ["DEFAULT_SCHEMAS", "EnvProfile"]
 

@@ -30,16 +30,14 @@ import hashlib
 import math
 import secrets
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Final, Protocol
 
 import trio
 
-from .bound_env import BoundEnv
-from .session_registry import Slot
-from .ui_hub import EpisodeView
-
-if TYPE_CHECKING:
-    from .context import ServerContext
+from ..context import ServerContext
+from ..execution.bound_env import BoundEnv
+from ..session_registry import Slot
+from ..ui.hub import EpisodeView
 
 __all__ = ["FORWARDED_HEADER", "HostedSession", "HostedSessions", "SessionOwners", "SessionState", "SocketHolder"]
 
@@ -106,6 +104,11 @@ class HostedSession:
         self.last_used = trio.current_time()
 
     @property
+    def attachable(self) -> bool:
+        """No socket is attached (``MCP-SES-3``: one at a time)."""
+        return self.state is SessionState.OPEN
+
+    @property
     def public_id(self) -> str:
         """The id dashboards and logs see (never the secret)."""
         return self.view.session_id
@@ -136,7 +139,7 @@ class HostedSessions:
     async def create(self, slot: Slot) -> HostedSession:
         """A new session holding ``slot`` (the session releases it when it ends).
 
-        Raises :class:`~openenv_anyio.server.bound_env.FactoryFailure` (the slot is still the caller's).
+        Raises :class:`~openenv_anyio.server.execution.bound_env.FactoryFailure` (the slot is still the caller's).
         """
         ctx = self._ctx
         env = await ctx.create_env()

@@ -1,12 +1,17 @@
 """One environment instance bound to the runner its calls run on.
 
-Created from the factory on the session's runner (so a thread-affine environment is built on
+:class:`BoundEnv` is what a session or a request drives, as a ``Protocol`` with two
+implementations: :class:`InProcessEnv` here, and
+:class:`~openenv_anyio.server.isolation.IsolatedEnv` (the instance in a process of its own).
+A method added to the protocol and missing from either is a type error.
+
+An :class:`InProcessEnv` is created from the factory on the session's runner (so a thread-affine environment is built on
 the thread that will serve it), it answers reset/step/state with values ready for frames,
 awaits ``async def`` methods on the event loop and sends sync ones to the runner.
 Exceptions of the environment propagate unchanged; the session turns them into frames.
 
 Environment code that raises a ``BaseException`` which is not an ``Exception`` ends only its
-session (``SRV-FAULT-1``): the runners convert it where env code runs (:mod:`.env_faults`).
+session (``SRV-FAULT-1``): the runners convert it where env code runs (:mod:`.faults`).
 """
 
 from __future__ import annotations
@@ -17,18 +22,19 @@ import logging
 import weakref
 from collections.abc import Mapping
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import trio
 
-from ..core import CloseCode
-from ..environment import EnvFactory, LiftedObservation, lift_observation, normalise_state
+from ...environment import EnvFactory, LiftedObservation, lift_observation, normalise_state
 from .action_check import ActionCheck, action_check_for
-from .env_faults import EnvironmentAborted, EnvironmentLost, await_env_code, call_env_code
-from .env_runner import EnvRunner, InlineRunner, ThreadRunner
 from .error_text import exception_text
+from .faults import EnvironmentAborted, EnvironmentLost, await_env_code, call_env_code
+from .runner import EnvRunner, InlineRunner, ThreadRunner
 
-__all__ = ["BoundEnv", "EnvironmentAborted", "EnvironmentLost", "FactoryFailure", "declared_non_blocking"]
+__all__ = [
+    "BoundEnv", "EnvironmentAborted", "EnvironmentLost", "FactoryFailure", "InProcessEnv", "declared_non_blocking",
+]
 
 _METHODS = ("reset", "step", "close")
 log = logging.getLogger("openenv_anyio.server")
@@ -105,8 +111,62 @@ def _keywords_of(method: Any) -> frozenset[str] | None:
     )
 
 
-class BoundEnv:
-    """An environment instance plus its runner; one per session (or per HTTP request).
+class BoundEnv(Protocol):
+    """An environment instance plus where its calls run; one per session (or per HTTP request).
+
+    Exceptions of the environment propagate unchanged (the session turns them into frames);
+    :class:`EnvironmentAborted` and :class:`EnvironmentLost` end the session."""
+
+    #: whether :meth:`watch_lost` can ever find the environment gone (a session runs it only then)
+    WATCHED: ClassVar[bool]
+
+    @property
+    def env(self) -> Any:
+        """The instance as the server reads it without calling it: schemas, metadata, tools."""
+        ...
+
+    @property
+    def runner(self) -> EnvRunner:
+        """Where the instance's sync methods (its tools') run."""
+        ...
+
+    @property
+    def name(self) -> str:
+        """The environment's class name, for log lines."""
+        ...
+
+    async def reset(self, kwargs: Mapping[str, Any]) -> tuple[LiftedObservation, dict[str, Any] | None]:
+        """Reset; returns the lifted observation and the new state (``None`` if unreadable)."""
+        ...
+
+    def check_action(self, action: Mapping[str, Any]) -> Any:
+        """Validate ``action`` (raises ProtocolError) and return what ``step`` receives."""
+        ...
+
+    async def step(self, action: Any) -> LiftedObservation:
+        """Step with an already checked action."""
+        ...
+
+    async def state(self) -> dict[str, Any]:
+        """The ``data`` of a ``state`` frame."""
+        ...
+
+    async def watch_lost(self) -> EnvironmentLost | None:
+        """Return once the environment is found gone between requests (``SRV-ISO-2``);
+        ``None`` when it will not be (it ended otherwise)."""
+        ...
+
+    def still_closing(self) -> bool:
+        """Whether a ``close()`` that :meth:`aclose` stopped waiting for still runs."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the environment (once, errors logged); cancellable: the caller bounds it."""
+        ...
+
+
+class InProcessEnv:
+    """An environment instance in this process plus its runner (see :class:`BoundEnv`).
 
     Reset parameters the environment's ``reset`` does not accept are dropped, as the
     reference server does (a client may always send ``seed`` and ``episode_id``).
@@ -125,7 +185,7 @@ class BoundEnv:
         self._reset_keywords = accepted_keywords(getattr(env, "reset", None))
 
     @classmethod
-    async def create(cls, factory: EnvFactory, *, inline: bool | None = None) -> BoundEnv:
+    async def create(cls, factory: EnvFactory, *, inline: bool | None = None) -> InProcessEnv:
         """Build an environment with ``factory`` on the runner chosen for it.
 
         ``inline=None`` follows the environment's ``NON_BLOCKING`` declaration.

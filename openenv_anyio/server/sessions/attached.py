@@ -1,0 +1,115 @@
+"""``/ws?session_id=ID``: a WebSocket attached to a session created over ``POST /mcp``.
+
+The connection serves the base protocol (reset, step, state, mcp frames) on the hosted
+session's environment, so a step and a tool call over ``POST /mcp`` act on one instance
+(``MCP-SES-3``). One socket at a time; when it closes (a ``close`` frame included) the
+session is detached, not ended (``MCP-SES-4``). An unknown id is answered with
+``SESSION_NOT_FOUND`` and close 4404; a session that already has a socket with
+``SESSION_ERROR`` and close 4409.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Generic, Protocol, TypeVar
+from urllib.parse import parse_qs
+
+from ...core import CloseCode, Error, ErrorCode
+from ..asgi import AsgiReceive, AsgiSend, close_websocket
+from ..context import ServerContext
+from ..execution.bound_env import BoundEnv
+from ..mcp.hosted_sessions import SocketHolder
+from ..observability import peer_of
+from ..ui.hub import EpisodeView
+from .accept import Accepted, Capacity, serve_connection
+from .base import ProtocolFrames
+from .connection import SessionConnection, SessionIdentity
+
+__all__ = ["HostedSession", "HostedStore", "requested_session", "serve_attached"]
+
+_MAX_ID_CHARS = 256
+
+
+class HostedSession(Protocol):
+    """A session created over ``POST /mcp``, as its attached socket sees it."""
+
+    @property
+    def public_id(self) -> str: ...
+
+    @property
+    def env(self) -> BoundEnv: ...
+
+    @property
+    def view(self) -> EpisodeView: ...
+
+    @property
+    def attachable(self) -> bool:
+        """No socket is attached yet (``MCP-SES-3``: one at a time)."""
+        ...
+
+
+_Hosted = TypeVar("_Hosted", bound=HostedSession)
+
+
+class HostedStore(Protocol, Generic[_Hosted]):
+    """The sessions created over ``POST /mcp`` (:mod:`..mcp.hosted_sessions`)."""
+
+    def find(self, session_id: str) -> _Hosted | None: ...
+
+    def attach(self, session: _Hosted, socket: SocketHolder) -> None: ...
+
+    async def detach(self, session: _Hosted) -> None: ...
+
+
+def requested_session(scope: dict[str, Any]) -> str | None:
+    """The ``session_id`` query parameter of a ``/ws`` handshake, if any."""
+    raw = scope.get("query_string") or b""
+    if b"session_id=" not in raw:
+        return None
+    values = parse_qs(raw.decode("latin-1")).get("session_id")
+    return values[0][:_MAX_ID_CHARS] if values else None
+
+
+async def _refuse(ctx: ServerContext, send: AsgiSend, code: ErrorCode, message: str, close_code: CloseCode) -> None:
+    await send({"type": "websocket.send", "text": ctx.encode(Error(code.value, message))})
+    await close_websocket(send, close_code, message[:120])
+
+
+async def _attach(ctx: ServerContext, store: HostedStore[Any], accepted: Accepted) -> None:
+    """Serve the named hosted session's environment until the socket ends; the session
+    goes on (``MCP-SES-4``: the slot is the session's, not the socket's)."""
+    session = store.find(requested_session(accepted.scope) or "")
+    if session is None:
+        await _refuse(
+            ctx,
+            accepted.send,
+            ErrorCode.SESSION_NOT_FOUND,
+            "No session has this session_id",
+            CloseCode.SESSION_NOT_FOUND,
+        )
+        return
+    if not session.attachable:
+        await _refuse(
+            ctx,
+            accepted.send,
+            ErrorCode.SESSION_ERROR,
+            "The session already has an attached WebSocket",
+            CloseCode.TAKEN_OVER,
+        )
+        return
+    identity = SessionIdentity(session.public_id, peer_of(accepted.scope), session.view)
+    connection = SessionConnection(ctx, accepted, identity, slot=None)
+    store.attach(session, connection)
+    ctx.registry.attach(connection)
+    try:
+        await connection.serve(session.env, ProtocolFrames.for_env(ctx, identity, session.env, accepted.send))
+    finally:
+        ctx.registry.detach(connection)
+        await store.detach(session)
+
+
+async def serve_attached(
+    ctx: ServerContext, store: HostedStore[Any], scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend
+) -> None:
+    """ASGI handler of one ``/ws?session_id=`` connection."""
+    await serve_connection(ctx, scope, receive, send, partial(_attach, ctx, store), capacity=Capacity.BROUGHT)

@@ -1,0 +1,170 @@
+"""The ``/ws`` endpoint: one session per connection, as a raw ASGI handler (the lean path).
+
+A session here is composed, not subclassed: :func:`~.accept.serve_connection` accepts the
+WebSocket and holds its capacity slot, :func:`open_env` builds its environment (or tells
+the client it could not), a :class:`~.connection.SessionConnection` serves it, and a frame
+handler gives the frames their meaning: :class:`ProtocolFrames` (the base protocol, its
+requests answered by an :class:`~.answers.Answers`) here, JSON-RPC on ``WS /mcp``
+(:mod:`..mcp.websocket`). The resume extension (:mod:`.resumable`) and attached sockets
+(:mod:`.attached`) are built of the same parts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any, assert_never
+
+from ...core import (
+    Close,
+    CloseCode,
+    Error,
+    ErrorCode,
+    Mcp,
+    ProtocolError,
+    Reset,
+    StateRequest,
+    Step,
+    decode_client_frame,
+)
+from ..asgi import AsgiReceive, AsgiSend, close_websocket
+from ..context import ServerContext
+from ..execution.bound_env import BoundEnv, FactoryFailure
+from ..execution.error_text import public_error
+from ..execution.faults import EnvironmentAborted
+from ..hypercorn_adapter.events import HeldText
+from ..memory.large_frames import LARGE_FRAME_CHARS
+from ..observability import peer_of
+from ..ui.hub import EpisodeView
+from .accept import Accepted, serve_connection
+from .answers import Answers, EnvAnswers, Request
+from .connection import FrameHandler, SessionConnection, SessionIdentity
+from .ends import SessionEnd
+
+__all__ = ["AsgiHandler", "HandlerFactory", "ProtocolFrames", "open_env", "serve_ws", "session_endpoint"]
+
+#: An ASGI WebSocket handler: ``handler(scope, receive, send)``.
+AsgiHandler = Callable[[dict[str, Any], AsgiReceive, AsgiSend], Awaitable[None]]
+
+#: Makes the frame handler of a new session: from the server, the session and its environment.
+HandlerFactory = Callable[[ServerContext, SessionIdentity, BoundEnv, AsgiSend], FrameHandler]
+
+
+class ProtocolFrames:
+    """The base protocol's frames: ``close`` ends the session (``WS-CLOSE-1``); reset, step,
+    state and mcp are answered in order (``WS-ORDER-1``); a frame that is not one is answered
+    with its error and the session goes on."""
+
+    def __init__(self, ctx: ServerContext, identity: SessionIdentity, answers: Answers, send: AsgiSend) -> None:
+        self.ctx = ctx
+        self.identity = identity
+        self.answers = answers
+        self.send = send
+
+    @classmethod
+    def for_env(cls, ctx: ServerContext, identity: SessionIdentity, env: BoundEnv, send: AsgiSend) -> ProtocolFrames:
+        """The handler of a plain session (a :data:`HandlerFactory`)."""
+        return cls(ctx, identity, EnvAnswers(ctx, identity, env), send)
+
+    @property
+    def aborted(self) -> EnvironmentAborted | None:
+        return self.answers.aborted
+
+    async def handle(self, payload: str | bytes | HeldText) -> SessionEnd | None:
+        started = time.perf_counter()
+        ctx = self.ctx
+        try:
+            if isinstance(payload, HeldText) or len(payload) > LARGE_FRAME_CHARS:
+                frame = await ctx.large_frames.decode(payload)  # SRV-MEM-2: off the event loop
+            else:
+                frame = decode_client_frame(payload)
+        except ProtocolError as error:
+            await self.send(
+                {"type": "websocket.send", "text": ctx.encode(Error.from_protocol_error(error), session=self.identity)}
+            )
+            return None
+        match frame:
+            case Close():  # WS-CLOSE-1
+                return SessionEnd.CLOSE
+            case Step() | Reset() | StateRequest() | Mcp():
+                kind = frame.type
+                tracer = ctx.instruments.tracer
+                if tracer is None:
+                    text = await self.answers.answer(frame)
+                else:
+                    with tracer.request(kind, self.request_attributes(frame)):
+                        text = await self.answers.answer(frame)
+                await self.send({"type": "websocket.send", "text": text})
+                ctx.instruments.request_done(kind, time.perf_counter() - started)
+            case _:
+                assert_never(frame)
+        if self.answers.aborted is not None:  # SRV-FAULT-1, SRV-ISO-2
+            return SessionEnd.ABORTED
+        return None
+
+    def request_attributes(self, frame: Request) -> dict[str, Any]:
+        """A request span's attributes."""
+        attributes: dict[str, Any] = {"openenv.session_id": self.identity.session_id}
+        episode_id = self.identity.view.episode_id
+        if episode_id is not None:
+            attributes["openenv.episode_id"] = episode_id
+        request_id = getattr(frame, "request_id", None)
+        if request_id is not None:
+            attributes["openenv.request_id"] = request_id
+        return attributes
+
+
+async def open_env(ctx: ServerContext, identity: SessionIdentity, send: AsgiSend) -> BoundEnv | None:
+    """A new session's environment; ``None`` after telling the client it failed and closing
+    with 1011 (``WS-FACT-1``)."""
+    try:
+        env = await ctx.create_env()
+    except FactoryFailure as failure:
+        public = public_error(failure.cause, expose=ctx.config.errors_exposed, during="environment creation")
+        error = Error(
+            ErrorCode.FACTORY_ERROR.value,
+            f"Failed to create environment ({failure.factory_name}): {public.message}",
+            {"factory_name": failure.factory_name, "error_id": public.error_id},
+        )
+        await send({"type": "websocket.send", "text": ctx.encode(error, session=identity)})
+        ctx.instruments.connection_refused(identity.peer, CloseCode.INTERNAL_ERROR, "environment could not be created")
+        await close_websocket(send, CloseCode.INTERNAL_ERROR, "environment could not be created")
+        return None
+    ctx.registry.env_opened()
+    return env
+
+
+async def _run_session(ctx: ServerContext, handlers: HandlerFactory, accepted: Accepted) -> None:
+    """Serve a new session on ``accepted`` until it ends, then close its environment."""
+    session_id = ctx.new_session_id()
+    identity = SessionIdentity(session_id, peer_of(accepted.scope), EpisodeView(session_id, ctx.config.action_log_size))
+    send = accepted.send
+    connection = SessionConnection(ctx, accepted, identity, slot=accepted.slot)
+    await connection.watch_peer_close()
+    env = await open_env(ctx, identity, send)
+    if env is None:
+        return
+    registry, instruments = ctx.registry, ctx.instruments
+    registry.attach(connection)
+    ctx.hub.add_session(identity.view)
+    end = SessionEnd.ERROR
+    try:
+        instruments.session_opened(connection, accepted.accepted_at, resumable=False)
+        end = await connection.serve(env, handlers(ctx, identity, env, send))
+    finally:
+        instruments.session_closed(connection, connection.close_code, end.value)
+        ctx.hub.remove_session(session_id, "shutdown" if registry.closing else "closed")
+        registry.detach(connection)
+        await ctx.close_env(env, f"session {session_id}")  # WS-CLOSE-2
+
+
+def session_endpoint(ctx: ServerContext, handlers: HandlerFactory) -> AsgiHandler:
+    """The ASGI handler of connections that each serve a new session whose frames
+    ``handlers`` answer (``/ws``, and ``WS /mcp`` whose sessions speak JSON-RPC)."""
+    return partial(serve_connection, ctx, open_session=partial(_run_session, ctx, handlers))
+
+
+def serve_ws(ctx: ServerContext) -> AsgiHandler:
+    """The ASGI handler of plain ``/ws`` connections."""
+    return session_endpoint(ctx, ProtocolFrames.for_env)

@@ -1,0 +1,352 @@
+"""Sessions that survive a dropped connection (the resume extension, PROTOCOL.md section 10).
+
+Only connections that negotiated the ``openenv-anyio.v1`` subprotocol come here; base
+connections keep the lean path of :mod:`.base` untouched.
+
+A :class:`ResumableSession` owns the environment, the UI view and the request ledger; a
+connection is attached to it while it serves. When a connection drops, its handler task
+keeps the session for ``resume_grace_s`` (the task is the owner: no extra task runs), and
+a connection that presents the token takes it over. One connection drives a session at a
+time: a takeover waits until the earlier connection has finished the request it is
+executing (its answer is stored in the ledger first), so a repeated ``request_id`` is
+answered from the ledger and the environment never runs a request twice.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, assert_never
+
+import trio
+
+from ...core import (
+    RESUME_TOKEN_HEADER,
+    SUBPROTOCOL,
+    CloseCode,
+    Decision,
+    Error,
+    ErrorCode,
+    Mcp,
+    Reset,
+    Session,
+    StateRequest,
+    Step,
+    token_hint,
+)
+from ...core.errors import clip_message
+from ..asgi import AsgiReceive, AsgiSend, close_websocket
+from ..context import ServerContext, log
+from ..execution.faults import EnvironmentAborted
+from ..observability import peer_of
+from ..ui.hub import EpisodeView
+from .accept import Accepted, Capacity, serve_connection
+from .answers import Answers, EnvAnswers, Request
+from .base import ProtocolFrames, open_env
+from .connection import SessionConnection, SessionIdentity
+from .ends import SessionEnd
+from .resumable_store import ResumableSession, ResumableSessions
+
+__all__ = ["negotiated", "serve_resumable"]
+
+_TOKEN_HEADER = RESUME_TOKEN_HEADER.lower().encode("ascii")
+_MAX_TOKEN_CHARS = 512
+
+
+def negotiated(scope: dict[str, Any]) -> bool:
+    """Whether the client offered the extension's subprotocol (``EXT-NEG-1``)."""
+    return SUBPROTOCOL in (scope.get("subprotocols") or ())
+
+
+def _presented_token(scope: dict[str, Any]) -> str | None:
+    for name, value in scope.get("headers") or ():
+        if name.lower() == _TOKEN_HEADER:
+            return str(value[:_MAX_TOKEN_CHARS].decode("latin-1")).strip()
+    return None
+
+
+class OnceAnswers:
+    """Requests with a ``request_id`` (reset, step) run at most once (``EXT-REQ-1``); the
+    rest are answered by ``inner``."""
+
+    def __init__(
+        self, ctx: ServerContext, session: ResumableSession, identity: SessionIdentity, inner: Answers
+    ) -> None:
+        self.ctx = ctx
+        self.session = session
+        self.identity = identity
+        self.inner = inner
+
+    @property
+    def aborted(self) -> EnvironmentAborted | None:
+        return self.inner.aborted
+
+    async def answer(self, frame: Request, request_id: str | None = None) -> str:
+        match frame:
+            case Step() | Reset() if frame.request_id is not None:
+                return await self._answer_once(frame, frame.request_id)
+            case Step() | Reset() | StateRequest() | Mcp():
+                return await self.inner.answer(frame)
+            case _:
+                assert_never(frame)
+
+    async def _answer_once(self, frame: Step | Reset, request_id: str) -> str:
+        """Run a request at most once per ``request_id`` (``EXT-REQ-1``), checking the episode."""
+        session = self.session
+        ledger = session.ledger
+        asked = _what_is_asked(frame)
+        decision = ledger.decide(request_id, asked)
+        while decision is Decision.WAIT:
+            await session.answered.wait()
+            decision = ledger.decide(request_id, asked)
+        if decision is Decision.REPLAY:
+            self.ctx.instruments.replayed()
+            return ledger.stored_answer()
+        if decision is Decision.CONFLICT:  # EXT-REQ-3: never the answer to another request
+            return self.ctx.encode(
+                Error(
+                    ErrorCode.REQUEST_ID_REUSED.value,
+                    f"request_id {clip_message(request_id, 40)!r} was the session's last request, which asked something else; nothing ran",
+                    request_id=request_id,
+                ),
+                session=self.identity,
+            )
+        ledger.begin(request_id, asked)
+        expected = frame.episode_id if type(frame) is Step else None
+        if expected is not None and expected != session.view.episode_id:  # EXT-EP-1
+            current = session.view.episode_id
+            text = self.ctx.encode(
+                Error(
+                    ErrorCode.EPISODE_MISMATCH.value,
+                    f"the step names episode {expected!r} but the session's current episode is {current!r}; nothing changed",
+                    {"current_episode_id": current},
+                    request_id,
+                ),
+                session=self.identity,
+            )
+        else:
+            text = await self.inner.answer(frame, request_id)
+        ledger.complete(request_id, text)  # stored before sending: a lost answer is replayed
+        session.answer_stored()
+        return text
+
+
+def _what_is_asked(frame: Step | Reset) -> tuple[object, ...]:
+    """What a request asks, compared when its ``request_id`` repeats (``EXT-REQ-3``)."""
+    match frame:
+        case Step():
+            return ("step", frame.action, frame.episode_id)
+        case Reset():
+            return ("reset", frame.kwargs)
+        case _:
+            assert_never(frame)
+
+
+class ResumableConnection:
+    """One negotiated connection attached to a :class:`ResumableSession`: its owner while
+    it serves, and the one that keeps it through a lost link (the registry's connection)."""
+
+    def __init__(self, ctx: ServerContext, accepted: Accepted, session: ResumableSession) -> None:
+        self.ctx = ctx
+        self.session = session
+        self.send = accepted.send
+        self.identity = SessionIdentity(session.session_id, peer_of(accepted.scope), session.view)
+        self.connection = SessionConnection(ctx, accepted, self.identity, slot=session.slot, lives_on=True)
+        self.released = trio.Event()
+        self._park_scope: trio.CancelScope | None = None
+
+    def request_shutdown(self) -> None:
+        self.connection.request_shutdown()
+        self._unpark()
+
+    def abort(self) -> None:
+        self.connection.abort()
+        self._unpark()
+
+    def supersede(self) -> None:
+        """A newer connection takes the session over (``EXT-RES-5``)."""
+        self.connection.stop(SessionEnd.TAKEOVER)
+        self._unpark()
+
+    def _unpark(self) -> None:
+        if self._park_scope is not None:
+            self._park_scope.cancel()
+
+    async def take_over(self) -> bool:
+        """Become the session's connection; wait for the earlier one to let go.
+
+        ``False`` when the session ended meanwhile.
+        """
+        session = self.session
+        previous, session.owner = session.owner, self
+        if previous is not None:
+            previous.supersede()
+            await previous.released.wait()
+        return not session.ended and session.owner is self
+
+    async def greet(self, resumed: bool) -> None:
+        """The ``session`` frame, first on every negotiated connection (``EXT-SES-1``)."""
+        session = self.session
+        frame = Session(
+            session.session_id,
+            str(session.token),
+            resumed,
+            self.ctx.config.resume_grace_s,
+            session.ledger.last_request_id,
+            session.view.episode_id,
+        )
+        await self.send({"type": "websocket.send", "text": self.ctx.encode(frame)})
+
+    async def attend(self) -> bool:
+        """Serve until this connection ends; ``True`` when the session ends with it."""
+        ctx, session, connection = self.ctx, self.session, self.connection
+        registry, instruments = ctx.registry, ctx.instruments
+        registry.attach(self)
+        try:
+            answers = OnceAnswers(ctx, session, self.identity, EnvAnswers(ctx, self.identity, session.env))
+            end = await connection.serve(session.env, ProtocolFrames(ctx, self.identity, answers, self.send))
+            if end.rule.resumable:  # EXT-RES-2: a lost link, keep the session
+                instruments.session_parked(connection, ctx.config.resume_grace_s, connection.close_code)
+                if await self._park():
+                    return False
+                stopped = connection.stop_requested is SessionEnd.SHUTDOWN
+                instruments.session_expired(connection, "shutdown" if stopped else "resume grace ended")
+                return True
+            if end is SessionEnd.TAKEOVER:
+                instruments.session_handed_over(connection, connection.close_code)
+                return False
+            instruments.session_closed(connection, connection.close_code, end.value)
+            return True
+        finally:
+            registry.detach(self)
+
+    async def _park(self) -> bool:
+        """Keep the session for the grace period; ``True`` when a new connection took it."""
+        grace = self.ctx.config.resume_grace_s
+        log.info("session %s: connection lost, kept %g s for resuming", self.session.session_id, grace)
+        view, hub = self.session.view, self.ctx.hub
+        view.set_status(dropped=True)  # UI-7
+        hub.publish_status(view)
+        with trio.move_on_after(grace) as scope:
+            self._park_scope = scope
+            if self.connection.stop_requested is not None:
+                scope.cancel()
+            await trio.sleep_forever()
+        self._park_scope = None
+        taken = self.connection.stop_requested is SessionEnd.TAKEOVER
+        if taken:
+            view.set_status(dropped=False)
+            hub.publish_status(view)
+        return taken
+
+
+async def _refuse_token(ctx: ServerContext, scope: dict[str, Any], send: AsgiSend, presented: str) -> None:
+    """``SESSION_NOT_FOUND`` then close 4404 (``EXT-RES-4``)."""
+    log.info("resume refused: no session for token %s", token_hint(presented))
+    error = Error(
+        ErrorCode.SESSION_NOT_FOUND.value,
+        "No session matches the resume token (unknown, or its grace period ended)",
+    )
+    await send({"type": "websocket.send", "text": ctx.encode(error)})
+    ctx.instruments.connection_refused(peer_of(scope), CloseCode.SESSION_NOT_FOUND, "session not found")
+    await close_websocket(send, CloseCode.SESSION_NOT_FOUND, "session not found")
+
+
+async def _end(ctx: ServerContext, store: ResumableSessions, session: ResumableSession) -> None:
+    """End a session for good: its env closed, its UI view and capacity slot freed."""
+    session.ended = True
+    store.discard(session)
+    reason = "shutdown" if ctx.registry.closing else "expired" if session.view.dropped else "closed"
+    ctx.hub.remove_session(session.session_id, reason)  # UI-8
+    await ctx.close_env(session.env, f"session {session.session_id}")
+    session.slot.release()
+
+
+async def _resume(ctx: ServerContext, store: ResumableSessions, presented: str, accepted: Accepted) -> None:
+    """A connection presenting a resume token (``EXT-RES-1``): take the session over."""
+    session = store.find(presented)
+    if session is None:
+        await _refuse_token(ctx, accepted.scope, accepted.send, presented)
+        return
+    connection = ResumableConnection(ctx, accepted, session)
+    taken = False
+    try:
+        taken = await connection.take_over()
+    finally:
+        if not taken:  # superseded while waiting, or the session ended: let go of it
+            if session.owner is connection:
+                session.owner = None
+            connection.released.set()
+    if not taken:
+        await _refuse_token(ctx, accepted.scope, accepted.send, presented)
+        return
+    await _drive(ctx, store, session, connection, accepted, resumed=True)
+
+
+async def _start(ctx: ServerContext, store: ResumableSessions, accepted: Accepted) -> None:
+    """A new negotiated session: it holds the slot until it ends, not just its connection."""
+    slot = accepted.slot
+    assert slot is not None
+    session_id = ctx.new_session_id()
+    identity = SessionIdentity(session_id, peer_of(accepted.scope), EpisodeView(session_id, ctx.config.action_log_size))
+    try:
+        env = await open_env(ctx, identity, accepted.send)
+    except BaseException:
+        slot.release()
+        raise
+    if env is None:
+        slot.release()
+        return
+    session = ResumableSession(session_id, env, identity.view, slot)
+    store.add(session)
+    ctx.hub.add_session(session.view)
+    connection = ResumableConnection(ctx, accepted, session)
+    session.owner = connection
+    await _drive(ctx, store, session, connection, accepted, resumed=False)
+
+
+async def _drive(
+    ctx: ServerContext,
+    store: ResumableSessions,
+    session: ResumableSession,
+    connection: ResumableConnection,
+    accepted: Accepted,
+    *,
+    resumed: bool,
+) -> None:
+    """Serve ``session`` on ``connection``; end it when it ends with the connection."""
+    ends = True
+    try:
+        await connection.connection.watch_peer_close()
+        await connection.greet(resumed)
+        if resumed:
+            ctx.instruments.session_resumed(connection.connection, accepted.accepted_at)
+        else:
+            ctx.instruments.session_opened(connection.connection, accepted.accepted_at, resumable=True)
+        ends = await connection.attend()
+    finally:
+        if session.owner is connection:
+            session.owner = None
+        if ends and not session.ended:
+            await _end(ctx, store, session)
+        connection.released.set()
+
+
+async def serve_resumable(
+    ctx: ServerContext, store: ResumableSessions, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend
+) -> None:
+    """ASGI handler of one negotiated ``/ws`` connection."""
+    presented = _presented_token(scope)
+    if presented is None:
+        await serve_connection(
+            ctx, scope, receive, send, partial(_start, ctx, store), capacity=Capacity.SESSION, subprotocol=SUBPROTOCOL
+        )
+    else:
+        await serve_connection(
+            ctx,
+            scope,
+            receive,
+            send,
+            partial(_resume, ctx, store, presented),
+            capacity=Capacity.BROUGHT,
+            subprotocol=SUBPROTOCOL,
+        )
