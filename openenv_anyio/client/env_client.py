@@ -101,7 +101,7 @@ def _authorization(token: str | None, headers: Mapping[str, str] | None) -> list
 
 
 def _action_mapping(action: Any) -> Mapping[str, Any]:
-    if isinstance(action, Mapping):
+    if isinstance(action, (dict, Mapping)):
         return action
     dump = getattr(action, "model_dump", None)  # pydantic models
     if callable(dump):
@@ -300,10 +300,9 @@ class EnvClient:
             # keep-alive, which end by themselves once their connection is finished (ended,
             # socket closed). A completed close leaves the current connection finished, and
             # every earlier one was aborted when it was replaced. Otherwise they are
-            # cancelled. Not cancelling when nothing needs it saves a cancel(), which on
-            # asyncio formats the task's repr into anyio's cancel reason (about 1.5 % of a
-            # scenario-9 load process's CPU). The caller's exception, if any, is not passed
-            # in, so it propagates as itself (not wrapped in an exception group).
+            # cancelled (not when nothing needs it: bench/README.md, "Client CPU per
+            # session"). The caller's exception, if any, is not passed in, so it propagates
+            # as itself (not wrapped in an exception group).
             transport = self._transport
             if not (closed and (transport is None or transport.finished)):
                 task_group.cancel_scope.cancel()
@@ -380,21 +379,30 @@ class EnvClient:
         return SyncEnvClient(self, backend=backend)
 
     # -- requests ----------------------------------------------------------------------
+    #
+    # Each request holds the client's turn (requests are serialised: each waits for the one
+    # before it), builds its typed frame with the ids the resume extension calls for, and
+    # hands it to the base request.
 
     async def reset(self, **kwargs: Any) -> StepResult:
         """Start a new episode; keyword arguments go to the environment's reset (WS-RESET-1)."""
-        frame = await self._request(Reset(kwargs), Observation)
-        if self.session is not None:
-            self._episode_id = frame.episode_id  # EXT-EP-2
+        async with self._turn:
+            frame = await self._request(Reset(kwargs, self._request_id()), Observation)
+            if self.session is not None:
+                self._episode_id = frame.episode_id  # EXT-EP-2
         return StepResult.of(frame)
 
     async def step(self, action: Any) -> StepResult:
         """Send one action (a mapping, dataclass or pydantic model) (WS-STEP-1)."""
-        return StepResult.of(await self._request(Step(_action_mapping(action)), Observation))
+        action = _action_mapping(action)
+        async with self._turn:
+            frame = await self._request(Step(action, self._request_id(), self._pinned_episode()), Observation)
+        return StepResult.of(frame)
 
     async def state(self) -> State:
         """The session's current state (WS-STATE-1)."""
-        frame = await self._request(StateRequest(), StateFrame)
+        async with self._turn:
+            frame = await self._request(StateRequest(), StateFrame)
         data = dict(frame.data)
         episode_id = data.pop("episode_id", None)
         step_count = data.pop("step_count", 0)
@@ -418,7 +426,8 @@ class EnvClient:
     async def _rpc(self, method: str, params: Mapping[str, Any]) -> Any:
         request_id = next(self._request_numbers)
         request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": dict(params)}
-        frame = await self._request(Mcp(request), Mcp)
+        async with self._turn:
+            frame = await self._request(Mcp(request), Mcp)
         response = frame.data
         if response.get("id") != request_id:
             raise await self._drop(ProtocolViolation(self.url, f"the JSON-RPC answer to request {request_id} names {response.get('id')!r}"))
@@ -437,23 +446,37 @@ class EnvClient:
             )
         return transport
 
-    # -- the base request ----------------------------------------------------------------
-    #
-    # One request: the frame with its ids, its text encoded once, sent; its answer awaited
-    # within ``message_timeout_s``, decoded, its request id checked. Requests are serialised:
-    # each waits for the one before it. Around the sending and the waiting sits the resume
-    # layer below (``_send_resuming``), which repeats the same text on a new connection.
-
-    async def _request(self, frame: ClientFrame, expect: type[_Answer]) -> _Answer:
-        """Send ``frame`` and return its answer, a frame of ``expect`` (an error frame raises
-        :class:`ServerError`)."""
+    @property
+    def _turn(self) -> anyio.Lock:
+        """The lock a request holds from building its frame to its answer (checked usable first)."""
         self._usable()
         assert self._lock is not None
-        async with self._lock:
-            transport = self._usable()
-            frame, request_id = self._with_request_ids(frame)
-            reply = await self._send_resuming(transport, self._encode(frame), frame.type)
-        return await self._answer(reply, frame.type, request_id, expect)
+        return self._lock
+
+    # -- the base request and the resume layer around it -------------------------------
+    #
+    # The base request: its frame encoded once (``_encode``) and sent, its answer awaited
+    # within ``message_timeout_s`` (``_exchange``), decoded and its request id checked
+    # (``_answer``). The resume extension (PROTOCOL.md section 10) sits around the exchange:
+    # a connection that breaks in a way resuming may repair is resumed, and the same text
+    # (so the same ``request_id``, answered once by the server) is sent again on it.
+
+    async def _request(self, frame: ClientFrame, expect: type[_Answer]) -> _Answer:
+        """Send ``frame`` (holding the turn) and return its answer, a frame of ``expect`` (an
+        error frame raises :class:`ServerError`)."""
+        transport = self._usable()
+        text = self._encode(frame)
+        while True:
+            reply = await self._exchange(transport, text, frame.type)
+            if not isinstance(reply, EnvClientError):
+                break
+            if not self._resumable_after(reply):  # any other failure drops the client
+                raise await self._drop(reply) from None
+            transport = await self._resume(reply)
+        try:
+            return self._answer(reply, frame, expect)
+        except ProtocolViolation as exc:
+            raise await self._drop(exc) from None
 
     def _encode(self, frame: ClientFrame) -> str:
         """The text of ``frame``; a frame the spec refuses is a ``ValueError``, never sent."""
@@ -469,7 +492,7 @@ class EnvClient:
         """Send ``text`` on ``transport`` and return the answer's payload.
 
         A connection that breaks meanwhile is returned as its error, undropped: the resume
-        layer decides what it means. A timeout or a cancellation drops the client (a late
+        layer (``_request``) decides what it means. A timeout or a cancellation drops the client (a late
         answer must never reach a later request, WS-ORDER-3).
         """
         early, self._early = self._early or transport.receive_nowait(), None
@@ -477,7 +500,8 @@ class EnvClient:
             await self._raise_unrequested(early, name)
         settled = False
         try:
-            # Only its deadline cancels this scope, so a caught cancellation is the timeout.
+            # Only its deadline cancels this scope, so a caught cancellation is the timeout
+            # (not anyio.fail_after: bench/README.md, "Client CPU per step").
             with anyio.move_on_after(self.message_timeout_s) as scope:
                 await transport.send_text(text)
                 reply = await transport.receive()
@@ -492,57 +516,36 @@ class EnvClient:
             raise await self._drop(MessageTimeout(self.url, name, self.message_timeout_s or 0.0)) from None
         return reply
 
-    async def _answer(self, reply: str | bytes, name: str, request_id: str | None, expect: type[_Answer]) -> _Answer:
-        """The decoded answer to request ``name``: of ``expect``, naming ``request_id`` if any."""
+    def _answer(self, reply: str | bytes, request: ClientFrame, expect: type[_Answer]) -> _Answer:
+        """The decoded answer to ``request``: a frame of ``expect`` naming the request's id, if
+        it has one (EXT-REQ-2). An error frame raises :class:`ServerError`; anything else that
+        is no such answer raises :class:`ProtocolViolation`."""
         try:
             frame = decode_server_frame(reply)
         except ProtocolError as exc:
-            raise await self._drop(ProtocolViolation(self.url, exc.message, pointer=exc.pointer)) from None
+            raise ProtocolViolation(self.url, exc.message, pointer=exc.pointer) from None
+        request_id = request.request_id if isinstance(request, (Reset, Step)) else None
         if request_id is not None and isinstance(frame, (Observation, Error)) and frame.request_id != request_id:
-            # EXT-REQ-2
-            answered = frame.request_id
-            raise await self._drop(ProtocolViolation(self.url, f"the answer to request {request_id} names request {answered}"))
+            raise ProtocolViolation(self.url, f"the answer to request {request_id} names request {frame.request_id}")
         match frame:
             case Error():
                 raise ServerError.from_frame(frame.code, frame.message, frame.extra)
             case Observation() | StateFrame() | Mcp() if isinstance(frame, expect):
                 return frame
             case Observation() | StateFrame() | Session() | Mcp():
-                raise await self._drop(ProtocolViolation(self.url, f"a {frame.type} frame answered {name}"))
+                raise ProtocolViolation(self.url, f"a {frame.type} frame answered {request.type}")
             case _:
                 assert_never(frame)
 
-    # -- the resume extension (PROTOCOL.md section 10) ------------------------------------
+    # -- the resume extension's ids (PROTOCOL.md section 10) -------------------------------
 
-    def _with_request_ids(self, frame: ClientFrame) -> tuple[ClientFrame, str | None]:
-        """``frame`` as a negotiated connection sends it, and its request id: a reset or step
-        carries a fresh ``request_id`` (EXT-REQ-1), a step with ``pin_episode`` the episode of
-        the last reset (EXT-EP-1). On a base connection ``frame`` itself, without an id."""
-        if self.session is None:
-            return frame, None
-        match frame:
-            case Reset():
-                request_id = str(next(self._request_numbers))
-                return Reset(frame.kwargs, request_id), request_id
-            case Step():
-                request_id = str(next(self._request_numbers))
-                return Step(frame.action, request_id, self._episode_id if self.pin_episode else None), request_id
-            case StateRequest() | Close() | Mcp():
-                return frame, None
-            case _:
-                assert_never(frame)
+    def _request_id(self) -> str | None:
+        """A fresh ``request_id`` for a reset or step on a negotiated connection (EXT-REQ-1)."""
+        return None if self.session is None else str(next(self._request_numbers))
 
-    async def _send_resuming(self, transport: WebSocketTransport, text: str, name: str) -> str | bytes:
-        """The base request's exchange, repeated on a resumed connection while the connection
-        breaks in a way resuming may repair: the same text, so the same ``request_id``, which
-        the server answers once (EXT-REQ-1). Any other failure drops the client."""
-        while True:
-            outcome = await self._exchange(transport, text, name)
-            if not isinstance(outcome, EnvClientError):
-                return outcome
-            if not self._resumable_after(outcome):
-                raise await self._drop(outcome) from None
-            transport = await self._resume(outcome)
+    def _pinned_episode(self) -> str | None:
+        """The episode a step names with ``pin_episode`` on (EXT-EP-1): the last reset's."""
+        return self._episode_id if self.pin_episode and self.session is not None else None
 
     async def _resume(self, cause: EnvClientError) -> WebSocketTransport:
         """Reconnect with the session's token (EXT-RES-1); raises when that is impossible.

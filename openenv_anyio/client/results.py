@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import Observation
+from ..core.slot_setters import new_instance, slot_setters
 
 __all__ = ["State", "StepResult", "Tool"]
 
@@ -24,7 +25,20 @@ class StepResult:
     @classmethod
     def of(cls, frame: Observation) -> StepResult:
         metadata = frame.metadata
-        return cls(dict(frame.observation), frame.reward, frame.done, None if metadata is None else dict(metadata))
+        observation = dict(frame.observation)
+        metadata = None if metadata is None else dict(metadata)
+        if cls is not StepResult:  # a subclass may have more fields: its own constructor
+            return cls(observation, frame.reward, frame.done, metadata)
+        # one per step: its slots set directly (bench/README.md, "Client CPU per step")
+        result: StepResult = new_instance(StepResult)
+        _result_observation(result, observation)
+        _result_reward(result, frame.reward)
+        _result_done(result, frame.done)
+        _result_metadata(result, metadata)
+        return result
+
+
+_result_observation, _result_reward, _result_done, _result_metadata = slot_setters(StepResult)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,4 +62,6 @@ class Tool:
     @classmethod
     def of(cls, listing: Mapping[str, Any]) -> Tool:
         extra = {key: value for key, value in listing.items() if key not in ("name", "description", "inputSchema")}
-        return cls(str(listing["name"]), str(listing.get("description") or ""), dict(listing.get("inputSchema") or {}), extra)
+        return cls(
+            str(listing["name"]), str(listing.get("description") or ""), dict(listing.get("inputSchema") or {}), extra
+        )

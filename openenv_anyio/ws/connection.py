@@ -82,17 +82,17 @@ TRANSITIONS: Final[dict[ConnectionState, frozenset[ConnectionState]]] = {
 }
 
 
-# The states the per-frame path compares with, as module constants: reading a member off
-# the enum class costs about as much as building an event.
+# The states as module constants, read on the per-frame path (an enum member read off its
+# class is a descriptor call on Python 3.11: bench/README.md, "Client CPU per step").
 _OPEN: Final = ConnectionState.OPEN
+_CLOSING: Final = ConnectionState.CLOSING
 _REFUSING: Final = ConnectionState.REFUSING
 _CLOSED: Final = ConnectionState.CLOSED
 _OFFERED: Final = LargeState.OFFERED
 
 
-#: A whole message is the event itself: its text (``str``) or its data (``bytes``). No
-#: object wraps it: one arrives per request, and building and matching a wrapper cost about
-#: 2k instructions a message (a class pattern on ``str``/``bytes`` matches it instead).
+#: A whole message is the event itself: its text (``str``) or its data (``bytes``); a class
+#: pattern on ``str``/``bytes`` matches it.
 Message: TypeAlias = str | bytes
 
 
@@ -155,21 +155,19 @@ class WebSocketConnection:
 
     def __init__(self, role: Role = Role.CLIENT, *, max_message_size: int, collect_large: bool = False) -> None:
         self.role = role
-        self.state = ConnectionState.OPEN
+        self.state = _OPEN
         self.pings_answered = 0
         #: a text message sent before the close frame that refuses text that is not UTF-8 (1007)
         self.invalid_text_reply: str | None = None
         self._limit = max_message_size
         self._masks = role is Role.CLIENT  # what we send is masked; what we read is masked the other way
         #: ``send_text(text)``: the frame that sends ``text`` (the transport sends only while
-        #: OPEN). The role's encoder itself (masked for a client), not a method that calls it:
-        #: one Python call less per message.
+        #: OPEN): the role's encoder (masked for a client).
         self.send_text: Callable[[str], bytes] = encode_masked_text_frame if self._masks else encode_unmasked_text_frame
         self._proto: FrameProtocol | None = None  # the general parser, built when first needed (_general)
         self._splitter = FrameSplitter(masked=not self._masks, limit=max_message_size, collect_large=collect_large)
         self._outgoing = bytearray()
-        #: whether :meth:`bytes_to_send` has something (a plain attribute, not a property: the
-        #: transports read it after every read and send, and a property costs a Python call)
+        #: whether :meth:`bytes_to_send` has something
         self.has_bytes_to_send = False
         self._parts: list[str | bytes] = []
         self._size = 0
@@ -197,18 +195,18 @@ class WebSocketConnection:
 
     def close(self, code: int, reason: str = "") -> None:
         """Start the closing handshake: a close frame is queued (OPEN -> CLOSING)."""
-        if self.state is ConnectionState.OPEN:
+        if self.state is _OPEN:
             self._queue(self._general().close(code, reason or None))
-            self._to(ConnectionState.CLOSING)
+            self._to(_CLOSING)
 
     def refuse(self, code: int, reason: str) -> None:
         """Stop taking messages and close with ``code`` (a close frame is queued unless one
         was sent already): OPEN or CLOSING -> REFUSING."""
-        if self.state is ConnectionState.OPEN:
+        if self.state is _OPEN:
             self._queue(self._general().close(code, reason or None))
-        if self.state is not ConnectionState.CLOSED:
+        if self.state is not _CLOSED:
             self._parts, self._size = [], 0
-            self._to(ConnectionState.REFUSING)
+            self._to(_REFUSING)
 
     def admit(self) -> None:
         """Collect the large frame just reported (:class:`LargeFrame`); then ``receive_data(b"")``."""
@@ -236,7 +234,7 @@ class WebSocketConnection:
 
     @property
     def closed(self) -> bool:
-        return self.state is ConnectionState.CLOSED
+        return self.state is _CLOSED
 
     # -- inbound -------------------------------------------------------------------------
 
@@ -264,13 +262,13 @@ class WebSocketConnection:
             case CloseFrame(code, reason):
                 self._peer_closed(code, reason, events, read_here=True)
             case LargeFrame():
-                if self.state is ConnectionState.REFUSING:  # discarded anyway: not offered
+                if self.state is _REFUSING:  # discarded anyway: not offered
                     self._splitter.skip()
                     events += self.receive_data(b"")
                 else:
                     events.append(item)
             case LargeText():
-                if self.state is not ConnectionState.REFUSING:
+                if self.state is not _REFUSING:
                     events.append(item)
             case InvalidText(detail):
                 self._fail(CloseCode.INVALID_PAYLOAD, detail, events)
@@ -279,23 +277,23 @@ class WebSocketConnection:
 
     def _fail(self, code: int, detail: str, events: list[ConnectionEvent]) -> None:
         """The peer's bytes broke the protocol: queue our close (OPEN only), end the connection."""
-        if self.state is ConnectionState.OPEN:
+        if self.state is _OPEN:
             if code == CloseCode.INVALID_PAYLOAD and self.invalid_text_reply is not None:
                 self._queue(self.send_text(self.invalid_text_reply))
             self._queue(self._general().close(code, "invalid frame"))
-        self._to(ConnectionState.CLOSED)
+        self._to(_CLOSED)
         events.append(Broken(detail))
 
     def _peer_closed(self, code: int, reason: str, events: list[ConnectionEvent], *, read_here: bool) -> None:
         """The peer's close arrived (``read_here``: a :class:`CloseFrame` of the splitter, else
         wsproto's): echoed unless we had closed (RFC 6455 5.5.1)."""
-        answered = self.state is ConnectionState.OPEN
+        answered = self.state is _OPEN
         if answered:
             if read_here:  # a code and a reason the splitter checked: no general parser needed
                 self._queue(encode_close_frame(code, reason, masked=self._masks))
             else:
                 self._queue(self._general().close(code, reason or None))
-        self._to(ConnectionState.CLOSED)
+        self._to(_CLOSED)
         events.append(PeerClosed(int(code), str(reason), answered))
 
     def _read_general(self, events: list[ConnectionEvent]) -> None:
@@ -304,10 +302,10 @@ class WebSocketConnection:
             for frame in proto.received_frames():
                 opcode = frame.opcode
                 if opcode is Opcode.TEXT or opcode is Opcode.BINARY or opcode is Opcode.CONTINUATION:
-                    if self.state is not ConnectionState.REFUSING:
+                    if self.state is not _REFUSING:
                         self._on_data(frame.payload, frame.message_finished, events)  # type: ignore[arg-type]
                 elif opcode is Opcode.PING:
-                    if self.state is ConnectionState.OPEN:
+                    if self.state is _OPEN:
                         self._queue(proto.pong(frame.payload))  # type: ignore[arg-type]
                         self.pings_answered += 1
                 elif opcode is Opcode.PONG:
@@ -323,7 +321,7 @@ class WebSocketConnection:
         self._size += _payload_size(data)
         if self._size > self._limit:
             size = max(self._size, self._splitter.general_frame_length)
-            close_queued = self.state is ConnectionState.OPEN
+            close_queued = self.state is _OPEN
             self.refuse(CloseCode.MESSAGE_TOO_BIG, "message too big")
             events.append(TooLarge(size, self._limit, close_queued))
             return
