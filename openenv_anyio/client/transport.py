@@ -210,7 +210,8 @@ class WebSocketTransport:
 
         A request that is still reading at the next look (a slow step) is not polled: the
         reader sleeps until that request's read ends (the request wakes it), so a thousand
-        sessions waiting on one-second steps cost nothing meanwhile. When the read it slept
+        sessions waiting on one-second steps cost nothing meanwhile (bench/README.md,
+        "Client CPU per session"). When the read it slept
         through was slow (``IDLE_TAKEOVER_S`` or more) and the next request is reading
         already, it sleeps through that one too, without a look in between: slow requests
         in a row cost one wake-up each and no timer (a look that times out costs a cancel
