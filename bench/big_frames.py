@@ -259,7 +259,8 @@ def measure(
                 log(
                     f"  run {repeat + 1}/{repeats} {variant.name:>8} {frames} x {frame_mib:g} MiB: "
                     f"stall {figures.stall_s:.3f} s (quiet {figures.quiet_s:.3f}), rss +{figures.rss_multiple:.2f} x "
-                    f"(from {rss_before / 1024:.0f} MiB), answered in {figures.answered_s:.2f} s, refused {figures.refused}"
+                    f"(from {rss_before / 1024:.0f} MiB), answered in {figures.answered_s:.2f} s, "
+                    f"refused {figures.refused}"
                 )
     return results
 
@@ -278,7 +279,8 @@ def report(
                 continue
             med = {name: statistics.median(getattr(run, name) for run in runs) for name in ("stall_s", "quiet_s", "rss_multiple", "answered_s", "refused")}
             print(
-                f"{variant.name:>10} {frames:>6} {med['stall_s']:8.3f} {med['quiet_s']:8.3f} {med['rss_multiple']:6.2f} "
+                f"{variant.name:>10} {frames:>6} {med['stall_s']:8.3f} {med['quiet_s']:8.3f} "
+                f"{med['rss_multiple']:6.2f} "
                 f"{med['answered_s']:10.2f} {med['refused']:7.0f}"
             )
 

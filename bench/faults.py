@@ -157,7 +157,10 @@ def abandon(slots: int) -> None:
     config = ServerConfig(max_concurrent_envs=slots, resume_grace_s=60.0)
     with EnvServer(SlowEchoEnv, config).run_in_thread() as server:
         waited = trio.run(_abandon, server.url, slots)
-    print(f"abandon {slots} clients timed out mid-step on {slots} slots: a new session got in after {waited:.2f} s (resume grace 60 s)")
+    print(
+        f"abandon {slots} clients timed out mid-step on {slots} slots: "
+        f"a new session got in after {waited:.2f} s (resume grace 60 s)"
+    )
 
 
 async def _burst(url: str, requests: int) -> list[int]:
@@ -248,7 +251,10 @@ def crash(sessions: int) -> None:
                     kept = 0
                 status = server.poll()
                 fate = "server alive" if status is None else f"server exited ({status})"
-                print(f"crash   {fault:8} --isolate {isolate:7}: {kept}/{sessions - 1} other sessions still stepping, {fate}")
+                print(
+                    f"crash   {fault:8} --isolate {isolate:7}: "
+                    f"{kept}/{sessions - 1} other sessions still stepping, {fate}"
+                )
             finally:
                 if server.poll() is None:
                     server.terminate()

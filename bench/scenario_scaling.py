@@ -36,7 +36,8 @@ def scenario_scaling(ctx: Context) -> list[Row]:
         ctx.log(
             f"  [9] {n}: "
             + ", ".join(
-                f"{m.variant} wall {m.metrics.get('wall_s', math.nan):.1f} s ok {m.metrics.get('success_pct', math.nan):.0f} %"
+                f"{m.variant} wall {m.metrics.get('wall_s', math.nan):.1f} s "
+                f"ok {m.metrics.get('success_pct', math.nan):.0f} %"
                 for m in row.measurements
                 if m.ok
             )

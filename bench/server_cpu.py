@@ -8,7 +8,8 @@ figure is the median over ``--repeats`` runs.
 
 A VARIANT is ``SERVER[:KIND][@CLIENT][=PYTHONPATH]``:
 
-- SERVER: a stack of ``bench.serve`` (``ours``, ``ours-nometrics``, ``ours-mpmetrics``, ``openenv``, ``echo-hypercorn``, ``echo-uvicorn``);
+- SERVER: a stack of ``bench.serve`` (``ours``, ``ours-nometrics``, ``ours-mpmetrics``, ``openenv``,
+  ``echo-hypercorn``, ``echo-uvicorn``);
 - KIND: an env kind of ``bench.envs`` (default ``echo``), or one our server serves through
   its openenv-core adapter (``echo_adapted``) or in its own env API with the same models
   (``echo_models``), ``ours`` stacks only;

@@ -55,7 +55,8 @@ async def raw(scope, receive, send):
 config = Config(); config.bind = ["127.0.0.1:0"]; config.accesslog = None; config.errorlog = None
 async def main():
     async with trio.open_nursery() as n:
-        binds = await n.start(lambda task_status: serve(raw if mode == "raw" else quart, config, task_status=task_status))
+        app = raw if mode == "raw" else quart
+        binds = await n.start(lambda task_status: serve(app, config, task_status=task_status))
         print(binds[0], flush=True)
 trio.run(main)
 """

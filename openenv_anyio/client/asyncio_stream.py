@@ -5,8 +5,9 @@ before the next (two ``epoll_ctl`` calls per message) and yields to the loop onc
 after every send; on a request/answer connection that is a large share of the client's
 CPU per step. This stream keeps reading while its buffer is small (pausing only above
 ``HIGH_WATER``), wakes a waiting reader with one future, and writes without an extra
-trip through the loop. It is an ``anyio.abc.ByteStream``, so cancel scopes (timeouts)
-work on it as on any anyio stream; a cancelled ``receive`` loses no data.
+trip through the loop (bench/README.md, "Client CPU per step"). It is an
+``anyio.abc.ByteStream``, so cancel scopes (timeouts) work on it as on any anyio stream; a
+cancelled ``receive`` loses no data.
 
 Used for ``ws://`` without a proxy when the running backend is asyncio; everything
 else (trio, TLS, proxies) uses anyio's streams.

@@ -24,15 +24,15 @@ import itertools
 import os
 import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, TypeVar, assert_never
+from typing import Any, Final, TypeVar, assert_never
 
 import anyio
 import anyio.abc
 
 from ..core import (
     SUBPROTOCOL,
+    ClientFrame,
     Close,
     CloseCode,
     Error,
@@ -43,17 +43,15 @@ from ..core import (
     Reset,
     Session,
     StateRequest,
+    Step,
     check_affinity_key,
     decode_server_frame,
     dumps,
     encode_frame,
     new_affinity_key,
-    new_instance,
-    slot_setters,
-    step_frame,
+    spec_validator,
 )
 from ..core import State as StateFrame
-from ..core import spec_validator
 from .errors import (
     ConnectionDropped,
     ConnectTimeout,
@@ -69,11 +67,10 @@ from .errors import (
 from .handshake_headers import HandshakeHeaders
 from .proxy import HttpProxy, parse_proxy_url, proxy_from_environment
 from .reconnect import ReconnectPolicy, worth_resuming
+from .results import State, StepResult, Tool
+from .sync import SyncEnvClient
 from .transport import WebSocketTransport
 from .urls import WebSocketAddress, websocket_address
-
-if TYPE_CHECKING:
-    from .sync import SyncEnvClient
 
 __all__ = ["EnvClient", "ReconnectPolicy", "State", "StepResult", "Tool"]
 
@@ -82,59 +79,6 @@ _CLOSE_TEXT: Final = encode_frame(Close())
 
 CLOSE_WAIT_S: Final = 1.0  # for the server's close after our ``close`` frame (WS-CLOSE-1)
 CLOSE_TIMEOUT_S: Final = 2.0  # for the answer to a close frame of ours
-
-
-@dataclass(frozen=True, slots=True)
-class StepResult:
-    """The answer to ``reset`` and ``step`` (an observation frame's ``data``, WS-OBS-1)."""
-
-    observation: dict[str, Any]
-    reward: float | bool | None = None
-    done: bool = False
-    #: the environment's metadata for this observation when the server sends it (WS-OBS-2)
-    metadata: dict[str, Any] | None = None
-
-    @classmethod
-    def of(cls, frame: Observation) -> StepResult:
-        metadata = frame.metadata
-        observation = dict(frame.observation)
-        metadata = None if metadata is None else dict(metadata)
-        if cls is not StepResult:  # a subclass may have more fields: its own constructor
-            return cls(observation, frame.reward, frame.done, metadata)
-        # once per step: the slots are set directly, not through the frozen __init__ (see slot_setters)
-        result: StepResult = new_instance(StepResult)
-        _result_observation(result, observation)
-        _result_reward(result, frame.reward)
-        _result_done(result, frame.done)
-        _result_metadata(result, metadata)
-        return result
-
-
-_result_observation, _result_reward, _result_done, _result_metadata = slot_setters(StepResult)
-
-
-@dataclass(frozen=True, slots=True)
-class State:
-    """The answer to ``state`` (WS-STATE-1); ``extra`` holds the environment's other keys."""
-
-    episode_id: str | None
-    step_count: int
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Tool:
-    """One tool of the environment (``tools/list``, MCP-RPC-2); ``extra`` holds other members."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, listing: Mapping[str, Any]) -> Tool:
-        extra = {key: value for key, value in listing.items() if key not in ("name", "description", "inputSchema")}
-        return cls(str(listing["name"]), str(listing.get("description") or ""), dict(listing.get("inputSchema") or {}), extra)
 
 
 def _positive(name: str, value: float | None, *, optional: bool = False) -> float | None:
@@ -157,9 +101,7 @@ def _authorization(token: str | None, headers: Mapping[str, str] | None) -> list
 
 
 def _action_mapping(action: Any) -> Mapping[str, Any]:
-    if type(action) is dict:  # the usual action, without the Mapping ABC's isinstance machinery
-        return action
-    if isinstance(action, Mapping):
+    if isinstance(action, (dict, Mapping)):
         return action
     dump = getattr(action, "model_dump", None)  # pydantic models
     if callable(dump):
@@ -358,10 +300,9 @@ class EnvClient:
             # keep-alive, which end by themselves once their connection is finished (ended,
             # socket closed). A completed close leaves the current connection finished, and
             # every earlier one was aborted when it was replaced. Otherwise they are
-            # cancelled. Not cancelling when nothing needs it saves a cancel(), which on
-            # asyncio formats the task's repr into anyio's cancel reason (about 1.5 % of a
-            # scenario-9 load process's CPU). The caller's exception, if any, is not passed
-            # in, so it propagates as itself (not wrapped in an exception group).
+            # cancelled (not when nothing needs it: bench/README.md, "Client CPU per
+            # session"). The caller's exception, if any, is not passed in, so it propagates
+            # as itself (not wrapped in an exception group).
             transport = self._transport
             if not (closed and (transport is None or transport.finished)):
                 task_group.cancel_scope.cancel()
@@ -430,28 +371,38 @@ class EnvClient:
             and worth_resuming(failure)
         )
 
-    def sync(self, *, backend: str = "asyncio") -> SyncEnvClient:
+    def sync(self, *, backend: str = "asyncio") -> SyncEnvClient[EnvClient]:
         """A blocking wrapper: ``with EnvClient(url).sync() as env: env.step(...)``.
 
         The client runs on ``backend`` (``"asyncio"`` or ``"trio"``) in a thread of its own.
         """
-        from .sync import SyncEnvClient
-
         return SyncEnvClient(self, backend=backend)
 
     # -- requests ----------------------------------------------------------------------
+    #
+    # Each request holds the client's turn (requests are serialised: each waits for the one
+    # before it), builds its typed frame with the ids the resume extension calls for, and
+    # hands it to the base request.
 
     async def reset(self, **kwargs: Any) -> StepResult:
         """Start a new episode; keyword arguments go to the environment's reset (WS-RESET-1)."""
-        return StepResult.of(await self._request(Reset(kwargs).to_wire(), "reset", Observation))
+        async with self._turn:
+            frame = await self._request(Reset(kwargs, self._request_id()), Observation)
+            if self.session is not None:
+                self._episode_id = frame.episode_id  # EXT-EP-2
+        return StepResult.of(frame)
 
     async def step(self, action: Any) -> StepResult:
         """Send one action (a mapping, dataclass or pydantic model) (WS-STEP-1)."""
-        return StepResult.of(await self._request(step_frame(_action_mapping(action)).to_wire(), "step", Observation))
+        action = _action_mapping(action)
+        async with self._turn:
+            frame = await self._request(Step(action, self._request_id(), self._pinned_episode()), Observation)
+        return StepResult.of(frame)
 
     async def state(self) -> State:
         """The session's current state (WS-STATE-1)."""
-        frame = await self._request(StateRequest().to_wire(), "state", StateFrame)
+        async with self._turn:
+            frame = await self._request(StateRequest(), StateFrame)
         data = dict(frame.data)
         episode_id = data.pop("episode_id", None)
         step_count = data.pop("step_count", 0)
@@ -475,7 +426,8 @@ class EnvClient:
     async def _rpc(self, method: str, params: Mapping[str, Any]) -> Any:
         request_id = next(self._request_numbers)
         request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": dict(params)}
-        frame = await self._request(Mcp(request).to_wire(), "mcp", Mcp)
+        async with self._turn:
+            frame = await self._request(Mcp(request), Mcp)
         response = frame.data
         if response.get("id") != request_id:
             raise await self._drop(ProtocolViolation(self.url, f"the JSON-RPC answer to request {request_id} names {response.get('id')!r}"))
@@ -494,66 +446,106 @@ class EnvClient:
             )
         return transport
 
-    async def _request(self, wire: dict[str, Any], name: str, expect: type[_Answer]) -> _Answer:
-        """Send one request frame and return its answer (an error frame raises ServerError)."""
+    @property
+    def _turn(self) -> anyio.Lock:
+        """The lock a request holds from building its frame to its answer (checked usable first)."""
         self._usable()
+        assert self._lock is not None
+        return self._lock
+
+    # -- the base request and the resume layer around it -------------------------------
+    #
+    # The base request: its frame encoded once (``_encode``) and sent, its answer awaited
+    # within ``message_timeout_s`` (``_exchange``), decoded and its request id checked
+    # (``_answer``). The resume extension (PROTOCOL.md section 10) sits around the exchange:
+    # a connection that breaks in a way resuming may repair is resumed, and the same text
+    # (so the same ``request_id``, answered once by the server) is sent again on it.
+
+    async def _request(self, frame: ClientFrame, expect: type[_Answer]) -> _Answer:
+        """Send ``frame`` (holding the turn) and return its answer, a frame of ``expect`` (an
+        error frame raises :class:`ServerError`)."""
+        transport = self._usable()
+        text = self._encode(frame)
+        while True:
+            reply = await self._exchange(transport, text, frame.type)
+            if not isinstance(reply, EnvClientError):
+                break
+            if not self._resumable_after(reply):  # any other failure drops the client
+                raise await self._drop(reply) from None
+            transport = await self._resume(reply)
+        try:
+            return self._answer(reply, frame, expect)
+        except ProtocolViolation as exc:
+            raise await self._drop(exc) from None
+
+    def _encode(self, frame: ClientFrame) -> str:
+        """The text of ``frame``; a frame the spec refuses is a ``ValueError``, never sent."""
+        wire = frame.to_wire()
         if not self._client_frames.is_valid(wire):
             try:
-                self._client_frames.check(wire, what=f"{name} frame")
+                self._client_frames.check(wire, what=f"{frame.type} frame")
             except ProtocolError as exc:
-                raise ValueError(f"refusing to send an invalid {name} frame: {exc.message}") from None
-        assert self._lock is not None
-        async with self._lock:
-            transport = self._usable()
-            request_id: str | None = None
-            if self.session is not None and name in ("reset", "step"):
-                request_id = wire["request_id"] = str(next(self._request_numbers))  # EXT-REQ-1
-                if name == "step" and self.pin_episode and self._episode_id is not None:
-                    wire["episode_id"] = self._episode_id  # EXT-EP-1
-            text = dumps(wire)
-            while True:
-                early, self._early = self._early or transport.receive_nowait(), None
-                if early is not None:  # an unrequested frame: only an error before a close (WS-ORDER-2)
-                    await self._raise_unrequested(early, name)
-                settled = False
-                try:
-                    # Only its deadline cancels this scope, so a caught cancellation is the
-                    # timeout (what anyio.fail_after checks too, through two generator-based
-                    # context managers and three backend look-ups: about 2 % of a step).
-                    with anyio.move_on_after(self.message_timeout_s) as scope:
-                        await transport.send_text(text)
-                        reply = await transport.receive()
-                    settled = True
-                except EnvClientError as exc:
-                    if not self._resumable_after(exc):
-                        raise await self._drop(exc) from None
-                    settled = True
-                    transport = await self._resume(exc)  # then the same request, same request_id
-                    continue
-                finally:
-                    if not settled and self._dropped is None:
-                        await self._drop(EnvClientError(f"a {name} request was cancelled before its answer came"))
-                if scope.cancelled_caught:
-                    raise await self._drop(MessageTimeout(self.url, name, self.message_timeout_s or 0.0)) from None
-                break
+                raise ValueError(f"refusing to send an invalid {frame.type} frame: {exc.message}") from None
+        return dumps(wire)
+
+    async def _exchange(self, transport: WebSocketTransport, text: str, name: str) -> str | bytes | EnvClientError:
+        """Send ``text`` on ``transport`` and return the answer's payload.
+
+        A connection that breaks meanwhile is returned as its error, undropped: the resume
+        layer (``_request``) decides what it means. A timeout or a cancellation drops the client (a late
+        answer must never reach a later request, WS-ORDER-3).
+        """
+        early, self._early = self._early or transport.receive_nowait(), None
+        if early is not None:  # an unrequested frame: only an error before a close (WS-ORDER-2)
+            await self._raise_unrequested(early, name)
+        settled = False
+        try:
+            # Only its deadline cancels this scope, so a caught cancellation is the timeout
+            # (not anyio.fail_after: bench/README.md, "Client CPU per step").
+            with anyio.move_on_after(self.message_timeout_s) as scope:
+                await transport.send_text(text)
+                reply = await transport.receive()
+            settled = True
+        except EnvClientError as exc:
+            settled = True
+            return exc
+        finally:
+            if not settled and self._dropped is None:
+                await self._drop(EnvClientError(f"a {name} request was cancelled before its answer came"))
+        if scope.cancelled_caught:
+            raise await self._drop(MessageTimeout(self.url, name, self.message_timeout_s or 0.0)) from None
+        return reply
+
+    def _answer(self, reply: str | bytes, request: ClientFrame, expect: type[_Answer]) -> _Answer:
+        """The decoded answer to ``request``: a frame of ``expect`` naming the request's id, if
+        it has one (EXT-REQ-2). An error frame raises :class:`ServerError`; anything else that
+        is no such answer raises :class:`ProtocolViolation`."""
         try:
             frame = decode_server_frame(reply)
         except ProtocolError as exc:
-            raise await self._drop(ProtocolViolation(self.url, exc.message, pointer=exc.pointer)) from None
-        answered = getattr(frame, "request_id", request_id)
-        if request_id is not None and answered != request_id:  # EXT-REQ-2
-            raise await self._drop(ProtocolViolation(self.url, f"the answer to request {request_id} names request {answered}"))
+            raise ProtocolViolation(self.url, exc.message, pointer=exc.pointer) from None
+        request_id = request.request_id if isinstance(request, (Reset, Step)) else None
+        if request_id is not None and isinstance(frame, (Observation, Error)) and frame.request_id != request_id:
+            raise ProtocolViolation(self.url, f"the answer to request {request_id} names request {frame.request_id}")
         match frame:
             case Error():
                 raise ServerError.from_frame(frame.code, frame.message, frame.extra)
             case Observation() | StateFrame() | Mcp() if isinstance(frame, expect):
-                if name == "reset" and isinstance(frame, Observation) and self.session is not None:
-                    self._episode_id = frame.episode_id  # EXT-EP-2
                 return frame
             case Observation() | StateFrame() | Session() | Mcp():
-                raise await self._drop(ProtocolViolation(self.url, f"a {frame.type} frame answered {name}"))
+                raise ProtocolViolation(self.url, f"a {frame.type} frame answered {request.type}")
             case _:
                 assert_never(frame)
+
+    # -- the resume extension's ids (PROTOCOL.md section 10) -------------------------------
+
+    def _request_id(self) -> str | None:
+        """A fresh ``request_id`` for a reset or step on a negotiated connection (EXT-REQ-1)."""
+        return None if self.session is None else str(next(self._request_numbers))
+
+    def _pinned_episode(self) -> str | None:
+        """The episode a step names with ``pin_episode`` on (EXT-EP-1): the last reset's."""
+        return self._episode_id if self.pin_episode and self.session is not None else None
 
     async def _resume(self, cause: EnvClientError) -> WebSocketTransport:
         """Reconnect with the session's token (EXT-RES-1); raises when that is impossible.

@@ -10,19 +10,52 @@ from __future__ import annotations
 import contextlib
 import functools
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from .errors import NotConnected
+from .results import State, StepResult, Tool
 
+__all__ = ["AsyncSession", "SyncEnvClient"]
+
+
+class AsyncSession(Protocol):
+    """What a :class:`SyncEnvClient` drives: an ``EnvClient`` (or a client with its methods)."""
+
+    @property
+    def url(self) -> str: ...
+
+    async def __aenter__(self) -> Any: ...
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None: ...
+
+    async def reset(self, **kwargs: Any) -> StepResult: ...
+
+    async def step(self, action: Any) -> StepResult: ...
+
+    async def state(self) -> State: ...
+
+    async def list_tools(self) -> list[Tool]: ...
+
+    async def call_tool(self, name: str, /, **arguments: Any) -> Any: ...
+
+
+# The client type a SyncEnvClient wraps (``SyncEnvClient[EnvClient]`` from ``EnvClient.sync()``).
+# Its default (PEP 696) is for type checkers only: a bare ``SyncEnvClient`` annotation stays valid.
 if TYPE_CHECKING:
-    from .env_client import EnvClient, State, StepResult, Tool
+    from typing_extensions import TypeVar
 
-__all__ = ["SyncEnvClient"]
+    _Client = TypeVar("_Client", bound=AsyncSession, default=AsyncSession)
+else:
+    from typing import TypeVar
+
+    _Client = TypeVar("_Client", bound=AsyncSession)
 
 
-class SyncEnvClient:
+class SyncEnvClient(Generic[_Client]):
     """Blocking ``reset`` / ``step`` / ``state`` / ``close`` on an :class:`EnvClient`.
 
     Use it as ``with EnvClient(url).sync() as env:``, or call :meth:`connect` and
@@ -30,7 +63,7 @@ class SyncEnvClient:
     event loop the client runs on in its thread (``"asyncio"`` or ``"trio"``).
     """
 
-    def __init__(self, client: EnvClient, *, backend: str = "asyncio") -> None:
+    def __init__(self, client: _Client, *, backend: str = "asyncio") -> None:
         self.client = client
         self._backend = backend
         self._stack: contextlib.ExitStack | None = None
@@ -40,7 +73,7 @@ class SyncEnvClient:
     def __repr__(self) -> str:
         return f"SyncEnvClient({self.client.url!r})"
 
-    def connect(self) -> SyncEnvClient:
+    def connect(self) -> SyncEnvClient[_Client]:
         """Start the client's event-loop thread and open the connection (idempotent)."""
         if self._closed:
             raise NotConnected(f"{self!r} is closed")
@@ -63,7 +96,7 @@ class SyncEnvClient:
         if stack is not None:
             stack.close()
 
-    def __enter__(self) -> SyncEnvClient:
+    def __enter__(self) -> SyncEnvClient[_Client]:
         return self.connect()
 
     def __exit__(

@@ -6,8 +6,9 @@ message is refused with close code 1009 as soon as it crosses the limit, not aft
 been buffered), pings must be answered while no request is pending, and the same code
 must run on asyncio and trio. :class:`~openenv_anyio.ws.WebSocketConnection` holds the
 protocol (framing, the fast path, the size limit, the closing handshake, its state); this
-module reads and writes the socket for it and decides which task does. The byte stream is anyio's for TLS and proxies, and a leaner one per backend for plain
-``ws://`` (``asyncio_stream``, ``trio_stream``).
+module reads and writes the socket for it and decides which task does. The byte stream is
+anyio's for TLS and proxies, and a leaner one per backend for plain ``ws://``
+(``asyncio_stream``, ``trio_stream``).
 
 Who reads the socket: while a request waits for its answer, the requesting task reads
 the socket itself (no hand-off between tasks on the hot path); it answers pings met on the
@@ -72,10 +73,9 @@ CLOSE_GRACE_S: Final = 2.0
 # How long the connection must go without a request reading before the reader task reads
 # (answering pings a little late is harmless: peers wait seconds for a pong).
 IDLE_TAKEOVER_S: Final = 0.02
-# The connection states the per-step path compares with, as module constants: reading a
-# member off the enum class costs about 1k instructions on Python 3.11 (three per step).
+# The connection states as module constants, read on the per-step path (an enum member read
+# off its class is a descriptor call on Python 3.11: bench/README.md, "Client CPU per step").
 _OPEN: Final = ConnectionState.OPEN
-_monotonic: Final = time.monotonic
 _REFUSING: Final = ConnectionState.REFUSING
 
 
@@ -114,11 +114,9 @@ async def _open_stream(
 async def _close_at_once(stream: anyio.abc.ByteStream) -> None:
     """Close ``stream`` without waiting for anything, as ``anyio.aclose_forcefully`` does.
 
-    The lean ``ws://`` streams close synchronously; ``aclose_forcefully`` would wrap that in
-    a cancelled scope, and anyio's ``CancelScope.cancel()`` formats the current task's repr
-    into its cancel reason (the task's coroutine and callbacks: about a tenth of our client's
-    CPU per session of scenario 9, two closes per session; cProfile of a ``bench.loadgen``
-    process). Other streams (TLS, proxy tunnels) go through ``aclose_forcefully``.
+    The lean ``ws://`` streams close synchronously, without the cancelled scope
+    ``aclose_forcefully`` wraps around a close (bench/README.md, "Client CPU per session").
+    Other streams (TLS, proxy tunnels) go through ``aclose_forcefully``.
     """
     if isinstance(stream, (AsyncioTcpStream, TrioTcpStream)):
         stream.close_now()
@@ -219,7 +217,8 @@ class WebSocketTransport:
 
         A request that is still reading at the next look (a slow step) is not polled: the
         reader sleeps until that request's read ends (the request wakes it), so a thousand
-        sessions waiting on one-second steps cost nothing meanwhile. When the read it slept
+        sessions waiting on one-second steps cost nothing meanwhile (bench/README.md,
+        "Client CPU per session"). When the read it slept
         through was slow (``IDLE_TAKEOVER_S`` or more) and the next request is reading
         already, it sleeps through that one too, without a look in between: slow requests
         in a row cost one wake-up each and no timer (a look that times out costs a cancel
@@ -236,11 +235,11 @@ class WebSocketTransport:
                     return
             elif seen == self._reads or slept_through_slow:  # a slow request reads
                 # how long it slept, on the process's monotonic clock: a hint only (which
-                # way to wait next), and cheaper than asking anyio for the loop's time
-                parked_at = _monotonic()
+                # way to wait next)
+                parked_at = time.monotonic()
                 read_ended = self._read_ended = anyio.Event()
                 await read_ended.wait()
-                slept_through_slow = _monotonic() - parked_at >= IDLE_TAKEOVER_S
+                slept_through_slow = time.monotonic() - parked_at >= IDLE_TAKEOVER_S
                 seen = -1  # nobody reading now is no idleness yet: look first
                 continue
             seen = self._reads

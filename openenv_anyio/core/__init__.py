@@ -30,7 +30,6 @@ from .frames import (
     dumps,
     encode_frame,
     parse_json,
-    step_frame,
 )
 from .resume import (
     RESUME_TOKEN_HEADER,
@@ -52,7 +51,6 @@ from .jsonrpc import (
     rpc_error,
     rpc_result,
 )
-from .slot_setters import new_instance, slot_setters
 from .spec import ENTRY_POINTS, EXTENSIBLE, SPEC_VERSION, Spec, SpecError, load_spec, sender_view
 from .validation import SchemaFault, Validator, sender_validator, spec_validator
 
@@ -113,11 +111,8 @@ __all__ = [
     "dumps",
     "encode_frame",
     "load_spec",
-    "new_instance",
     "sender_validator",
     "sender_view",
-    "slot_setters",
-    "step_frame",
     "parse_json",
     "spec_validator",
 ]

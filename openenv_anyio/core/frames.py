@@ -43,7 +43,6 @@ __all__ = [
     "encode_frame",
     "json_type",
     "parse_json",
-    "step_frame",
 ]
 
 
@@ -309,16 +308,6 @@ def _step(obj: dict[str, Any]) -> Step:
     _step_action(frame, obj["data"])
     _step_request_id(frame, obj.get("request_id"))
     _step_episode_id(frame, obj.get("episode_id"))
-    return frame
-
-
-def step_frame(action: Mapping[str, Any]) -> Step:
-    """``Step(action)`` (no request or episode id) with its slots set directly: the frame a
-    client builds for every step (see ``slot_setters``)."""
-    frame: Step = new_instance(Step)
-    _step_action(frame, action)
-    _step_request_id(frame, None)
-    _step_episode_id(frame, None)
     return frame
 
 

@@ -111,7 +111,10 @@ def openapi_document(
         "/schema": {"get": {"summary": "The action, observation, reset observation and state schemas (HTTP-3)", "operationId": "schema", "responses": {
             "200": _answer("The environment's JSON Schemas: components Action, Observation, ResetObservation and State.", "SchemaResponse")}}},
         "/mcp": {"post": {
-            "summary": "One JSON-RPC 2.0 request: tools/list, tools/call, openenv/session/create, openenv/session/close (MCP-RPC-1)",
+            "summary": (
+                "One JSON-RPC 2.0 request: tools/list, tools/call, openenv/session/create, openenv/session/close"
+                " (MCP-RPC-1)"
+            ),
             "operationId": "mcp",
             "requestBody": _body("JsonRpcRequest"),
             "responses": {"200": _answer("The JSON-RPC response (errors too).", "JsonRpcResponse")},

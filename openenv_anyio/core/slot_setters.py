@@ -1,12 +1,11 @@
 """Building frozen, slotted dataclass instances on the per-frame path.
 
 A frozen dataclass's ``__init__`` stores each field with ``object.__setattr__(self, name,
-value)`` (its own ``__setattr__`` refuses): on CPython 3.11 about 1.4k instructions a field,
-so a six-field frame costs ~10k instructions to build, several per cent of a client's step.
-Setting the slot through its member descriptor stores the same value at about half that.
-The classes stay frozen and their constructors unchanged; only code that builds one
-instance per frame (the decoder, the client's step result) uses these setters, and it
-passes every field (a test compares what it builds with the constructor's result).
+value)`` (its own ``__setattr__`` refuses); setting the slot through its member descriptor
+stores the same value for less (bench/README.md, "Client CPU per step"). The classes stay
+frozen and their constructors unchanged; only code that builds one instance per frame (the
+frame decoder, the client's step result) uses these setters, and it passes every field (a
+test compares what it builds with the constructor's result).
 """
 
 from __future__ import annotations

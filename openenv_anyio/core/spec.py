@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import jsonschema_rs
+
 __all__ = [
     "EXTENSIBLE",
     "SPEC_VERSION",
@@ -21,6 +23,7 @@ __all__ = [
     "ENTRY_POINTS",
     "Spec",
     "SpecError",
+    "build_rs_registry",
     "load_spec",
     "sender_view",
     "spec_root",
@@ -110,13 +113,14 @@ class Spec:
 
     def dereferenced(self, relative: str) -> dict[str, Any]:
         """A copy of one document with every ``$ref`` inlined (for tools that cannot resolve)."""
-        import jsonschema_rs
-
-        from .validation import build_rs_registry
-
         return jsonschema_rs.dereference(
             dict(self.document(relative)), registry=build_rs_registry(self), offline=True
         )
+
+
+def build_rs_registry(spec: Spec) -> jsonschema_rs.Registry:
+    """A ``jsonschema_rs`` registry holding every document of ``spec``."""
+    return jsonschema_rs.Registry([(uri, dict(doc)) for uri, doc in spec.documents.items()])
 
 
 def _read_documents(version_dir: Path) -> dict[str, Mapping[str, Any]]:

@@ -1,7 +1,7 @@
 """Validate JSON values against the spec's schemas with two engines and one verdict.
 
 ``jsonschema`` is the reference: the most standard-faithful engine, used wherever a human
-reads the error. ``jsonschema_rs`` is compiled and about a hundred times faster, used on the
+reads the error. ``jsonschema_rs`` is compiled and much faster, used on the
 hot path to answer "valid or not"; only an invalid value pays for the reference's
 explanation. The test suite proves that both engines give the same verdict.
 """
@@ -19,12 +19,12 @@ import referencing
 import referencing.jsonschema
 
 from .errors import ErrorCode, ProtocolError, clip_message
-from .spec import Spec, load_spec, sender_view
+from .spec import Spec, build_rs_registry, load_spec, sender_view
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["MAX_FAULTS", "SchemaFault", "Validator", "build_rs_registry", "sender_validator", "spec_validator"]
+__all__ = ["MAX_FAULTS", "SchemaFault", "Validator", "sender_validator", "spec_validator"]
 
 #: At most this many faults are listed in a VALIDATION_ERROR's ``errors``.
 MAX_FAULTS = 32
@@ -51,11 +51,6 @@ class SchemaFault:
         place as a JSON pointer.
         """
         return {"loc": list(self.path), "msg": self.message, "type": self.keyword, "pointer": self.pointer}
-
-
-def build_rs_registry(spec: Spec) -> jsonschema_rs.Registry:
-    """A ``jsonschema_rs`` registry holding every document of ``spec``."""
-    return jsonschema_rs.Registry([(uri, dict(doc)) for uri, doc in spec.documents.items()])
 
 
 #: An annotation keyword: a (sub)schema carrying it has its text appended to the messages of

@@ -97,17 +97,17 @@ TRANSITIONS: Final[dict[ConnectionState, frozenset[ConnectionState]]] = {
 }
 
 
-# The states the per-frame path compares with, as module constants: reading a member off
-# the enum class costs about as much as building an event.
+# The states as module constants, read on the per-frame path (an enum member read off its
+# class is a descriptor call on Python 3.11: bench/README.md, "Client CPU per step").
 _OPEN: Final = ConnectionState.OPEN
+_CLOSING: Final = ConnectionState.CLOSING
 _REFUSING: Final = ConnectionState.REFUSING
 _CLOSED: Final = ConnectionState.CLOSED
 _OFFERED: Final = LargeState.OFFERED
 
 
-#: A whole message is the event itself: its text (``str``) or its data (``bytes``). No
-#: object wraps it: one arrives per request, and building and matching a wrapper cost about
-#: 2k instructions a message (a class pattern on ``str``/``bytes`` matches it instead).
+#: A whole message is the event itself: its text (``str``) or its data (``bytes``); a class
+#: pattern on ``str``/``bytes`` matches it.
 Message: TypeAlias = str | bytes
 
 
@@ -179,21 +179,19 @@ class WebSocketConnection:
 
     def __init__(self, role: Role = Role.CLIENT, *, max_message_size: int, collect_large: bool = False) -> None:
         self.role = role
-        self.state = ConnectionState.OPEN
+        self.state = _OPEN
         self.pings_answered = 0
         #: a text message sent before the close frame that refuses text that is not UTF-8 (1007)
         self.invalid_text_reply: str | None = None
         self._limit = max_message_size
         self._masks = role is Role.CLIENT  # what we send is masked; what we read is masked the other way
         #: ``send_text(text)``: the frame that sends ``text`` (the transport sends only while
-        #: OPEN). The role's encoder itself (masked for a client), not a method that calls it:
-        #: one Python call less per message.
+        #: OPEN): the role's encoder (masked for a client).
         self.send_text: Callable[[str], bytes] = encode_masked_text_frame if self._masks else encode_unmasked_text_frame
         self._proto: FrameProtocol | None = None  # the general parser, built when first needed (_general)
         self._splitter = FrameSplitter(masked=not self._masks, limit=max_message_size, collect_large=collect_large)
         self._outgoing = bytearray()
-        #: whether :meth:`bytes_to_send` has something (a plain attribute, not a property: the
-        #: transports read it after every read and send, and a property costs a Python call)
+        #: whether :meth:`bytes_to_send` has something
         self.has_bytes_to_send = False
         self._parts: list[str | bytes] = []
         self._size = 0
@@ -227,18 +225,18 @@ class WebSocketConnection:
 
     def close(self, code: int, reason: str = "") -> None:
         """Start the closing handshake: a close frame is queued (OPEN -> CLOSING)."""
-        if self.state is ConnectionState.OPEN:
+        if self.state is _OPEN:
             self._queue(self._general().close(code, reason or None))
-            self._to(ConnectionState.CLOSING)
+            self._to(_CLOSING)
 
     def refuse(self, code: int, reason: str) -> None:
         """Stop taking messages and close with ``code`` (a close frame is queued unless one
         was sent already): OPEN or CLOSING -> REFUSING."""
-        if self.state is ConnectionState.OPEN:
+        if self.state is _OPEN:
             self._queue(self._general().close(code, reason or None))
-        if self.state is not ConnectionState.CLOSED:
+        if self.state is not _CLOSED:
             self._parts, self._size = [], 0
-            self._to(ConnectionState.REFUSING)
+            self._to(_REFUSING)
 
     def admit(self) -> None:
         """Collect the large frame just reported (:class:`LargeFrame`); then ``receive_data(b"")``."""
@@ -266,7 +264,7 @@ class WebSocketConnection:
 
     @property
     def closed(self) -> bool:
-        return self.state is ConnectionState.CLOSED
+        return self.state is _CLOSED
 
     # -- inbound -------------------------------------------------------------------------
 
@@ -308,12 +306,12 @@ class WebSocketConnection:
         if (
             splitter.passthrough
             and splitter.general_frame_data
-            and self.state is not ConnectionState.REFUSING
+            and self.state is not _REFUSING
             and not self.closed
             and self._size + splitter.passthrough > self._limit
         ):
             size = max(self._size + splitter.passthrough, splitter.general_frame_length)
-            close_queued = self.state is ConnectionState.OPEN
+            close_queued = self.state is _OPEN
             self.refuse(CloseCode.MESSAGE_TOO_BIG, "message too big")
             events.append(TooLarge(size, self._limit, close_queued))
 
@@ -348,21 +346,21 @@ class WebSocketConnection:
     def _on_item(self, item: CloseFrame | LargeFrame | LargeText | InvalidText, events: list[ConnectionEvent]) -> None:
         match item:
             case CloseFrame(code, reason):
-                if self.state is ConnectionState.OPEN and _has_message(events):
+                if self.state is _OPEN and _has_message(events):
                     self._hold(item)  # its echo follows the answers to the messages before it
                 else:
                     self._peer_closed(code, reason, events, read_here=True)
             case LargeFrame():
-                if self.state is ConnectionState.REFUSING:  # discarded anyway: not offered
+                if self.state is _REFUSING:  # discarded anyway: not offered
                     self._splitter.skip()
                     events += self.receive_data(b"")  # nothing is held while refusing (no reply is owed)
                 else:
                     events.append(item)
             case LargeText():
-                if self.state is not ConnectionState.REFUSING:
+                if self.state is not _REFUSING:
                     events.append(item)
             case InvalidText(detail):
-                if self.state is ConnectionState.OPEN and _has_message(events):
+                if self.state is _OPEN and _has_message(events):
                     self._hold(item)
                 else:
                     self._fail(CloseCode.INVALID_PAYLOAD, detail, events)
@@ -371,23 +369,23 @@ class WebSocketConnection:
 
     def _fail(self, code: int, detail: str, events: list[ConnectionEvent]) -> None:
         """The peer's bytes broke the protocol: queue our close (OPEN only), end the connection."""
-        if self.state is ConnectionState.OPEN:
+        if self.state is _OPEN:
             if code == CloseCode.INVALID_PAYLOAD and self.invalid_text_reply is not None:
                 self._queue(self.send_text(self.invalid_text_reply))
             self._queue(self._general().close(code, "invalid frame"))
-        self._to(ConnectionState.CLOSED)
+        self._to(_CLOSED)
         events.append(Broken(detail))
 
     def _peer_closed(self, code: int, reason: str, events: list[ConnectionEvent], *, read_here: bool) -> None:
         """The peer's close arrived (``read_here``: a :class:`CloseFrame` of the splitter, else
         wsproto's): echoed unless we had closed (RFC 6455 5.5.1)."""
-        answered = self.state is ConnectionState.OPEN
+        answered = self.state is _OPEN
         if answered:
             if read_here:  # a code and a reason the splitter checked: no general parser needed
                 self._queue(encode_close_frame(code, reason, masked=self._masks))
             else:
                 self._queue(self._general().close(code, reason or None))
-        self._to(ConnectionState.CLOSED)
+        self._to(_CLOSED)
         events.append(PeerClosed(int(code), str(reason), answered))
 
     def _read_general(self, events: list[ConnectionEvent]) -> None:
@@ -397,7 +395,7 @@ class WebSocketConnection:
                 if not self._on_frame(frame, events):
                     return
         except ParseFailed as exc:
-            if self.state is ConnectionState.OPEN and _has_message(events):
+            if self.state is _OPEN and _has_message(events):
                 self._hold(exc)
             else:
                 self._fail(int(exc.code), str(exc), events)
@@ -407,12 +405,12 @@ class WebSocketConnection:
         was held or ended the connection)."""
         opcode = frame.opcode
         if opcode is Opcode.TEXT or opcode is Opcode.BINARY or opcode is Opcode.CONTINUATION:
-            if self.state is not ConnectionState.REFUSING:
+            if self.state is not _REFUSING:
                 if not self._on_data(frame.payload, frame.message_finished, events):  # type: ignore[arg-type]
                     self._hold(frame)
                     return False
         elif opcode is Opcode.PING:
-            if self.state is ConnectionState.OPEN:
+            if self.state is _OPEN:
                 if _has_message(events):
                     self._hold(frame)  # its pong follows the answers to the messages before it
                     return False
@@ -421,7 +419,7 @@ class WebSocketConnection:
         elif opcode is Opcode.PONG:
             events.append(Pong(bytes(frame.payload)))  # type: ignore[arg-type]
         elif opcode is Opcode.CLOSE:
-            if self.state is ConnectionState.OPEN and _has_message(events):
+            if self.state is _OPEN and _has_message(events):
                 self._hold(frame)  # its echo follows the answers to the messages before it
                 return False
             code, reason = cast(tuple[int, str], frame.payload)
@@ -433,12 +431,12 @@ class WebSocketConnection:
         """Take a data frame's payload; ``False`` (nothing taken): it crosses the limit while
         a message this call returns waits for its answer (it is refused after that)."""
         size = self._size + _payload_size(data)
-        if size > self._limit and self.state is ConnectionState.OPEN and _has_message(events):
+        if size > self._limit and self.state is _OPEN and _has_message(events):
             return False
         self._size = size
         if self._size > self._limit:
             size = max(self._size, self._splitter.general_frame_length)
-            close_queued = self.state is ConnectionState.OPEN
+            close_queued = self.state is _OPEN
             self.refuse(CloseCode.MESSAGE_TOO_BIG, "message too big")
             events.append(TooLarge(size, self._limit, close_queued))
             return True

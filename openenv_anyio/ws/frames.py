@@ -2,7 +2,7 @@
 
 Every request is one masked text frame from the client and (nearly always) one unmasked,
 final text frame back. wsproto handles every frame in general (fragments, extensions,
-incremental UTF-8, control frames) at a few microseconds a frame; these functions do the
+incremental UTF-8, control frames) through a general parser; these functions do the
 common case of both directions directly; everything else goes to wsproto. Sans-IO and
 stateless but for a pool of unused masking keys (see ``_keys``).
 
@@ -72,19 +72,12 @@ def encode_unmasked_text_frame(text: str) -> bytes:
 
 
 def encode_masked_text_frame(text: str) -> bytes:
-    """One final text frame carrying ``text``, masked with a fresh random key (a client's frame).
-
-    The masking is inlined (not :func:`apply_mask`) and the short headers come from a table:
-    this runs once per request, where each Python call costs as much as the masking.
-    """
+    """One final text frame carrying ``text``, masked with a fresh random key (a client's frame)."""
     payload = text.encode()
     size = len(payload)
     key = _fresh_key()
     header = _MASKED_HEADERS[size] if size < 126 else _long_header(_MASKED, size)
-    if not size:
-        return header + key
-    mask = (key * (size // 4 + 1))[:size]
-    return header + key + (int.from_bytes(payload, "little") ^ int.from_bytes(mask, "little")).to_bytes(size, "little")
+    return header + key + apply_mask(payload, key)
 
 
 def encode_close_frame(code: int, reason: str, *, masked: bool) -> bytes:
@@ -111,7 +104,8 @@ _HEADERS: Final = tuple(bytes((FIN_TEXT, size)) for size in range(126))
 _MASKED_HEADERS: Final = tuple(bytes((FIN_TEXT, _MASKED | size)) for size in range(126))
 
 # Masking keys, drawn from the operating system's CSPRNG (RFC 6455 5.3: a strong source of
-# entropy) a block at a time rather than one system call per frame; each key is used once.
+# entropy) a block at a time rather than one system call per frame (bench/README.md, "Client
+# CPU per step"); each key is used once.
 # A forked child drops the parent's unused keys, so the two never send the same ones.
 _KEY_BLOCK: Final = 1024  # keys per draw
 _keys: list[bytes] = []

@@ -72,7 +72,6 @@ __all__ = [
 FAST_FRAME_LIMIT: Final = 1 << 20
 
 _DATA_OPCODES: Final = frozenset({0x0, 0x1, 0x2})
-_MIN_LENGTH: Final = {2: 0, 4: 126, 10: 65536}  # header size without mask -> smallest length it may carry
 _MASK_BIT: Final = 0x80
 _SHORT_LENGTH: Final = 125  # the largest payload length the header's 7 bits carry themselves
 _PLAIN_CLOSE_CODES: Final = frozenset({1000, 1001})  # with 3000-4999: codes read here (RFC 6455 7.4)
@@ -93,7 +92,12 @@ LARGE_TRANSITIONS: Final[dict[LargeState, frozenset[LargeState]]] = {
 }
 
 
-_NO_LARGE: Final = LargeState.NONE  # read per feed: a module constant is cheaper than the enum's attribute
+# The states as module constants, read on the per-frame path (an enum member read off its
+# class is a descriptor call on Python 3.11: bench/README.md, "Client CPU per step").
+_NO_LARGE: Final = LargeState.NONE
+_OFFERED: Final = LargeState.OFFERED
+_COLLECTING: Final = LargeState.COLLECTING
+_SKIPPING: Final = LargeState.SKIPPING
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +158,7 @@ class FrameSplitter:
         self.general_frame_length = 0
         #: whether that frame is a data frame (text, binary or a continuation)
         self.general_frame_data = False
-        self.large = LargeState.NONE
+        self.large = _NO_LARGE
         self._masked = masked
         self._mask_bit = _MASK_BIT if masked else 0  # the MASK bit of the second header byte, as expected
         self._limit = min(limit, FAST_FRAME_LIMIT)
@@ -191,7 +195,7 @@ class FrameSplitter:
             if header is None:
                 break
             end = header.size + header.length
-            if self._is_fast(header):
+            if self._fast_payload(buf, 0) is not None:
                 if len(buf) < end:
                     break
                 text = self._decode(buf, header.size, end, header.masked)
@@ -218,7 +222,7 @@ class FrameSplitter:
                 and header.masked is self._masked
                 and not self.mid_message
             ):
-                self._to(LargeState.OFFERED)
+                self._to(_OFFERED)
                 self._offer = header
                 out.append(LargeFrame(header.length))
                 break
@@ -233,55 +237,52 @@ class FrameSplitter:
             out.append(chunk)
         return out
 
-    def _is_fast(self, header: FrameHeader) -> bool:
-        """Whether the frame is decoded here: a final text frame, masked as expected, within
-        the fast limit, minimally encoded, and not inside a fragmented message."""
-        return (
-            header.first == FIN_TEXT
-            and header.masked is self._masked
-            and header.length <= self._limit
-            and not self.mid_message
-            and header.length >= _MIN_LENGTH[header.size - 4 * header.masked]
-        )
+    def _fast_payload(self, data: bytes | bytearray, pos: int) -> tuple[int, int] | None:
+        """Where the payload of the frame at ``data[pos:]`` lies, ``(start, end)``, when it is
+        decoded here: a final text frame, masked as expected, within the fast limit, minimally
+        encoded, and not inside a fragmented message; else (or while its header is incomplete)
+        None. Reads the header's bytes itself, without a :class:`FrameHeader`
+        (bench/README.md, "Client CPU per step")."""
+        size = len(data) - pos
+        if size < 2 or self.mid_message or data[pos] != FIN_TEXT:
+            return None
+        second = data[pos + 1]
+        if second & _MASK_BIT != self._mask_bit:
+            return None
+        length = second & 0x7F
+        start = pos + 2
+        if length == 126:
+            if size < 4:
+                return None
+            length = data[pos + 2] << 8 | data[pos + 3]
+            if length <= _SHORT_LENGTH:
+                return None
+            start = pos + 4
+        elif length == 127:
+            if size < 10:
+                return None
+            length = int.from_bytes(data[pos + 2 : pos + 10], "big")
+            if length <= 0xFFFF:
+                return None
+            start = pos + 10
+        if length > self._limit:
+            return None
+        if self._mask_bit:
+            start += 4
+        return start, start + length
 
     def _fast_frames(self, data: bytes | bytearray, out: list[SplitItem]) -> int:
         """Decode the whole fast frames at the start of ``data`` into ``out`` (``data`` is
         read, not kept); return how many bytes they took. Stops at the first frame that is
-        not one (or not whole): the rest goes through the buffer.
-
-        The usual frame (a payload of at most 125 bytes, whose length the header's second
-        byte carries, or up to 65,535 bytes, whose length the two next bytes carry: most
-        observations) is recognised from its first bytes, without a :class:`FrameHeader`
-        (about a third of the splitter's work per frame)."""
-        if self.mid_message:
-            return 0
+        not one (or not whole): the rest goes through the buffer."""
         size = len(data)
-        mask_bit = self._mask_bit
-        limit = self._limit
         pos = 0
-        while size - pos >= 2:
-            second = data[pos + 1]
-            length = second & 0x7F
-            usual = data[pos] == FIN_TEXT and second & _MASK_BIT == mask_bit
-            if usual and length <= _SHORT_LENGTH and length <= limit:
-                start = pos + 6 if mask_bit else pos + 2
-            elif (
-                usual
-                and length == 126
-                and size - pos >= 4
-                and _SHORT_LENGTH < (length := data[pos + 2] << 8 | data[pos + 3]) <= limit
-            ):
-                start = pos + 8 if mask_bit else pos + 4
-            else:
-                header = parse_header(data, pos)
-                if header is None or not self._is_fast(header):
-                    break
-                start, length = pos + header.size, header.length
-            end = start + length
+        while pos < size and (payload := self._fast_payload(data, pos)) is not None:
+            start, end = payload
             if size < end:
                 break
-            try:  # bytes.decode() with no argument is UTF-8 without looking the codec's name up
-                if mask_bit:  # the body is a copy: small (the fast limit), and nothing holds data
+            try:  # bytes.decode() with no argument is UTF-8
+                if self._mask_bit:  # the body is a copy: small (the fast limit), and nothing holds data
                     text = apply_mask(data[start:end], data[start - 4 : start]).decode()
                 else:
                     text = data[start:end].decode()
@@ -332,28 +333,28 @@ class FrameSplitter:
 
     def admit(self) -> None:
         """Collect the offered large frame (OFFERED -> COLLECTING); then ``feed(b"")``."""
-        self._take_offer(LargeState.COLLECTING)
+        self._take_offer(_COLLECTING)
         self._message = bytearray()  # grows as the bytes arrive (zero-filling it whole would stall)
 
     def skip(self) -> None:
         """Drop the offered large frame unread (OFFERED -> SKIPPING); then ``feed(b"")``."""
-        self._take_offer(LargeState.SKIPPING)
+        self._take_offer(_SKIPPING)
 
     def _take_offer(self, state: LargeState) -> FrameHeader:
         header = self._offer
-        assert header is not None and self.large is LargeState.OFFERED, "no large frame offered"
+        assert header is not None and self.large is _OFFERED, "no large frame offered"
         self._to(state)
         self._offer = None
         self._key = bytes(self.buffer[header.size - 4 : header.size]) if header.masked else b""
         del self.buffer[: header.size]
         self._size, self._filled, self._message = header.length, 0, None
-        self._utf8 = codecs.getincrementaldecoder("utf-8")() if state is LargeState.COLLECTING else None
+        self._utf8 = codecs.getincrementaldecoder("utf-8")() if state is _COLLECTING else None
         return header
 
     def _feed_large(self, out: list[SplitItem]) -> bool:
         """Take what ``buffer`` holds of the large frame under way; whether the frame ended
         (the caller goes on with the bytes after it)."""
-        if self.large is LargeState.OFFERED:  # still waiting for admit() or skip(): ask again
+        if self.large is _OFFERED:  # still waiting for admit() or skip(): ask again
             assert self._offer is not None
             out.append(LargeFrame(self._offer.length))
             return False
@@ -367,7 +368,7 @@ class FrameSplitter:
             try:
                 utf8.decode(plain, start + take == size)
             except UnicodeDecodeError as exc:
-                self._to(LargeState.SKIPPING)
+                self._to(_SKIPPING)
                 self._message = self._utf8 = None
                 out.append(InvalidText(f"a text message is not UTF-8: {exc.reason}"))
             else:
@@ -379,5 +380,5 @@ class FrameSplitter:
         if self._message is not None:
             out.append(LargeText(self._message))
         self._message = self._utf8 = None
-        self._to(LargeState.NONE)
+        self._to(_NO_LARGE)
         return True

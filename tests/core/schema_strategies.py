@@ -281,12 +281,11 @@ def _parent(frame: Any, path: tuple[Any, ...]) -> Any:
     """The container at ``path[:-1]`` in ``frame``, or None where the frame has none."""
     node = frame
     for key in path[:-1]:
-        if isinstance(node, dict) and key in node:
-            node = node[key]
-        elif isinstance(node, list) and isinstance(key, int) and key < len(node):
-            node = node[key]
-        else:
+        in_dict = isinstance(node, dict) and key in node
+        in_list = isinstance(node, list) and isinstance(key, int) and key < len(node)
+        if not (in_dict or in_list):
             return None
+        node = node[key]
     return node if isinstance(node, (dict, list)) else None
 
 

@@ -73,7 +73,7 @@ def test_codec_decodes_or_refuses_with_the_expected_code(vector: Vector) -> None
             assert again.value.code == vector.doc["expect_code"]
 
 
-def _normalised(frame: dict[str, object], unknown: list[str] = []) -> dict[str, object]:
+def _normalised(frame: dict[str, object], unknown: tuple[str, ...] | list[str] = ()) -> dict[str, object]:
     """The wire form the core writes: a reset without data is sent with empty data; members
     the spec does not name are not kept (a receiver ignores them, COMPAT-1)."""
     if frame.get("type") == "reset" and "data" not in frame:
@@ -81,7 +81,7 @@ def _normalised(frame: dict[str, object], unknown: list[str] = []) -> dict[str, 
     return _without(frame, unknown)
 
 
-def _without(frame: dict[str, object], pointers: list[str]) -> dict[str, object]:
+def _without(frame: dict[str, object], pointers: tuple[str, ...] | list[str]) -> dict[str, object]:
     copy = json.loads(json.dumps(frame))
     for pointer in pointers:
         *parents, last = pointer.lstrip("/").split("/")
