@@ -10,15 +10,14 @@ the client closes, or at once when starting or connecting fails.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-if TYPE_CHECKING:
-    from .env_client import EnvClient
-    from .sync_client import SyncEnvClient
+from .client_calls import ClientCalls
+from .sync_client import SyncEnvClient
 
 __all__ = ["Bootstrap", "docker_provider"]
 
-_Client = TypeVar("_Client", bound="EnvClient[Any, Any, Any]")
+_Client = TypeVar("_Client", bound=ClientCalls[Any])
 
 
 def docker_provider() -> Any:
@@ -62,7 +61,7 @@ class Bootstrap(Generic[_Client]):
 
     def sync(self) -> SyncEnvClient[Any, Any, Any]:
         client = self._client()
-        wrapper = client.sync()
+        wrapper: SyncEnvClient[Any, Any, Any] = client.sync()
         try:
             wrapper.connect()
         except BaseException:
@@ -71,7 +70,7 @@ class Bootstrap(Generic[_Client]):
         return wrapper
 
 
-def started(cls: type[_Client], image: str, provider: Any, options: dict[str, Any]) -> _Client:
+def started(cls: Callable[..., _Client], image: str, provider: Any, options: dict[str, Any]) -> _Client:
     """A client of ``cls`` on a server ``provider`` started from ``image`` (stopped again on failure)."""
     url = provider.start_container(image, **options)
     try:

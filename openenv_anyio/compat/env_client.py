@@ -48,9 +48,7 @@ from .hosting import HostedClient, loop_running
 from .loop_thread import LoopThread
 from .modes import ExecutionMode, ModeMixed, claim
 from .results import AutoAsyncResult, StepResult
-
-if TYPE_CHECKING:
-    from .sync_client import SyncEnvClient
+from .sync_client import SyncEnvClient
 
 __all__ = ["EnvClient"]
 
@@ -231,8 +229,6 @@ class EnvClient(ABC, Generic[ActT, ObsT, StateT]):
 
     def sync(self) -> SyncEnvClient[ActT, ObsT, StateT]:
         """The blocking face of this client (upstream's ``SyncEnvClient``)."""
-        from .sync_client import SyncEnvClient
-
         if self._sync_client is None:
             self._sync_client = SyncEnvClient(self)
         return self._sync_client

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-if TYPE_CHECKING:
-    from .env_client import EnvClient
+from .client_calls import ClientCalls
 
 __all__ = ["AutoAsyncResult", "StepResult"]
 
@@ -41,7 +40,7 @@ class AutoAsyncResult(Generic[_T]):
 
     __slots__ = ("_client", "_call", "_resolved", "_value")
 
-    def __init__(self, client: EnvClient[Any, Any, Any], call: Callable[[], Awaitable[_T]]) -> None:
+    def __init__(self, client: ClientCalls[Any], call: Callable[[], Awaitable[_T]]) -> None:
         self._client = client
         self._call = call
         self._resolved = False

@@ -15,12 +15,10 @@ import functools
 import inspect
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+from .client_calls import ClientCalls
 from .modes import ExecutionMode, claim
-
-if TYPE_CHECKING:
-    from .env_client import EnvClient
 
 __all__ = ["SyncEnvClient"]
 
@@ -32,14 +30,14 @@ StateT = TypeVar("StateT")
 class SyncEnvClient(Generic[ActT, ObsT, StateT]):
     """Blocking ``connect`` / ``reset`` / ``step`` / ``state`` / ``close`` / ``new_session`` on a compat client."""
 
-    def __init__(self, async_client: EnvClient[ActT, ObsT, StateT]) -> None:
+    def __init__(self, async_client: ClientCalls[ActT]) -> None:
         self._async = async_client
 
     def __repr__(self) -> str:
         return f"SyncEnvClient({self._async!r})"
 
     @property
-    def async_client(self) -> EnvClient[ActT, ObsT, StateT]:
+    def async_client(self) -> ClientCalls[ActT]:
         """The wrapped client."""
         return self._async
 
@@ -72,8 +70,9 @@ class SyncEnvClient(Generic[ActT, ObsT, StateT]):
         self._run(self._async._close_async)
 
     def new_session(self) -> SyncEnvClient[Any, Any, Any]:
-        child: EnvClient[Any, Any, Any] = self._run(self._async._new_session_async)
-        return child.sync()
+        child: ClientCalls[Any] = self._run(self._async._new_session_async)
+        sync: SyncEnvClient[Any, Any, Any] = child.sync()
+        return sync
 
     def __enter__(self) -> SyncEnvClient[ActT, ObsT, StateT]:
         return self.connect()
