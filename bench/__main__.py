@@ -71,8 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.monotonic() - started
     print(f"\n{len(rows)} rows in {elapsed:.0f} s (fd limit {fd_limit})")
     if args.json:
-        settings = {"quick": profile.quick, "profile": profile.__dict__, "elapsed_s": round(elapsed, 1),
-                    "server_crashes": pool.crashes}
+        settings = {
+            "quick": profile.quick,
+            "profile": profile.__dict__,
+            "elapsed_s": round(elapsed, 1),
+            "server_crashes": pool.crashes,
+        }
         write_json(rows, args.json, settings=settings)
         print(f"JSON written to {args.json}")
     return 0

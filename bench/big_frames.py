@@ -33,7 +33,6 @@ import os
 import socket
 import statistics
 import struct
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -181,7 +180,9 @@ class _Stepper:
     def __init__(self) -> None:
         self.steps: list[tuple[float, float]] = []
 
-    async def run(self, url: str, stop: trio.Event, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, url: str, stop: trio.Event, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         async with EnvClient(url, reconnect=False) as env:
             await env.reset()
             task_status.started()
@@ -191,7 +192,9 @@ class _Stepper:
                 self.steps.append((start, trio.current_time() - start))
 
     def longest(self, since: float, until: float) -> float:
-        return max((latency for start, latency in self.steps if since <= start + latency and start <= until), default=0.0)
+        return max(
+            (latency for start, latency in self.steps if since <= start + latency and start <= until), default=0.0
+        )
 
 
 async def _run(server: ServerProcess, frame: bytes, frames: int, sessions: int, via: str) -> tuple[RunFigures, int]:
@@ -243,8 +246,14 @@ def _server(variant: Variant) -> Iterator[ServerProcess]:
 
 
 def measure(
-    variants: list[Variant], frame_counts: list[int], frame_mib: float, text: str, sessions: int, repeats: int,
-    log: Callable[[str], None] = functools.partial(print, flush=True), via: str = "ws",
+    variants: list[Variant],
+    frame_counts: list[int],
+    frame_mib: float,
+    text: str,
+    sessions: int,
+    repeats: int,
+    log: Callable[[str], None] = functools.partial(print, flush=True),
+    via: str = "ws",
 ) -> Results:
     frame = (big_frame if via == "ws" else big_body)(int(frame_mib * MIB), TEXTS[text])
     results = Results()
@@ -266,7 +275,12 @@ def measure(
 
 
 def report(
-    results: Results, variants: list[Variant], frame_counts: list[int], frame_mib: float, text: str, sessions: int,
+    results: Results,
+    variants: list[Variant],
+    frame_counts: list[int],
+    frame_mib: float,
+    text: str,
+    sessions: int,
     via: str = "ws",
 ) -> None:
     what = "/ws frames" if via == "ws" else "POST /reset bodies"
@@ -277,7 +291,10 @@ def report(
             runs = results.runs.get((variant.name, frames), [])
             if not runs:
                 continue
-            med = {name: statistics.median(getattr(run, name) for run in runs) for name in ("stall_s", "quiet_s", "rss_multiple", "answered_s", "refused")}
+            med = {
+                name: statistics.median(getattr(run, name) for run in runs)
+                for name in ("stall_s", "quiet_s", "rss_multiple", "answered_s", "refused")
+            }
             print(
                 f"{variant.name:>10} {frames:>6} {med['stall_s']:8.3f} {med['quiet_s']:8.3f} "
                 f"{med['rss_multiple']:6.2f} "
@@ -292,14 +309,20 @@ def _variant(text: str) -> Variant:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.big_frames", description=__doc__.splitlines()[0])
-    parser.add_argument("--variant", type=_variant, action="append", help="NAME or NAME=PYTHONPATH (repeatable; default: this checkout)")
+    parser.add_argument(
+        "--variant", type=_variant, action="append", help="NAME or NAME=PYTHONPATH (repeatable; default: this checkout)"
+    )
     parser.add_argument("--frames", type=int, nargs="+", default=[1, 4], help="big frames sent at once (default: 1 4)")
     parser.add_argument("--frame-mib", type=float, default=90.0, help="size of each big frame in MiB (default 90)")
-    parser.add_argument("--text", choices=tuple(TEXTS), default="ascii", help="what the big string is made of (default ascii)")
+    parser.add_argument(
+        "--text", choices=tuple(TEXTS), default="ascii", help="what the big string is made of (default ascii)"
+    )
     parser.add_argument("--sessions", type=int, default=4, help="small sessions stepping meanwhile (default 4)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per variant and frame count (default 3)")
     parser.add_argument(
-        "--via", choices=("ws", "http"), default="ws",
+        "--via",
+        choices=("ws", "http"),
+        default="ws",
         help="send each big request as a /ws frame (default) or as a POST /reset body on a connection of its own",
     )
     args = parser.parse_args(argv)

@@ -147,7 +147,10 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
     base = variants[0].name
     medians = {
-        name: {key: statistics.median(r[key] for r in runs) for key in ("cpu_us_per_step", "user_us_per_step", "steps_per_s")}
+        name: {
+            key: statistics.median(r[key] for r in runs)
+            for key in ("cpu_us_per_step", "user_us_per_step", "steps_per_s")
+        }
         for name, runs in results.items()
     }
     print(
@@ -158,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, m in medians.items():
         cpu_ratio = m["cpu_us_per_step"] / medians[base]["cpu_us_per_step"]
         rate_ratio = m["steps_per_s"] / medians[base]["steps_per_s"]
-        print(f"{name:<22}{m['cpu_us_per_step']:>20.1f}{cpu_ratio:>8.2f}{m['user_us_per_step']:>12.1f}{m['steps_per_s']:>12.0f}{rate_ratio:>8.2f}")
+        print(
+            f"{name:<22}{m['cpu_us_per_step']:>20.1f}{cpu_ratio:>8.2f}{m['user_us_per_step']:>12.1f}{m['steps_per_s']:>12.0f}{rate_ratio:>8.2f}"
+        )
     return 0
 
 

@@ -125,7 +125,19 @@ def _run_child(kind: str, backend: str, url: str, steps: int, warmup: int) -> di
     env = {k: v for k, v in os.environ.items() if k.lower() not in ("virtual_env",)}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     python = str(UPSTREAM_PYTHON) if kind == "upstream-sync" else sys.executable
-    argv = [python, "-m", "bench.compat_clients", "--child", kind, backend, url, "--steps", str(steps), "--warmup", str(warmup)]
+    argv = [
+        python,
+        "-m",
+        "bench.compat_clients",
+        "--child",
+        kind,
+        backend,
+        url,
+        "--steps",
+        str(steps),
+        "--warmup",
+        str(warmup),
+    ]
     out = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"{kind} ({backend}) failed: {out.stderr.strip().splitlines()[-3:]}")
@@ -140,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--group", choices=("awaited", "blocking"), action="append", help="only these groups")
     parser.add_argument(
-        "--alternate", choices=("asyncio", "trio"),
+        "--alternate",
+        choices=("asyncio", "trio"),
         help="instead: native and compat clients in one process on this backend, alternating blocks of --steps (--runs blocks)",
     )
     parser.add_argument("--child", nargs=3, metavar=("KIND", "BACKEND", "URL"), help=argparse.SUPPRESS)
@@ -200,7 +213,9 @@ def _report_alternating(args: argparse.Namespace) -> int:
         if server is not None:
             server.stop()
     print(f"{args.alternate}, one process, {args.runs} alternating blocks of {args.steps} awaited steps, medians")
-    print(f"native {medians['native']:.1f} us/step, compat {medians['compat']:.1f} us/step, ratio {medians['compat'] / medians['native']:.3f}")
+    print(
+        f"native {medians['native']:.1f} us/step, compat {medians['compat']:.1f} us/step, ratio {medians['compat'] / medians['native']:.3f}"
+    )
     return 0
 
 

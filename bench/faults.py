@@ -66,7 +66,6 @@ class CrashingEchoEnv(EchoEnv):
 class ThreadPeak:
     """Samples ``threading.active_count()`` of this process until stopped."""
 
-
     def __init__(self) -> None:
         self.peak = threading.active_count()
         self._stop = threading.Event()
@@ -229,8 +228,19 @@ def crash(sessions: int) -> None:
         for isolate in ("thread", "process"):
             port = _free_port()
             server = subprocess.Popen(
-                [sys.executable, "-m", "openenv_anyio", "serve", "bench.faults:CrashingEchoEnv", "--port", str(port),
-                 "--isolate", isolate, "--log-level", "error"],
+                [
+                    sys.executable,
+                    "-m",
+                    "openenv_anyio",
+                    "serve",
+                    "bench.faults:CrashingEchoEnv",
+                    "--port",
+                    str(port),
+                    "--isolate",
+                    isolate,
+                    "--log-level",
+                    "error",
+                ],
                 stderr=subprocess.DEVNULL,
             )
             try:
@@ -263,12 +273,16 @@ def crash(sessions: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="+", choices=("ui", "abandon", "http", "crash"), default=("ui", "abandon", "http", "crash"))
+    parser.add_argument(
+        "--only", nargs="+", choices=("ui", "abandon", "http", "crash"), default=("ui", "abandon", "http", "crash")
+    )
     parser.add_argument("--stalled", type=int, default=1000, help="stalled /ws/ui subscribers (default 1000)")
     parser.add_argument("--seconds", type=float, default=2.0, help="stepping time per ui row (default 2)")
     parser.add_argument("--slots", type=int, default=8, help="slots and abandoning clients (default 8)")
     parser.add_argument("--requests", type=int, default=300, help="concurrent HTTP requests (default 300)")
-    parser.add_argument("--sessions", type=int, default=8, help="sessions of the crash case, the crashing one included (default 8)")
+    parser.add_argument(
+        "--sessions", type=int, default=8, help="sessions of the crash case, the crashing one included (default 8)"
+    )
     args = parser.parse_args()
     if "ui" in args.only:
         ui(args.stalled, args.seconds)

@@ -53,7 +53,16 @@ def _figures(m: Measurement, n: int) -> dict[str, Any]:
     metrics = m.metrics
     figures: dict[str, Any] = {
         key: metrics.get(key)
-        for key in ("success_pct", "wall_s", "p50_s", "p99_s", "rss_peak_mb", "threads_peak", "server_cpu_s", "client_cpu_s")
+        for key in (
+            "success_pct",
+            "wall_s",
+            "p50_s",
+            "p99_s",
+            "rss_peak_mb",
+            "threads_peak",
+            "server_cpu_s",
+            "client_cpu_s",
+        )
     }
     for side in ("server", "client"):  # the client's share matters too: its processes share the cores
         if metrics.get(f"{side}_cpu_s") and n:
@@ -86,15 +95,23 @@ def scaling(ctx: Context, sessions: list[int], ours_only: list[int]) -> list[dic
         if large > small:
             growth = {"from": small, "to": large, "kb_per_session": (large_mb - small_mb) * 1024 / (large - small)}
             _log(f"[9 x2] ours, server memory per added session: {json.dumps(growth)}")
-            next(row for row in rows if row["n"] == large)["ours"]["rss_kb_per_added_session"] = growth["kb_per_session"]
+            next(row for row in rows if row["n"] == large)["ours"]["rss_kb_per_added_session"] = growth[
+                "kb_per_session"
+            ]
     return rows
 
 
 def throughput(ctx: Context) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for workers in (1, 2, 1, 2):  # interleaved, best of two each
-        m = _scaling_run(ctx, "ours", THROUGHPUT_SESSIONS, workers=workers, kind="echo", steps=THROUGHPUT_STEPS, clients=2)
-        rate = THROUGHPUT_SESSIONS * THROUGHPUT_STEPS / m.metrics["wall_s"] if m.metrics.get("success_pct") == 100 else math.nan
+        m = _scaling_run(
+            ctx, "ours", THROUGHPUT_SESSIONS, workers=workers, kind="echo", steps=THROUGHPUT_STEPS, clients=2
+        )
+        rate = (
+            THROUGHPUT_SESSIONS * THROUGHPUT_STEPS / m.metrics["wall_s"]
+            if m.metrics.get("success_pct") == 100
+            else math.nan
+        )
         key = f"workers_{workers}_steps_per_s"
         result[key] = max(result.get(key, 0.0), rate)
         _log(f"[64 sessions] workers {workers}: {rate:.0f} steps/s ({m.note or 'ok'})")
@@ -156,7 +173,11 @@ def _summary(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
     if not ordered:
         return {"n": 0}
-    return {"n": len(ordered), "median_ms": statistics.median(ordered), "p95_ms": ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]}
+    return {
+        "n": len(ordered),
+        "median_ms": statistics.median(ordered),
+        "p95_ms": ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)],
+    }
 
 
 def resume_cost() -> dict[str, Any]:
@@ -209,7 +230,9 @@ def preflight(largest: int) -> dict[str, Any]:
         pass
     warnings = []
     if files < largest + 1024:
-        warnings.append(f"open files {files} < {largest + 1024}: a server process may run out of sockets (raise the hard limit)")
+        warnings.append(
+            f"open files {files} < {largest + 1024}: a server process may run out of sockets (raise the hard limit)"
+        )
     if (limits.get("ephemeral_ports") or largest) < largest:
         warnings.append(f"ephemeral ports {limits['ephemeral_ports']} < {largest} sessions")
     if (limits["threads_max"] or largest) < 2 * largest:
@@ -223,9 +246,13 @@ def preflight(largest: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.fleet", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sessions", type=int, nargs="*", default=[2048, 4096], help="scenario 9 sizes for both stacks")
+    parser.add_argument(
+        "--sessions", type=int, nargs="*", default=[2048, 4096], help="scenario 9 sizes for both stacks"
+    )
     parser.add_argument("--ours-only", type=int, nargs="*", default=[8192], help="scenario 9 sizes for ours alone")
-    parser.add_argument("--only", nargs="+", choices=["scaling", "throughput", "resume"], default=["scaling", "throughput", "resume"])
+    parser.add_argument(
+        "--only", nargs="+", choices=["scaling", "throughput", "resume"], default=["scaling", "throughput", "resume"]
+    )
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
     ctx = Context(Profile.make(False), pool=None)  # type: ignore[arg-type]  # _scaling_run needs no pool

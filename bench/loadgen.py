@@ -49,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cap", type=float, required=True)
     parser.add_argument("--backend", default=None)
     parser.add_argument(
-        "--connect-timeout", type=float, default=None,
+        "--connect-timeout",
+        type=float,
+        default=None,
         help="the client's bound on connect + opening handshake, in seconds (ours only; default: the client's own)",
     )
     parser.add_argument("--out", type=Path, required=True)

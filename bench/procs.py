@@ -247,8 +247,11 @@ def start_server(name: str, argv: Sequence[str], *, wait: bool = True, pythonpat
     port = free_port()
     argv = [*argv, "--port", str(port)]
     if pythonpath:
-        launch = ["-c", f"import runpy, sys; sys.path.insert(0, {pythonpath!r}); sys.argv[1:] = {argv!r}; "
-                  "runpy.run_module('bench.serve', run_name='__main__')"]
+        launch = [
+            "-c",
+            f"import runpy, sys; sys.path.insert(0, {pythonpath!r}); sys.argv[1:] = {argv!r}; "
+            "runpy.run_module('bench.serve', run_name='__main__')",
+        ]
     else:
         launch = ["-m", "bench.serve", *argv]
     proc, stderr_path = spawn(launch)

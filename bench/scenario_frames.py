@@ -31,11 +31,17 @@ def scenario_frames(ctx: Context) -> list[Row]:
     results = measure([Variant("ours", None)], [1, 4], mib, "ascii", SESSIONS, repeats, log=ctx.log)
     bodies = measure([Variant("ours", None)], [4], mib, "ascii", SESSIONS, repeats, log=ctx.log, via="http")
     row = Row(
-        "11", f"{mib:g} MiB frames while {SESSIONS} sessions step: longest step", "stall_s", "no frame",
-        higher_is_better=False, note="rss_multiple: peak RSS growth / one frame's size",
+        "11",
+        f"{mib:g} MiB frames while {SESSIONS} sessions step: longest step",
+        "stall_s",
+        "no frame",
+        higher_is_better=False,
+        note="rss_multiple: peak RSS growth / one frame's size",
     )
     quiet = [run for runs in results.runs.values() for run in runs]
-    row.measurements.append(Measurement("no frame", {"stall_s": statistics.median(run.quiet_s for run in quiet)}, len(quiet)))
+    row.measurements.append(
+        Measurement("no frame", {"stall_s": statistics.median(run.quiet_s for run in quiet)}, len(quiet))
+    )
     for (_, frames), runs in sorted(results.runs.items(), key=lambda item: item[0][1]):
         row.measurements.append(Measurement(f"{frames} frame{'s' if frames > 1 else ''}", _medians(runs), len(runs)))
     for (_, count), runs in bodies.runs.items():

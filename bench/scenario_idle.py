@@ -48,7 +48,10 @@ def scenario_idle(ctx: Context) -> list[Row]:
             held = m.metrics.get("sessions_held", n)
             if held < n:
                 m.note = f"only {held:.0f} of {n} sessions opened"
-    ctx.log(f"  [7] idle: " + ", ".join(f"{m.variant} {m.metrics.get('kb_per_session', math.nan):.0f} kB" for m in row.measurements if m.ok))
+    ctx.log(
+        "  [7] idle: "
+        + ", ".join(f"{m.variant} {m.metrics.get('kb_per_session', math.nan):.0f} kB" for m in row.measurements if m.ok)
+    )
     return [row]
 
 

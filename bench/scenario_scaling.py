@@ -18,7 +18,6 @@ from bench.results import Measurement, Row
 from bench.stacks import StackUnavailable
 from bench.stacks.registry import client_stack
 
-
 SCALING_STEPS = 3
 SESSIONS_PER_WORKER = 1024
 
@@ -81,12 +80,28 @@ def _scaling_run(
         folder = Path(tmp)
         try:
             for i, share in enumerate(shares):  # workers import their client while the server starts
-                argv = ["-m", "bench.loadgen", stack, server.url, "--sessions", str(share), "--steps",
-                        str(steps), "--dir", tmp, "--cap", repr(cap), "--out", str(folder / f"out-{i}.json")]
+                argv = [
+                    "-m",
+                    "bench.loadgen",
+                    stack,
+                    server.url,
+                    "--sessions",
+                    str(share),
+                    "--steps",
+                    str(steps),
+                    "--dir",
+                    tmp,
+                    "--cap",
+                    repr(cap),
+                    "--out",
+                    str(folder / f"out-{i}.json"),
+                ]
                 if connect_timeout_s is not None:
                     argv += ["--connect-timeout", repr(connect_timeout_s)]
                 procs.append(spawn(argv)[0])
-            server.wait_ready(timeout_s=START_TIMEOUT_S if workers == 1 else 180.0)  # uvicorn's workers listen once imported
+            server.wait_ready(
+                timeout_s=START_TIMEOUT_S if workers == 1 else 180.0
+            )  # uvicorn's workers listen once imported
             wait_healthy(server, workers)
             _wait_for_files(folder, "ready-", procs, timeout_s=60.0)
             start_at = time.time() + 0.2

@@ -12,7 +12,9 @@ from bench.results import Row
 def scenario_sync(ctx: Context) -> list[Row]:
     """1. A sync env run the default way: every call hops to a thread on both sides."""
     return [
-        measure_throughput(ctx, "1", f"sync env, thread hop, {n} sessions", pairs("echo", "echo"), n, baseline="openenv")
+        measure_throughput(
+            ctx, "1", f"sync env, thread hop, {n} sessions", pairs("echo", "echo"), n, baseline="openenv"
+        )
         for n in ctx.profile.session_counts
     ]
 
@@ -21,7 +23,12 @@ def scenario_inline(ctx: Context) -> list[Row]:
     """2. The same fast sync env declared NON_BLOCKING (inline on our loop) vs OpenEnv's hop."""
     return [
         measure_throughput(
-            ctx, "2", f"non-blocking inline vs their hop, {n} sessions", pairs("echo_inline", "echo", crossed=ctx.profile.crossed), n, baseline="openenv"
+            ctx,
+            "2",
+            f"non-blocking inline vs their hop, {n} sessions",
+            pairs("echo_inline", "echo", crossed=ctx.profile.crossed),
+            n,
+            baseline="openenv",
         )
         for n in ctx.profile.session_counts[:2]
     ]
@@ -30,7 +37,14 @@ def scenario_inline(ctx: Context) -> list[Row]:
 def scenario_async(ctx: Context) -> list[Row]:
     """3. An env with async methods: both servers await it on their event loop."""
     return [
-        measure_throughput(ctx, "3", f"async env, {n} sessions", pairs("echo_async", "echo_async", crossed=ctx.profile.crossed), n, baseline="openenv")
+        measure_throughput(
+            ctx,
+            "3",
+            f"async env, {n} sessions",
+            pairs("echo_async", "echo_async", crossed=ctx.profile.crossed),
+            n,
+            baseline="openenv",
+        )
         for n in ctx.profile.session_counts[:2]
     ]
 
@@ -63,7 +77,9 @@ def scenario_ceiling(ctx: Context) -> list[Row]:
     note = "raw client, no decoding; ours overhead = 1 - ours-server/echo-hypercorn"
     rows = []
     for n in ctx.profile.session_counts[:2]:
-        row = measure_throughput(ctx, "5", f"server ceiling, raw client, {n} sessions", variants, n, baseline="echo-hypercorn", note=note)
+        row = measure_throughput(
+            ctx, "5", f"server ceiling, raw client, {n} sessions", variants, n, baseline="echo-hypercorn", note=note
+        )
         ratio = row.ratio("ours-server")
         if not math.isnan(ratio):
             row.note += f"; ours overhead {100 * (1 - ratio):.1f} %"
@@ -83,8 +99,15 @@ def scenario_big(ctx: Context) -> list[Row]:
 
     return [
         measure_throughput(
-            ctx, "6", "10 MB observation, 1 session", pairs("big", "big"), 1,
-            baseline="openenv", steps=ctx.profile.big_steps, duration_s=None, extra=mb_per_s,
+            ctx,
+            "6",
+            "10 MB observation, 1 session",
+            pairs("big", "big"),
+            1,
+            baseline="openenv",
+            steps=ctx.profile.big_steps,
+            duration_s=None,
+            extra=mb_per_s,
         )
     ]
 
@@ -103,7 +126,9 @@ def scenario_adapter(ctx: Context) -> list[Row]:
     note = "our client (asyncio) on all four; adapter cost = 1 - adapter/own-api"
     rows = []
     for n in ctx.profile.session_counts[:2]:
-        row = measure_throughput(ctx, "10", f"adapter vs own env API, {n} sessions", variants, n, baseline="own-api", note=note)
+        row = measure_throughput(
+            ctx, "10", f"adapter vs own env API, {n} sessions", variants, n, baseline="own-api", note=note
+        )
         ratio, models = row.ratio("adapter"), row.ratio("own-api+models")
         if not math.isnan(ratio):
             row.note += f"; adapter cost {100 * (1 - ratio):.1f} %"
@@ -118,11 +143,19 @@ def scenario_isolate(ctx: Context) -> list[Row]:
     server running each session's environment on a thread (or inline) vs in a process of
     its own (``--isolate process``)."""
     rows = []
-    for thread_kind, process_kind, what in (("echo", "echo_isolated", "sync env"), ("echo_inline", "echo_inline_isolated", "non-blocking env")):
+    for thread_kind, process_kind, what in (
+        ("echo", "echo_isolated", "sync env"),
+        ("echo_inline", "echo_inline_isolated", "non-blocking env"),
+    ):
         variants = [Variant("thread", "ours", "ours", thread_kind), Variant("process", "ours", "ours", process_kind)]
         for n in ctx.profile.session_counts[:2]:
             row = measure_throughput(
-                ctx, "12", f"isolate process vs thread, {what}, {n} sessions", variants, n, baseline="thread",
+                ctx,
+                "12",
+                f"isolate process vs thread, {what}, {n} sessions",
+                variants,
+                n,
+                baseline="thread",
                 note="our client (asyncio); process / thread steps/s",
             )
             ratio = row.ratio("process")

@@ -33,8 +33,12 @@ def validation_rows(result: Any) -> list[Row]:
     if isinstance(result, list) and all(isinstance(r, Mapping) and "case" in r and "method" in r for r in result):
         rows: dict[str, Row] = {}
         for item in result:
-            numbers = {str(k): float(v) for k, v in item.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-            row = rows.setdefault(str(item["case"]), Row("8", f"validation: {item['case']}", "us", "", higher_is_better=False))
+            numbers = {
+                str(k): float(v) for k, v in item.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+            }
+            row = rows.setdefault(
+                str(item["case"]), Row("8", f"validation: {item['case']}", "us", "", higher_is_better=False)
+            )
             row.measurements.append(Measurement(str(item["method"]), numbers, runs=1))
         for row in rows.values():
             row.baseline = next((m.variant for m in row.measurements if "reference" in m.variant), "")

@@ -41,7 +41,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("7", "idle", "memory per idle session", scenario_idle),
     Scenario("8", "validation", "frame validation cost", scenario_validation),
     Scenario("9", "scaling", "OpenEnv's scaling experiment (1 s blocking steps)", scenario_scaling),
-    Scenario("10", "adapter", "an openenv-core env through our adapter vs the same logic in our env API", scenario_adapter),
+    Scenario(
+        "10", "adapter", "an openenv-core env through our adapter vs the same logic in our env API", scenario_adapter
+    ),
     Scenario("11", "frames", "valid 90 MiB frames: the longest step of the other sessions, peak RSS", scenario_frames),
     Scenario("12", "isolate", "process isolation vs thread execution, same env and client", scenario_isolate),
 )

@@ -57,31 +57,42 @@ def serve_openenv(kind: str, port: int, max_concurrent_envs: int, workers: int =
     else:  # uvicorn's own multi-process mode: one shared socket, no session affinity
         # a worker's first health check waits for its imports (slow on a busy machine)
         uvicorn.run(
-            "bench.serve:openenv_app", factory=True, workers=workers, host=HOST, port=port,
-            log_level="warning", access_log=False, timeout_worker_healthcheck=120,
+            "bench.serve:openenv_app",
+            factory=True,
+            workers=workers,
+            host=HOST,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            timeout_worker_healthcheck=120,
         )
 
 
-def serve_ours(kind: str, port: int, max_concurrent_envs: int | None, workers: int = 1, *, metrics: bool = True) -> None:
+def serve_ours(
+    kind: str, port: int, max_concurrent_envs: int | None, workers: int = 1, *, metrics: bool = True
+) -> None:
     import signal
 
     import trio
+
+    from bench.envs import ENV_KINDS
     from openenv_anyio.server import EnvServer, ServerConfig
     from openenv_anyio.server.workers import WorkerSupervisor
 
-    from bench.envs import ENV_KINDS
-
     isolate = "process" if kind in ISOLATED_KINDS else "thread"
     kind = ISOLATED_KINDS.get(kind, kind)
-    config = ServerConfig(host=HOST, port=port, max_concurrent_envs=max_concurrent_envs, metrics=metrics, isolate=isolate)
+    config = ServerConfig(
+        host=HOST, port=port, max_concurrent_envs=max_concurrent_envs, metrics=metrics, isolate=isolate
+    )
     if kind in ADAPTED_KINDS:  # the OpenEnv side's environment class, served through our adapter
-        from openenv_anyio.envs.openenv_core import OpenEnvCoreEnv
-
         from bench.stacks.openenv_core_envs import OPENENV_KINDS
+        from openenv_anyio.envs.openenv_core import OpenEnvCoreEnv
 
         if workers != 1:
             raise SystemExit(f"env kind {kind} is served by one process only")
-        server: EnvServer | WorkerSupervisor = EnvServer(OpenEnvCoreEnv.wrap(OPENENV_KINDS[ADAPTED_KINDS[kind]][0]), config)
+        server: EnvServer | WorkerSupervisor = EnvServer(
+            OpenEnvCoreEnv.wrap(OPENENV_KINDS[ADAPTED_KINDS[kind]][0]), config
+        )
     elif kind in MODEL_KINDS:  # the same environment and models, in our own env API
         from bench.stacks.openenv_core_envs import own_api_model_env
 
@@ -93,7 +104,9 @@ def serve_ours(kind: str, port: int, max_concurrent_envs: int | None, workers: i
         server = (
             EnvServer(env, config)
             if workers == 1
-            else WorkerSupervisor(f"{env.__module__}:{env.__qualname__}", config, workers, max_sessions=max_concurrent_envs)
+            else WorkerSupervisor(
+                f"{env.__module__}:{env.__qualname__}", config, workers, max_sessions=max_concurrent_envs
+            )
         )
 
     async def main() -> None:
@@ -136,7 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("kind", nargs="?", default="echo")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--max-concurrent-envs", type=int, default=10_000)
-    parser.add_argument("--workers", type=int, default=1, help="server processes (ours: --workers; openenv: uvicorn's workers)")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="server processes (ours: --workers; openenv: uvicorn's workers)"
+    )
     args = parser.parse_args(argv)
     raise_fd_limit()
     try:

@@ -13,12 +13,11 @@ Usage: ``python bench/ws_paths.py [--seconds 2] [--rounds 3] [--connections 1 16
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import subprocess
 import sys
 import time
-
-import asyncio
 
 from websockets.asyncio.client import connect
 
@@ -91,7 +90,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, nargs="+", default=[1, 16])
     args = parser.parse_args()
-    servers = {mode: subprocess.Popen([sys.executable, "-c", SERVER, mode], stdout=subprocess.PIPE, text=True) for mode in MODES}
+    servers = {
+        mode: subprocess.Popen([sys.executable, "-c", SERVER, mode], stdout=subprocess.PIPE, text=True)
+        for mode in MODES
+    }
     try:
         urls = {mode: "ws" + p.stdout.readline().strip().removeprefix("http") + "/ws" for mode, p in servers.items()}  # type: ignore[union-attr]
         time.sleep(0.3)

@@ -20,11 +20,9 @@ from .client import (
     MessageTooLarge,
     NotConnected,
     ProtocolViolation,
-    proxy_url_for,
     ProxyRejected,
     ReconnectPolicy,
     RequestIdReused,
-    ServerBusy,
     RequestValidationError,
     ResumeFailed,
     RpcEpisodeMismatch,
@@ -34,6 +32,7 @@ from .client import (
     RpcMethodNotFound,
     RpcParseError,
     RpcServerError,
+    ServerBusy,
     ServerError,
     ServerMessageTooLarge,
     SessionError,
@@ -44,8 +43,9 @@ from .client import (
     Tool,
     ToolFailed,
     UnknownTypeError,
-    websocket_address,
     WebSocketAddress,
+    proxy_url_for,
+    websocket_address,
 )
 from .core import ErrorCode, ProtocolError
 from .environment import Environment

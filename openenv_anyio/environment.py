@@ -158,9 +158,7 @@ def to_plain_dict(value: Any) -> dict[str, Any]:
     if callable(dump):
         dumped = dump()  # a new dict already: copied only when it is some other mapping
         return dumped if type(dumped) is dict else dict(dumped)
-    raise TypeError(
-        f"expected a mapping, a dataclass or a pydantic model, got {type(value).__name__}"
-    )
+    raise TypeError(f"expected a mapping, a dataclass or a pydantic model, got {type(value).__name__}")
 
 
 def plain_reward(reward: Any) -> float | bool | None:
@@ -264,7 +262,11 @@ def web_view(env: Any, data: Mapping[str, Any]) -> dict[str, Any]:
     Raises :class:`TypeError` when a hook returns something else than it promises.
     """
     observation = data.get("observation")
-    seen = {**(observation if isinstance(observation, Mapping) else {}), "reward": data.get("reward"), "done": bool(data.get("done"))}
+    seen = {
+        **(observation if isinstance(observation, Mapping) else {}),
+        "reward": data.get("reward"),
+        "done": bool(data.get("done")),
+    }
     render = getattr(env, "render_web", None)
     html = render(seen) if callable(render) else None
     if html is not None and not isinstance(html, str):

@@ -84,7 +84,9 @@ def _schema_from_signature(function: Callable[..., Any]) -> dict[str, Any]:
         if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             continue
         if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
-            raise TypeError(f"tool {function.__name__}: positional-only parameter {name!r} cannot take a named argument")
+            raise TypeError(
+                f"tool {function.__name__}: positional-only parameter {name!r} cannot take a named argument"
+            )
         member = _annotation_schema(hints.get(name, parameter.annotation))
         if parameter.default is inspect.Parameter.empty:
             required.append(name)

@@ -83,7 +83,7 @@ def watched_page(browser: Browser, origin: str) -> Iterator[WatchedPage]:
     page.on("pageerror", lambda error: watched.page_errors.append(str(error)))
 
     def note_request(request: object) -> None:
-        url = getattr(request, "url")
+        url = request.url
         parts = urlsplit(url)
         if parts.scheme in ("http", "https", "ws", "wss"):
             netloc = urlsplit(origin).netloc

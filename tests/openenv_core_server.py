@@ -38,8 +38,12 @@ def serve_openenv_core(
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, log_config=None, access_log=False, lifespan="on",
-        ws_ping_interval=ping_interval_s, ws_ping_timeout=ping_timeout_s,
+        app,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        ws_ping_interval=ping_interval_s,
+        ws_ping_timeout=ping_timeout_s,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="openenv-core-server", daemon=True)

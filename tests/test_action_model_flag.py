@@ -22,7 +22,10 @@ MODEL = "untyped_core_env:MoveAction"
 def _serve(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "openenv_anyio", "serve", *args, "--port", "0"],
-        capture_output=True, text=True, timeout=120, env=serve_environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=serve_environment(),
     )
 
 
@@ -65,8 +68,10 @@ def test_the_readme_python_way_serves_the_same_env() -> None:
     readme = (Path(__file__).resolve().parent.parent / "docs" / "upstream.md").read_text(encoding="utf-8")
     block = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "action_model=MyAction" in b)
     code = (
-        block.replace("mypkg.models", "untyped_core_env").replace("mypkg.server", "untyped_core_env")
-        .replace("MyAction", "MoveAction").replace("MyEnv", "Walker")
+        block.replace("mypkg.models", "untyped_core_env")
+        .replace("mypkg.server", "untyped_core_env")
+        .replace("MyAction", "MoveAction")
+        .replace("MyEnv", "Walker")
     )
     namespace: dict[str, object] = {}
     exec(compile(code, "docs/upstream.md", "exec"), namespace)

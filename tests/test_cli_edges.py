@@ -23,7 +23,11 @@ ROOT = Path(__file__).resolve().parent.parent
 def _run(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "openenv_anyio", *args],
-        capture_output=True, text=True, timeout=timeout, cwd=cwd, env=serve_environment(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env=serve_environment(),
     )
 
 
@@ -73,7 +77,18 @@ def test_demo_url_with_an_unusable_scheme_is_one_line() -> None:
 @pytest.mark.parametrize("suffix", ["/ws", "/ws/", ""])
 def test_demo_url_may_name_the_agent_channel(suffix: str) -> None:
     with EnvServer(EchoEnv, ServerConfig(port=0)).run_in_thread() as running:
-        done = _run("demo", "--url", running.url + suffix, "--agents", "1", "--episodes", "1", "--max-steps", "3", "--no-progress")
+        done = _run(
+            "demo",
+            "--url",
+            running.url + suffix,
+            "--agents",
+            "1",
+            "--episodes",
+            "1",
+            "--max-steps",
+            "3",
+            "--no-progress",
+        )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "<html" not in (done.stdout + done.stderr).lower() and "/ws/ws" not in done.stdout + done.stderr
 
@@ -84,8 +99,11 @@ def test_demo_url_may_name_the_agent_channel(suffix: str) -> None:
 def test_check_against_a_server_that_is_not_openenv_says_so_first(tmp_path: Path) -> None:
     (tmp_path / "index.html").write_text("<html>hello</html>")
     web = subprocess.Popen(
-        [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"], cwd=tmp_path,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         assert web.stdout is not None
@@ -103,7 +121,10 @@ def test_ctrl_c_during_check_says_so_and_shows_the_verdicts_so_far() -> None:
     with serve_process("cli_edge_envs:SlowSteps") as served:
         check = subprocess.Popen(
             [sys.executable, "-m", "openenv_anyio", "check", served.url],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=serve_environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=serve_environment(),
         )
         deadline = time.monotonic() + 60
         while sum("session_closed" in line for line in served.lines) < 3:  # a few cases are done
@@ -130,9 +151,27 @@ def test_docs_check_from_another_folder(tmp_path: Path) -> None:
 def _watching_demo() -> tuple[subprocess.Popen[str], str]:
     """``demo --watch`` once its agents are done: the process and the server's URL."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "openenv_anyio", "demo", "--watch", "--env", "cli_edge_envs:SlowClose",
-         "--agents", "2", "--episodes", "1", "--max-steps", "20", "--no-progress"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=serve_environment(),
+        [
+            sys.executable,
+            "-m",
+            "openenv_anyio",
+            "demo",
+            "--watch",
+            "--env",
+            "cli_edge_envs:SlowClose",
+            "--agents",
+            "2",
+            "--episodes",
+            "1",
+            "--max-steps",
+            "20",
+            "--no-progress",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=serve_environment(),
     )
     assert process.stderr is not None
     url = ""
@@ -180,8 +219,11 @@ def test_ctrl_c_twice_on_demo_watch_while_it_stops_ends_cleanly(gap_s: float) ->
 
 def test_demo_against_a_server_that_is_not_openenv_says_so(tmp_path: Path) -> None:
     web = subprocess.Popen(
-        [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"], cwd=tmp_path,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         assert web.stdout is not None

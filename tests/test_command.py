@@ -33,7 +33,10 @@ def test_a_listing_whose_reader_has_left_is_no_traceback() -> None:
     """``openenv-anyio check --list | head -1``: when the reader is gone before the listing is
     written (closed here before the command has even started), the command ends quietly."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "openenv_anyio", "check", "--list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "openenv_anyio", "check", "--list"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert process.stdout is not None and process.stderr is not None
     process.stdout.close()

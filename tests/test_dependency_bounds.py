@@ -41,7 +41,10 @@ FLOORS: dict[str, tuple[str, str]] = {
     ),
     "h11": ("0.16", "0.16 fixes request smuggling through lenient chunked bodies (CVE-2025-43859)"),
     "quart-trio": ("0.11.1", TESTED),
-    "quart": ("0.19", "imported directly (Response, request, redirect), not only through quart-trio; quart-trio 0.11.1's own floor"),
+    "quart": (
+        "0.19",
+        "imported directly (Response, request, redirect), not only through quart-trio; quart-trio 0.11.1's own floor",
+    ),
     "hypercorn": ("0.18", "the server adapts Hypercorn 0.18's internals (server/hypercorn_adapter/inventory.py)"),
     "jsonschema": ("4.26", NOT_LOWERED),
     "referencing": ("0.37", NOT_LOWERED),
@@ -86,7 +89,8 @@ def test_a_package_pinning_wsproto_1_0_0_installs_beside_us() -> None:
         dist.metadata["Name"]: Requirement(line).specifier
         for dist in importlib.metadata.distributions()
         for line in dist.requires or ()
-        if Requirement(line).name == "wsproto" and Requirement(line).marker is None
+        if Requirement(line).name == "wsproto"
+        and Requirement(line).marker is None
         and dist.metadata["Name"] != "openenv-anyio"  # ours is read from pyproject.toml above
     }
     assert {"hypercorn", "trio-websocket"} <= {name.lower() for name in needing}

@@ -39,6 +39,8 @@ def test_readme_env_and_client_snippets_run(tmp_path: Path) -> None:
             assert done.returncode == 0, done.stderr
         checked = subprocess.run(
             [sys.executable, "-m", "openenv_anyio", "check", running.url],
-            capture_output=True, text=True, timeout=120,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert checked.returncode == 0, checked.stdout[-3000:]

@@ -23,9 +23,7 @@ TEXT = "\n".join(path.read_text(encoding="utf-8") for path in SHOWN)
 BLOCKS = re.findall(r"```python\n(.*?)```", TEXT, re.S)
 #: (class name, the block that defines it) for every environment class the README shows
 ENV_CLASSES = [
-    (match.group(1), block)
-    for block in BLOCKS
-    for match in re.finditer(r"^class (\w+)\(Environment\):", block, re.M)
+    (match.group(1), block) for block in BLOCKS for match in re.finditer(r"^class (\w+)\(Environment\):", block, re.M)
 ]
 #: ``serve MODULE:ATTR`` targets of the README's shell commands, but for its own files
 #: (``mygame``, checked through its class above) and placeholders (``mypkg``, ``my_env``)

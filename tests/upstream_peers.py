@@ -149,7 +149,12 @@ def template_env(peer: Peer, parent: Path) -> Path:
     target = parent / TEMPLATE_ENV_NAME
     subprocess.run(
         [str(peer.bin("openenv")), "init", TEMPLATE_ENV_NAME, "--output-dir", str(parent)],
-        check=True, capture_output=True, text=True, timeout=SCRIPT_TIMEOUT_S, env=_peer_environ(), cwd=parent,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=SCRIPT_TIMEOUT_S,
+        env=_peer_environ(),
+        cwd=parent,
     )
     return target
 
@@ -222,12 +227,25 @@ def serve_upstream(peer: Peer, app_dir: Path, app: str = "server.app:app") -> It
     sock = _free_socket()
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     command = [
-        str(peer.python), "-m", "uvicorn", app, "--fd", str(sock.fileno()),
-        "--log-level", "warning", "--no-access-log",
+        str(peer.python),
+        "-m",
+        "uvicorn",
+        app,
+        "--fd",
+        str(sock.fileno()),
+        "--log-level",
+        "warning",
+        "--no-access-log",
     ]
     process = subprocess.Popen(
-        command, cwd=app_dir, env=_peer_environ(), pass_fds=(sock.fileno(),),
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        command,
+        cwd=app_dir,
+        env=_peer_environ(),
+        pass_fds=(sock.fileno(),),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         _wait_healthy(url, process, f"{peer} server ({' '.join(command[1:4])})")
@@ -250,8 +268,13 @@ def serve_ours(peer: Peer, app_dir: Path, target: str, *extra_args: str) -> Iter
     # the env's folder, then this checkout (the peer venv's editable install may point at another)
     environ["PYTHONPATH"] = os.pathsep.join((str(app_dir), str(ROOT)))
     process = subprocess.Popen(
-        command, cwd=app_dir, env=environ,
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        command,
+        cwd=app_dir,
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert process.stderr is not None
@@ -279,30 +302,53 @@ def run_peer_script(peer: Peer, script: str, *args: str, cwd: Path | None = None
     peer.require()
     completed = subprocess.run(
         [str(peer.python), str(PEER_SIDE / script), *args],
-        capture_output=True, text=True, timeout=SCRIPT_TIMEOUT_S, env=_peer_environ(), cwd=cwd or ROOT,
+        capture_output=True,
+        text=True,
+        timeout=SCRIPT_TIMEOUT_S,
+        env=_peer_environ(),
+        cwd=cwd or ROOT,
     )
     if completed.returncode != 0:
-        raise AssertionError(f"{peer}: {script} {' '.join(args)} exited {completed.returncode}:\n{completed.stderr[-4000:]}")
+        raise AssertionError(
+            f"{peer}: {script} {' '.join(args)} exited {completed.returncode}:\n{completed.stderr[-4000:]}"
+        )
     lines = completed.stdout.strip().splitlines()
     if not lines:
         raise AssertionError(f"{peer}: {script} printed nothing; stderr:\n{completed.stderr[-4000:]}")
     return json.loads(lines[-1])
 
 
-def run_peer_command(peer: Peer, script: str, args: Sequence[str], *, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_peer_command(
+    peer: Peer, script: str, args: Sequence[str], *, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """A console script of the peer (``openenv``) with ``args``; the completed process, unchecked."""
     peer.require()
     return subprocess.run(
         [str(peer.bin(script)), *args],
-        capture_output=True, text=True, timeout=SCRIPT_TIMEOUT_S, env=_peer_environ(), cwd=cwd or ROOT,
+        capture_output=True,
+        text=True,
+        timeout=SCRIPT_TIMEOUT_S,
+        env=_peer_environ(),
+        cwd=cwd or ROOT,
     )
 
 
 __all__ = [
-    "PEERS", "Peer", "peer_named", "peer_params", "run_peer_command", "run_peer_script",
-    "serve_ours", "serve_upstream", "template_env", "with_session_limit",
+    "PEERS",
+    "Peer",
+    "peer_named",
+    "peer_params",
+    "run_peer_command",
+    "run_peer_script",
+    "serve_ours",
+    "serve_upstream",
+    "template_env",
+    "with_session_limit",
 ]
 
 if __name__ == "__main__":  # a quick listing: python tests/upstream_peers.py
     for peer in PEERS:
-        print(f"{peer.name}: {peer.distribution} {peer.version} ({'built' if peer.python.exists() else 'missing'})", file=sys.stdout)
+        print(
+            f"{peer.name}: {peer.distribution} {peer.version} ({'built' if peer.python.exists() else 'missing'})",
+            file=sys.stdout,
+        )

@@ -76,7 +76,14 @@ def main() -> None:
             with httpx.Client(base_url=f"http://{host}", trust_env=False, timeout=TIMEOUT_S) as http:
                 for path, body in (("/web/reset", {}), ("/web/step", {"action": {"message": "ui"}})):
                     answer = http.post(path, json=body)
-                    exchanges.append({"channel": f"POST {path}", "sent": body, "status": answer.status_code, "received": _text(answer.text)})
+                    exchanges.append(
+                        {
+                            "channel": f"POST {path}",
+                            "sent": body,
+                            "status": answer.status_code,
+                            "received": _text(answer.text),
+                        }
+                    )
                     ui_frames.append(_text(ui.recv(timeout=TIMEOUT_S)))
             exchanges.append({"channel": "/ws/ui", "sent": None, "received": ui_frames})
         with connect(f"ws://{host}/ws", open_timeout=TIMEOUT_S) as ws:
@@ -93,7 +100,9 @@ def main() -> None:
             ]
             for frame in script:
                 ws.send(frame)
-                exchanges.append({"channel": "/ws", "sent": _text(frame), "received": _text(ws.recv(timeout=TIMEOUT_S))})
+                exchanges.append(
+                    {"channel": "/ws", "sent": _text(frame), "received": _text(ws.recv(timeout=TIMEOUT_S))}
+                )
         with httpx.Client(base_url=f"http://{host}", trust_env=False, timeout=TIMEOUT_S) as http:
             for method, path, body in (
                 ("GET", "/health", None),
@@ -105,7 +114,14 @@ def main() -> None:
                 ("POST", "/step", {"action": {"nope": 1}}),
             ):
                 answer = http.request(method, path, json=body)
-                exchanges.append({"channel": f"{method} {path}", "sent": body, "status": answer.status_code, "received": _text(answer.text)})
+                exchanges.append(
+                    {
+                        "channel": f"{method} {path}",
+                        "sent": body,
+                        "status": answer.status_code,
+                        "received": _text(answer.text),
+                    }
+                )
     finally:
         server.should_exit = True
         thread.join(TIMEOUT_S)

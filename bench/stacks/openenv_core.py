@@ -7,7 +7,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from bench import sessions
-from bench.procs import ServerProcess, start_server as _start
+from bench.procs import ServerProcess
+from bench.procs import start_server as _start
 from bench.stacks import StackUnavailable
 
 NAME = "openenv"
@@ -17,7 +18,7 @@ BACKEND = "asyncio"  # openenv-core's client runs on asyncio only
 def check_available() -> None:
     """Raise ``StackUnavailable`` unless openenv-core (server and client) can be imported."""
     try:
-        import openenv.core.env_server.http_server  # noqa: F401
+        import openenv.core.env_server.http_server
         import openenv.core.generic_client  # noqa: F401
     except ImportError as exc:
         raise StackUnavailable(f"openenv-core not available: {exc}") from exc

@@ -64,7 +64,9 @@ class AsyncWrapper(SyncWrapper):
     def step(self, action: EchoAction, timeout_s: float | None = None, **kwargs: Any) -> EchoObservation:
         raise NotImplementedError("served through step_async")
 
-    async def reset_async(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> EchoObservation:
+    async def reset_async(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> EchoObservation:
         logic: AsyncEchoEnv = self._logic  # type: ignore[assignment]
         return _to_observation(await logic.reset(seed=seed, episode_id=episode_id, **kwargs))
 

@@ -13,7 +13,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from bench import sessions
-from bench.procs import ServerProcess, start_server as _start
+from bench.procs import ServerProcess
+from bench.procs import start_server as _start
 
 NAME = "raw"
 BACKEND = "asyncio"

@@ -430,7 +430,9 @@ class EnvClient:
             frame = await self._request(Mcp(request), Mcp)
         response = frame.data
         if response.get("id") != request_id:
-            raise await self._drop(ProtocolViolation(self.url, f"the JSON-RPC answer to request {request_id} names {response.get('id')!r}"))
+            raise await self._drop(
+                ProtocolViolation(self.url, f"the JSON-RPC answer to request {request_id} names {response.get('id')!r}")
+            )
         error = response.get("error")
         if error is not None:
             raise RpcError.from_error(error)

@@ -112,8 +112,7 @@ class MessageTimeout(EnvClientError, TimeoutError):
 
     def __init__(self, url: str, request: str, limit_s: float) -> None:
         super().__init__(
-            f"no answer to {request} from {url} within message_timeout_s={limit_s:g} s; "
-            "the connection was dropped"
+            f"no answer to {request} from {url} within message_timeout_s={limit_s:g} s; the connection was dropped"
         )
         self.url = url
         self.request = request

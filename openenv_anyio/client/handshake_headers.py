@@ -29,8 +29,13 @@ _FIELD_VALUE: Final = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)
 #: names the WebSocket handshake sets itself (lower case)
 _HANDSHAKE_OWNED: Final = frozenset(
     {
-        "host", "upgrade", "connection", "content-length", "transfer-encoding",
-        RESUME_TOKEN_HEADER.lower(), AFFINITY_HEADER.lower(),
+        "host",
+        "upgrade",
+        "connection",
+        "content-length",
+        "transfer-encoding",
+        RESUME_TOKEN_HEADER.lower(),
+        AFFINITY_HEADER.lower(),
     }
 )
 

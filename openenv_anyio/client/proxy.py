@@ -85,7 +85,9 @@ def _setting(environ: Mapping[str, str], name: str) -> str:
 def _proxy_setting(address: WebSocketAddress, environ: Mapping[str, str]) -> str | None:
     if is_loopback_host(address.host) or _bypassed(address.host, _setting(environ, "no_proxy")):
         return None
-    return _setting(environ, "https_proxy" if address.secure else "http_proxy") or _setting(environ, "all_proxy") or None
+    return (
+        _setting(environ, "https_proxy" if address.secure else "http_proxy") or _setting(environ, "all_proxy") or None
+    )
 
 
 def proxy_from_environment(address: WebSocketAddress, environ: Mapping[str, str]) -> HttpProxy | None:

@@ -10,7 +10,6 @@ from .errors import ConnectionClosedByServer, ConnectionLost, EnvClientError
 __all__ = ["ReconnectPolicy", "worth_resuming"]
 
 
-
 @dataclass(frozen=True, slots=True)
 class ReconnectPolicy:
     """How often to try to resume, and how long to wait between tries.

@@ -37,6 +37,7 @@ from typing import Final, assert_never
 import anyio
 import anyio.abc
 from anyio.streams.tls import TLSStream
+
 from ..core import CloseCode
 from ..ws import (
     Broken,
@@ -49,7 +50,6 @@ from ..ws import (
     TooLarge,
     WebSocketConnection,
 )
-
 from .asyncio_stream import AsyncioTcpStream, connect_asyncio_tcp, running_on_asyncio
 from .errors import (
     ConnectError,

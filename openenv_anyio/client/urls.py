@@ -66,10 +66,7 @@ def websocket_address(base_url: str, channel: str = "/ws") -> WebSocketAddress:
         raise ValueError(f"invalid base_url {base_url!r}: {exc}") from None
     scheme = _SCHEMES.get(parts.scheme.lower())
     if scheme is None:
-        raise ValueError(
-            f"invalid base_url {base_url!r}: scheme {parts.scheme!r} is not one of "
-            "http, https, ws, wss"
-        )
+        raise ValueError(f"invalid base_url {base_url!r}: scheme {parts.scheme!r} is not one of http, https, ws, wss")
     if not parts.hostname:
         raise ValueError(f"invalid base_url {base_url!r}: no host")
     if parts.username or parts.password:

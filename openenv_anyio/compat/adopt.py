@@ -97,7 +97,9 @@ def _moved(value: Any, old: type, new: type) -> Any:
             inner = _moved(value.__func__, old, new)
             return value if inner is value.__func__ else type(value)(inner)
         case property():
-            parts = [_moved(part, old, new) if part is not None else None for part in (value.fget, value.fset, value.fdel)]
+            parts = [
+                _moved(part, old, new) if part is not None else None for part in (value.fget, value.fset, value.fdel)
+            ]
             if all(a is b for a, b in zip(parts, (value.fget, value.fset, value.fdel))):
                 return value
             return property(parts[0], parts[1], parts[2], value.__doc__)

@@ -44,7 +44,9 @@ class Bootstrap(Generic[_Client]):
 
     def _client(self) -> _Client:
         if self._used:
-            raise RuntimeError("this bootstrap handle was already resolved; call the factory again for a new environment")
+            raise RuntimeError(
+                "this bootstrap handle was already resolved; call the factory again for a new environment"
+            )
         self._used = True
         return self._build()
 

@@ -36,7 +36,7 @@ import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 import anyio
 
@@ -47,7 +47,7 @@ from .bootstrap import Bootstrap, docker_provider, started
 from .hosting import HostedClient, loop_running
 from .loop_thread import LoopThread
 from .modes import ExecutionMode, ModeMixed, claim
-from .results import AutoAsyncResult, StepResult
+from .results import AutoAsyncResult
 from .sync_client import SyncEnvClient
 
 __all__ = ["EnvClient"]

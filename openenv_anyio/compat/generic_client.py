@@ -1,8 +1,8 @@
 """``GenericEnvClient``: upstream's dictionary client (no typed models needed), on our client.
 
-    async with GenericEnvClient(base_url=url) as env:
-        await env.step({"type": "list_tools"})      # any action a server accepts, before reset too
-        result = await env.reset()                  # StepResult(observation=dict, ...)
+async with GenericEnvClient(base_url=url) as env:
+    await env.step({"type": "list_tools"})      # any action a server accepts, before reset too
+    result = await env.reset()                  # StepResult(observation=dict, ...)
 """
 
 from __future__ import annotations

@@ -135,9 +135,7 @@ class LoopThread:
                     assert_never(self.state)
             ready = threading.Event()
             failure: list[BaseException] = []
-            self._thread = threading.Thread(
-                target=self._main, args=(ready, failure), name=self._name, daemon=True
-            )
+            self._thread = threading.Thread(target=self._main, args=(ready, failure), name=self._name, daemon=True)
             self._thread.start()
             if not ready.wait(START_TIMEOUT_S) or failure:
                 self.state = LoopState.STOPPED
@@ -199,6 +197,7 @@ class LoopThread:
             async with trio.open_nursery() as nursery:
                 token = trio.lowlevel.current_trio_token()
                 self._call_soon = token.run_sync_soon
+
                 def spawn(job: Callable[[], Coroutine[Any, Any, None]], handles: list[Cancellable]) -> None:
                     async def scoped() -> None:
                         with trio.CancelScope() as scope:

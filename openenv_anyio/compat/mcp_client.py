@@ -117,7 +117,9 @@ class MCPToolClient(EnvClient[Any, Any, Any]):
             observation = ListToolsObservation(tools, done, reward, metadata)
         elif "tool_name" in observed:
             error = observed.get("error") or None
-            observation = CallToolObservation(observed.get("tool_name", ""), observed.get("result"), error, done, reward, metadata)
+            observation = CallToolObservation(
+                observed.get("tool_name", ""), observed.get("result"), error, done, reward, metadata
+            )
         else:
             observation = ToolEnvObservation(observed)
         return StepResult(observation=observation, reward=reward, done=done, metadata=payload.get("metadata"))

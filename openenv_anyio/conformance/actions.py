@@ -100,8 +100,7 @@ def minimal_instance(schema: Any, root: Mapping[str, Any] | None = None, _depth:
     if kind == "object":
         properties = schema.get("properties", {})
         return {
-            name: minimal_instance(properties.get(name, True), root, _depth + 1)
-            for name in schema.get("required", [])
+            name: minimal_instance(properties.get(name, True), root, _depth + 1) for name in schema.get("required", [])
         }
     if kind == "array":
         items = schema.get("items", True)

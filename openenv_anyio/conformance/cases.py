@@ -263,13 +263,55 @@ def _error_case(case_id: str, title: str, requirements: tuple[str, ...], payload
     case(case_id, title, requirements)(body)
 
 
-_error_case("WS-ERR-01", "invalid JSON -> INVALID_JSON, session continues", ("WS-ERR-1", "WS-ERR-9"), "{not json", "INVALID_JSON")
-_error_case("WS-ERR-02", "non-object JSON -> VALIDATION_ERROR, session continues", ("WS-ERR-2", "WS-ERR-9"), "[1, 2]", "VALIDATION_ERROR")
-_error_case("WS-ERR-03", "frame without type -> UNKNOWN_TYPE, session continues", ("WS-ERR-3", "WS-ERR-9"), '{"data": {}}', "UNKNOWN_TYPE")
-_error_case("WS-ERR-04", "unknown type -> UNKNOWN_TYPE, session continues", ("WS-ERR-3", "WS-ERR-9"), '{"type": "conformance_bogus"}', "UNKNOWN_TYPE")
-_error_case("WS-ERR-05", "extra top-level key -> VALIDATION_ERROR, session continues", ("WS-CONN-4", "WS-ERR-4", "WS-ERR-9"), '{"type": "state", "conformance_extra": 1}', "VALIDATION_ERROR")
-_error_case("WS-ERR-06", "step without data -> VALIDATION_ERROR, session continues", ("WS-ERR-4", "WS-ERR-9"), '{"type": "step"}', "VALIDATION_ERROR")
-_error_case("WS-ERR-07", "binary frame -> INVALID_JSON, session continues", ("WS-ERR-5", "WS-ERR-9"), b'{"type": "state"}', "INVALID_JSON")
+_error_case(
+    "WS-ERR-01",
+    "invalid JSON -> INVALID_JSON, session continues",
+    ("WS-ERR-1", "WS-ERR-9"),
+    "{not json",
+    "INVALID_JSON",
+)
+_error_case(
+    "WS-ERR-02",
+    "non-object JSON -> VALIDATION_ERROR, session continues",
+    ("WS-ERR-2", "WS-ERR-9"),
+    "[1, 2]",
+    "VALIDATION_ERROR",
+)
+_error_case(
+    "WS-ERR-03",
+    "frame without type -> UNKNOWN_TYPE, session continues",
+    ("WS-ERR-3", "WS-ERR-9"),
+    '{"data": {}}',
+    "UNKNOWN_TYPE",
+)
+_error_case(
+    "WS-ERR-04",
+    "unknown type -> UNKNOWN_TYPE, session continues",
+    ("WS-ERR-3", "WS-ERR-9"),
+    '{"type": "conformance_bogus"}',
+    "UNKNOWN_TYPE",
+)
+_error_case(
+    "WS-ERR-05",
+    "extra top-level key -> VALIDATION_ERROR, session continues",
+    ("WS-CONN-4", "WS-ERR-4", "WS-ERR-9"),
+    '{"type": "state", "conformance_extra": 1}',
+    "VALIDATION_ERROR",
+)
+_error_case(
+    "WS-ERR-06",
+    "step without data -> VALIDATION_ERROR, session continues",
+    ("WS-ERR-4", "WS-ERR-9"),
+    '{"type": "step"}',
+    "VALIDATION_ERROR",
+)
+_error_case(
+    "WS-ERR-07",
+    "binary frame -> INVALID_JSON, session continues",
+    ("WS-ERR-5", "WS-ERR-9"),
+    b'{"type": "state"}',
+    "INVALID_JSON",
+)
 
 
 @case("WS-ERR-08", "a frame just over the inbound limit -> close 1009", ("WS-ERR-6",))
@@ -378,7 +420,12 @@ _ONE_SESSION = (
 )
 
 
-@case("WS-CAP-01", "a connection beyond the session limit gets CAPACITY_REACHED, then close", ("WS-CAP-1",), required=False)
+@case(
+    "WS-CAP-01",
+    "a connection beyond the session limit gets CAPACITY_REACHED, then close",
+    ("WS-CAP-1",),
+    required=False,
+)
 async def _capacity(ctx: CaseContext) -> None:
     limit = ctx.setup.max_sessions
     if limit is None:
@@ -397,7 +444,9 @@ async def _capacity(ctx: CaseContext) -> None:
             raise CaseFailed(f"connection {limit + 1} got no frame within {ctx.wait_s:g} s (expected CAPACITY_REACHED)")
         data = expect_error(frame, "CAPACITY_REACHED", f"the frame on connection {limit + 1}")
         if data.get("max_sessions") != limit or not isinstance(data.get("active_sessions"), int):
-            raise CaseFailed(f"CAPACITY_REACHED should carry active_sessions and max_sessions={limit}: {frame.describe()}")
+            raise CaseFailed(
+                f"CAPACITY_REACHED should carry active_sessions and max_sessions={limit}: {frame.describe()}"
+            )
         rest, closed = await extra.wait_closed()
         if rest:
             raise CaseFailed(f"frames after CAPACITY_REACHED: {rest[0].describe()}")
@@ -500,14 +549,21 @@ async def _http_state(ctx: CaseContext) -> None:
     check_data_shape("state", await _get_json(ctx, "/state"), "GET /state")
 
 
-@case("HTTP-07", "GET /openapi.json answers an OpenAPI 3.1 document with info.version", ("HTTP-9", "HTTP-10"), required=False)
+@case(
+    "HTTP-07",
+    "GET /openapi.json answers an OpenAPI 3.1 document with info.version",
+    ("HTTP-9", "HTTP-10"),
+    required=False,
+)
 async def _openapi(ctx: CaseContext) -> None:
     reply = await ctx.http.request("GET", "/openapi.json")
     if reply.status == 404:
         raise NotApplicable("the server has no /openapi.json")
     body = await _get_json(ctx, "/openapi.json")
     if not isinstance(body, Mapping) or not str(body.get("openapi", "")).startswith("3.1"):
-        raise CaseFailed(f"GET /openapi.json is not an OpenAPI 3.1 document: openapi={body.get('openapi') if isinstance(body, Mapping) else body!r}")
+        raise CaseFailed(
+            f"GET /openapi.json is not an OpenAPI 3.1 document: openapi={body.get('openapi') if isinstance(body, Mapping) else body!r}"
+        )
     info = body.get("info")
     if not isinstance(info, Mapping) or not isinstance(info.get("version"), str):
         raise CaseFailed("GET /openapi.json has no info.version")
@@ -515,7 +571,9 @@ async def _openapi(ctx: CaseContext) -> None:
     paths: Mapping[str, Any] = listed if isinstance(listed, Mapping) else {}
     simulation = [path for path in ("/reset", "/step", "/state") if path in paths]
     if simulation and len(simulation) != 3:
-        raise CaseFailed(f"the OpenAPI paths mix the modes (HTTP-10): only {', '.join(simulation)} of /reset, /step, /state")
+        raise CaseFailed(
+            f"the OpenAPI paths mix the modes (HTTP-10): only {', '.join(simulation)} of /reset, /step, /state"
+        )
 
 
 _SCHEMA_RESPONSE = "http/schema-response.json"
@@ -589,14 +647,22 @@ async def _mcp_ws_list(ctx: CaseContext) -> None:
     async with ctx.ws() as conn:
         answer = await _mcp_on_ws(conn, {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}, "tools/list")
         if "error" in answer:
-            ctx.note(f"tools/list answered error {answer['error'].get('code')}: {answer['error'].get('message')!r} (no tools)")
+            ctx.note(
+                f"tools/list answered error {answer['error'].get('code')}: {answer['error'].get('message')!r} (no tools)"
+            )
         await expect_state(conn, "state after an mcp frame")
 
 
-@case("MCP-03", "a bad JSON-RPC request in an mcp frame is a JSON-RPC error; the session goes on", ("MCP-WS-2", "MCP-RPC-3", "MCP-ERR-2"))
+@case(
+    "MCP-03",
+    "a bad JSON-RPC request in an mcp frame is a JSON-RPC error; the session goes on",
+    ("MCP-WS-2", "MCP-RPC-3", "MCP-ERR-2"),
+)
 async def _mcp_ws_errors(ctx: CaseContext) -> None:
     async with ctx.ws() as conn:
-        answer = await _mcp_on_ws(conn, {"jsonrpc": "2.0", "id": 2, "method": "conformance/no-such-method", "params": {}}, "an unknown method")
+        answer = await _mcp_on_ws(
+            conn, {"jsonrpc": "2.0", "id": 2, "method": "conformance/no-such-method", "params": {}}, "an unknown method"
+        )
         if answer.get("error", {}).get("code") != -32601:
             raise CaseFailed(f"an unknown method: expected error -32601, got {answer!r}"[:300])
         frame = await conn.request({"type": "mcp", "data": {"id": 3}})
@@ -635,7 +701,9 @@ async def _ui(ctx: CaseContext) -> None:
                     if update.get("step_count") != 1:
                         ctx.note(f"step_count in the update after one step: {update.get('step_count')!r}")
                 else:
-                    await expect_observation(agent, {"type": "reset", "data": {"episode_id": _episode("UI-01")}}, "reset")
+                    await expect_observation(
+                        agent, {"type": "reset", "data": {"episode_id": _episode("UI-01")}}, "reset"
+                    )
                     await _next_update(ui, ctx, episode_id, "after a reset")
         except HandshakeRejected as rejected:
             raise NotApplicable(f"the server has no /ws/ui ({rejected})") from None
@@ -645,7 +713,9 @@ async def _ui(ctx: CaseContext) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _negotiated(ctx: CaseContext, token: str | None = None) -> AsyncIterator[tuple[WsConnection, Mapping[str, Any]]]:
+async def _negotiated(
+    ctx: CaseContext, token: str | None = None
+) -> AsyncIterator[tuple[WsConnection, Mapping[str, Any]]]:
     """A connection offering the extension's subprotocol, with its session frame's ``data``.
 
     NotApplicable when the server does not select the subprotocol (a base server).
@@ -670,7 +740,11 @@ async def _end_session(conn: WsConnection) -> None:
         await conn.wait_closed()
 
 
-@case("EXT-NEG-01", "offering openenv-anyio.v1: selected, and the first frame is a session frame", ("EXT-NEG-1", "EXT-SES-1", "EXT-SES-2"))
+@case(
+    "EXT-NEG-01",
+    "offering openenv-anyio.v1: selected, and the first frame is a session frame",
+    ("EXT-NEG-1", "EXT-SES-1", "EXT-SES-2"),
+)
 async def _ext_negotiation(ctx: CaseContext) -> None:
     async with _negotiated(ctx) as (conn, session):
         if session.get("resumed") is not False or session.get("last_request_id") is not None:
@@ -681,11 +755,15 @@ async def _ext_negotiation(ctx: CaseContext) -> None:
         await _end_session(conn)
 
 
-@case("EXT-REQ-01", "a repeated request_id is answered from the stored answer, not run again", ("EXT-REQ-1", "EXT-REQ-2"))
+@case(
+    "EXT-REQ-01", "a repeated request_id is answered from the stored answer, not run again", ("EXT-REQ-1", "EXT-REQ-2")
+)
 async def _ext_replay(ctx: CaseContext) -> None:
     action = ctx.require_action()
     async with _negotiated(ctx) as (conn, _):
-        reset = await conn.request({"type": "reset", "request_id": "conformance-1", "data": {"episode_id": _episode("EXT-REQ-01")}})
+        reset = await conn.request(
+            {"type": "reset", "request_id": "conformance-1", "data": {"episode_id": _episode("EXT-REQ-01")}}
+        )
         expect_frame(reset, "observation", "negotiated reset")
         before = (await expect_state(conn, "state after the reset")).get("step_count")
         step = {"type": "step", "data": action, "request_id": "conformance-2"}
@@ -707,7 +785,9 @@ async def _ext_replay(ctx: CaseContext) -> None:
         await _end_session(conn)
 
 
-@case("EXT-RES-01", "the token resumes the session on a new connection, which takes it over", ("EXT-RES-1", "EXT-RES-5"))
+@case(
+    "EXT-RES-01", "the token resumes the session on a new connection, which takes it over", ("EXT-RES-1", "EXT-RES-5")
+)
 async def _ext_resume(ctx: CaseContext) -> None:
     async with _negotiated(ctx) as (old, session):
         reset = {"type": "reset", "request_id": "conformance-1", "data": {"episode_id": _episode("EXT-RES-01")}}
@@ -768,7 +848,9 @@ async def _ext_episode_mismatch(ctx: CaseContext) -> None:
 # --- spec vectors ----------------------------------------------------------------------
 
 
-@case("SPEC-VEC-01", "every invalid client frame of spec/v1/examples gets its error code", ("WS-ERR-9",), required=False)
+@case(
+    "SPEC-VEC-01", "every invalid client frame of spec/v1/examples gets its error code", ("WS-ERR-9",), required=False
+)
 async def _spec_vectors(ctx: CaseContext) -> None:
     directory = ctx.setup.options.examples_dir or default_examples_dir()
     vectors = client_error_vectors(directory) if directory is not None else []

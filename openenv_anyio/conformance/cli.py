@@ -51,22 +51,39 @@ certifying a fleet (several servers behind one balancer):
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = FLEET_HELP
-    parser.add_argument("url", metavar="URL", nargs="?", help="the server's base URL, http(s):// or ws(s):// (e.g. http://127.0.0.1:8000); not needed with --list")
-    parser.add_argument("--action", metavar="JSON", help="a valid action as a JSON object (default: built from GET /schema)")
-    parser.add_argument("--only", metavar="ID", nargs="+", help="run only these case IDs or groups (e.g. WS-ERR-01 HTTP)")
+    parser.add_argument(
+        "url",
+        metavar="URL",
+        nargs="?",
+        help="the server's base URL, http(s):// or ws(s):// (e.g. http://127.0.0.1:8000); not needed with --list",
+    )
+    parser.add_argument(
+        "--action", metavar="JSON", help="a valid action as a JSON object (default: built from GET /schema)"
+    )
+    parser.add_argument(
+        "--only", metavar="ID", nargs="+", help="run only these case IDs or groups (e.g. WS-ERR-01 HTTP)"
+    )
     parser.add_argument("--json", metavar="FILE", dest="json_file", help="write the JSON report to FILE")
     parser.add_argument("--junit", metavar="FILE", dest="junit_file", help="write a JUnit XML report to FILE")
     parser.add_argument(
         "--expected-failures", metavar="FILE", help="baseline: case IDs expected to fail, one per line (# comments)"
     )
     parser.add_argument(
-        "--token", metavar="TOKEN", default=None,
+        "--token",
+        metavar="TOKEN",
+        default=None,
         help="bearer token for a server that requires one (default: $OPENENV_TOKEN); sent with every request, never shown",
     )
-    parser.add_argument("--timeout", metavar="S", type=_positive, default=10.0, help=(
-        "per-case timeout in seconds (default 10); after a timeout, GET /health tells a slow server "
-        "from one that stopped answering (then the later cases are not run)"
-    ))
+    parser.add_argument(
+        "--timeout",
+        metavar="S",
+        type=_positive,
+        default=10.0,
+        help=(
+            "per-case timeout in seconds (default 10); after a timeout, GET /health tells a slow server "
+            "from one that stopped answering (then the later cases are not run)"
+        ),
+    )
     parser.add_argument(
         "--frame-limit-mb",
         metavar="MB",
@@ -163,7 +180,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.list:
         for case in CASES:
-            print(f"{case.id:<12} {'required' if case.required else 'optional':<8}  {case.title}  [{', '.join(case.requirements)}]")
+            print(
+                f"{case.id:<12} {'required' if case.required else 'optional':<8}  {case.title}  [{', '.join(case.requirements)}]"
+            )
         return 0
     if args.url is None:
         return _fail("the URL of the server to check is required (or --list to list the cases)")
@@ -175,8 +194,13 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, BaselineError) as exc:
         return _fail(str(exc))
     options = CheckOptions(
-        url=args.url, action=action, only=args.only, timeout_s=args.timeout, frame_limit_mb=args.frame_limit_mb,
-        max_sessions=args.max_sessions, strict=args.strict,
+        url=args.url,
+        action=action,
+        only=args.only,
+        timeout_s=args.timeout,
+        frame_limit_mb=args.frame_limit_mb,
+        max_sessions=args.max_sessions,
+        strict=args.strict,
         token=args.token or os.environ.get("OPENENV_TOKEN") or None,
     )
     started: list[RunReport] = []

@@ -229,7 +229,9 @@ class HttpProbe:
         if body is not None:
             headers["content-type"] = "application/json"
         try:
-            response = await self._client.request(method, self._target.http_base + path, content=content, headers=headers)
+            response = await self._client.request(
+                method, self._target.http_base + path, content=content, headers=headers
+            )
         except httpx.HTTPError as exc:
             raise DriverError(f"{method} {path} failed: {type(exc).__name__} {exc}".rstrip()) from None
         text = response.text
@@ -238,7 +240,12 @@ class HttpProbe:
         except ValueError:
             parsed = None
         self._recorder.add(
-            "http", number, "received", "response", length=len(text), preview=f"HTTP {response.status_code} {preview(text, 240)}"
+            "http",
+            number,
+            "received",
+            "response",
+            length=len(text),
+            preview=f"HTTP {response.status_code} {preview(text, 240)}",
         )
         return HttpReply(response.status_code, parsed, text)
 

@@ -171,7 +171,13 @@ class Recorder:
         unknown = () if faults else unknown_members(channel, value)
         kind = "text" if isinstance(payload, str) else "binary"
         self.add(
-            channel, connection, "received", kind, length=len(payload), preview=preview(payload), faults=faults,
+            channel,
+            connection,
+            "received",
+            kind,
+            length=len(payload),
+            preview=preview(payload),
+            faults=faults,
             unknown_members=unknown,
         )
         return Received(payload, value, faults, unknown)

@@ -25,13 +25,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("openenv", "OpenEnv protocol conformance (openenv-anyio)")
     group.addoption("--openenv-url", metavar="URL", help="run the conformance cases against the server at URL")
     group.addoption("--openenv-action", metavar="JSON", help="a valid action (default: built from GET /schema)")
-    group.addoption("--openenv-timeout", metavar="S", type=float, default=10.0, help="per-case timeout (default 10 s); see `openenv-anyio check --help`")
-    group.addoption("--openenv-frame-limit-mb", metavar="MB", type=float, help="the server's inbound frame limit (WS-ERR-08)")
+    group.addoption(
+        "--openenv-timeout",
+        metavar="S",
+        type=float,
+        default=10.0,
+        help="per-case timeout (default 10 s); see `openenv-anyio check --help`",
+    )
+    group.addoption(
+        "--openenv-frame-limit-mb", metavar="MB", type=float, help="the server's inbound frame limit (WS-ERR-08)"
+    )
     group.addoption("--openenv-max-sessions", metavar="N", type=int, help="the server's session limit (WS-CAP-01)")
     group.addoption(
         "--openenv-strict", action="store_true", help="members the spec does not name make a case non-strict (COMPAT-5)"
     )
-    group.addoption("--openenv-token", metavar="TOKEN", help="bearer token for a server that requires one (SEC-TOKEN-1)")
+    group.addoption(
+        "--openenv-token", metavar="TOKEN", help="bearer token for a server that requires one (SEC-TOKEN-1)"
+    )
     group.addoption("--openenv-expected-failures", metavar="FILE", help="baseline of case IDs expected to fail")
 
 

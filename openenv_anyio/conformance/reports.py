@@ -56,7 +56,18 @@ _NULLABLE_STR = {"type": ["string", "null"]}
 _EVENT = {
     "type": "object",
     "additionalProperties": False,
-    "required": ["t", "channel", "connection", "direction", "kind", "length", "preview", "close_code", "close_reason", "faults"],
+    "required": [
+        "t",
+        "channel",
+        "connection",
+        "direction",
+        "kind",
+        "length",
+        "preview",
+        "close_code",
+        "close_reason",
+        "faults",
+    ],
     "properties": {
         "t": {"type": "number", "minimum": 0},
         "channel": {"enum": ["/ws", "/ws/ui", "http"]},
@@ -73,7 +84,11 @@ _EVENT = {
                 "type": "object",
                 "additionalProperties": False,
                 "required": ["pointer", "keyword", "message"],
-                "properties": {"pointer": {"type": "string"}, "keyword": {"type": "string"}, "message": {"type": "string"}},
+                "properties": {
+                    "pointer": {"type": "string"},
+                    "keyword": {"type": "string"},
+                    "message": {"type": "string"},
+                },
             },
         },
     },
@@ -88,8 +103,18 @@ REPORT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": [
-        "format", "format_version", "tool", "spec_version", "target", "started_at", "duration_s", "passed", "stopped",
-        "setup", "summary", "cases",
+        "format",
+        "format_version",
+        "tool",
+        "spec_version",
+        "target",
+        "started_at",
+        "duration_s",
+        "passed",
+        "stopped",
+        "setup",
+        "summary",
+        "cases",
     ],
     "properties": {
         "format": {"const": "openenv-anyio-conformance"},
@@ -118,7 +143,15 @@ REPORT_SCHEMA: dict[str, Any] = {
         "setup": {
             "type": "object",
             "additionalProperties": False,
-            "required": ["action", "action_source", "action_problem", "invalid_action", "timeout_s", "frame_limit_mb", "max_sessions"],
+            "required": [
+                "action",
+                "action_source",
+                "action_problem",
+                "invalid_action",
+                "timeout_s",
+                "frame_limit_mb",
+                "max_sessions",
+            ],
             "properties": {
                 "action": {"type": ["object", "null"]},
                 "action_source": {"enum": ["option", "schema", "none"]},
@@ -140,7 +173,19 @@ REPORT_SCHEMA: dict[str, Any] = {
             "items": {
                 "type": "object",
                 "additionalProperties": False,
-                "required": ["id", "title", "requirements", "required", "verdict", "reason", "notes", "duration_s", "baseline", "fails_run", "evidence"],
+                "required": [
+                    "id",
+                    "title",
+                    "requirements",
+                    "required",
+                    "verdict",
+                    "reason",
+                    "notes",
+                    "duration_s",
+                    "baseline",
+                    "fails_run",
+                    "evidence",
+                ],
                 "properties": {
                     "id": {"type": "string", "pattern": "^[A-Z]+(-[A-Z]+)*-[0-9]{2}$"},
                     "title": {"type": "string"},
@@ -202,8 +247,12 @@ def to_json(report: RunReport) -> dict[str, Any]:
         "started_at": report.started_at,
         "duration_s": round(report.duration_s, 6),
         "passed": report.passed,
-        "stopped": None if report.stopped is None else {
-            "case": report.stopped.case_id, "after": report.stopped.after, "probe": report.stopped.probe,
+        "stopped": None
+        if report.stopped is None
+        else {
+            "case": report.stopped.case_id,
+            "after": report.stopped.after,
+            "probe": report.stopped.probe,
         },
         "setup": {
             "action": None if setup.action is None else dict(setup.action),
@@ -261,7 +310,10 @@ def to_junit_xml(report: RunReport) -> str:
             ET.SubElement(testcase, "skipped", message=result.reason or result.verdict.value)
         elif result.baseline == "expected-failure":
             ET.SubElement(testcase, "skipped", message=f"expected failure (baseline): {result.reason}")
-        out = [f"verdict: {result.verdict.value}" + ("" if result.required else " (optional)"), f"requirements: {', '.join(result.requirements)}"]
+        out = [
+            f"verdict: {result.verdict.value}" + ("" if result.required else " (optional)"),
+            f"requirements: {', '.join(result.requirements)}",
+        ]
         if result.reason:
             out.append(f"reason: {result.reason}")
         out += [f"note: {note}" for note in result.notes]
@@ -309,7 +361,11 @@ def render_terminal(report: RunReport, *, colour: bool = False, evidence: bool =
             f"{result.case_id:<{width}}  {paint(f'{label:<14}', _COLOURS[result.verdict])}  "
             f"{kind:<8}  {result.title}  [{', '.join(result.requirements)}]"
         )
-        if result.reason and result.verdict is not Verdict.PASS and not (report.stopped and result.verdict is Verdict.NOT_RUN):
+        if (
+            result.reason
+            and result.verdict is not Verdict.PASS
+            and not (report.stopped and result.verdict is Verdict.NOT_RUN)
+        ):
             lines.append(f"{'':<{width}}    {result.reason}")
         for note in result.notes:
             lines.append(f"{'':<{width}}    note: {note}")

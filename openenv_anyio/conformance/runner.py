@@ -244,7 +244,9 @@ async def _check_openenv(target: Target, http: HttpProbe, timeout_s: float) -> N
 def _timeout_reason(evidence: list[WireEvent], timeout_s: float) -> str:
     """Say what the case was waiting for when its time ran out."""
     last = evidence[-1] if evidence else None
-    waiting = f": no answer to {last.channel}#{last.connection} {last.preview}" if last and last.direction == "sent" else ""
+    waiting = (
+        f": no answer to {last.channel}#{last.connection} {last.preview}" if last and last.direction == "sent" else ""
+    )
     return f"no verdict within {timeout_s:g} s (per-case timeout){waiting}"
 
 

@@ -4,24 +4,24 @@ from .affinity import AFFINITY_HEADER, check_affinity_key, new_affinity_key
 from .close_codes import RESUMABLE_CLOSE_CODES, CloseCode
 from .errors import ErrorCode, ProtocolError
 from .frames import (
+    MEMBER_ALIASES,
     ClientFrame,
     Close,
     Error,
     Frame,
     FrameCodec,
-    MEMBER_ALIASES,
-    MemberAlias,
     Mcp,
+    MemberAlias,
     Observation,
     Reset,
     ServerFrame,
     Session,
+    SessionClosed,
     State,
     StateRequest,
-    SessionClosed,
     StateUpdate,
-    UiFrame,
     Step,
+    UiFrame,
     check_sendable,
     decode_client_frame,
     decode_client_text,
@@ -30,15 +30,6 @@ from .frames import (
     dumps,
     encode_frame,
     parse_json,
-)
-from .resume import (
-    RESUME_TOKEN_HEADER,
-    SUBPROTOCOL,
-    Decision,
-    RequestLedger,
-    ResumeToken,
-    new_resume_token,
-    token_hint,
 )
 from .jsonrpc import (
     RESERVED_TOOL_NAMES,
@@ -50,6 +41,15 @@ from .jsonrpc import (
     read_rpc_request,
     rpc_error,
     rpc_result,
+)
+from .resume import (
+    RESUME_TOKEN_HEADER,
+    SUBPROTOCOL,
+    Decision,
+    RequestLedger,
+    ResumeToken,
+    new_resume_token,
+    token_hint,
 )
 from .spec import ENTRY_POINTS, EXTENSIBLE, SPEC_VERSION, Spec, SpecError, load_spec, sender_view
 from .validation import SchemaFault, Validator, sender_validator, spec_validator

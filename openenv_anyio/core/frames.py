@@ -297,8 +297,12 @@ def dumps(value: Any) -> str:
 # The two frames of every step, built without their frozen __init__ (see ``slot_setters``).
 _step_action, _step_request_id, _step_episode_id = slot_setters(Step)
 (
-    _observation_observation, _observation_reward, _observation_done, _observation_request_id,
-    _observation_episode_id, _observation_metadata,
+    _observation_observation,
+    _observation_reward,
+    _observation_done,
+    _observation_request_id,
+    _observation_episode_id,
+    _observation_metadata,
 ) = slot_setters(Observation)
 
 
@@ -335,7 +339,9 @@ def _from_wire(obj: dict[str, Any]) -> Frame:
             return Reset(obj.get("data") or {}, obj.get("request_id"))
         case "error":
             data = dict(obj["data"])
-            return Error(code=data.pop("code"), message=data.pop("message"), extra=data, request_id=obj.get("request_id"))
+            return Error(
+                code=data.pop("code"), message=data.pop("message"), extra=data, request_id=obj.get("request_id")
+            )
         case "session":
             data = obj["data"]
             return Session(
@@ -372,8 +378,7 @@ class FrameCodec:
         self.entry = entry
         self._entry_validator = spec_validator(ENTRY_POINTS[entry], spec)
         self._by_type: dict[str, Validator] = {
-            frame_type: spec_validator(relative, spec)
-            for frame_type, relative in spec.frame_schemas(entry).items()
+            frame_type: spec_validator(relative, spec) for frame_type, relative in spec.frame_schemas(entry).items()
         }
 
     @property
@@ -473,9 +478,7 @@ class MemberAlias:
 
 #: The deprecated aliases the core explains (PROTOCOL.md names each by requirement ID).
 MEMBER_ALIASES: Final[tuple[MemberAlias, ...]] = (
-    MemberAlias(
-        frame_type="step", alias="action", member="data", payload="the action", requirement="WS-STEP-4"
-    ),
+    MemberAlias(frame_type="step", alias="action", member="data", payload="the action", requirement="WS-STEP-4"),
 )
 
 
@@ -510,7 +513,9 @@ def _codec(entry: str, *, sender: bool = False) -> FrameCodec:
 
 
 def _not_on(entry: str, frame: Frame) -> ProtocolError:
-    return ProtocolError(ErrorCode.UNKNOWN_TYPE, f"a {frame.type} frame is not a {entry}", pointer="/type", keyword="enum")
+    return ProtocolError(
+        ErrorCode.UNKNOWN_TYPE, f"a {frame.type} frame is not a {entry}", pointer="/type", keyword="enum"
+    )
 
 
 def decode_client_frame(payload: str | bytes) -> ClientFrame:

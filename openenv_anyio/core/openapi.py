@@ -84,7 +84,9 @@ def openapi_document(
     schemas: dict[str, Any] = {
         "Action": _standalone(env_schemas["action"], "action"),
         "Observation": _standalone(env_schemas["observation"], "observation"),
-        "ResetObservation": _standalone(env_schemas.get("reset_observation", env_schemas["observation"]), "reset_observation"),
+        "ResetObservation": _standalone(
+            env_schemas.get("reset_observation", env_schemas["observation"]), "reset_observation"
+        ),
         "State": _standalone(env_schemas["state"], "state"),
         "SchemaResponse": _spec_part(spec, "http/schema-response.json"),
         "JsonRpcRequest": _spec_part(spec, "jsonrpc/request.json"),
@@ -96,31 +98,119 @@ def openapi_document(
         },
     }
     paths: dict[str, Any] = {
-        "/health": {"get": {"summary": "Liveness (HTTP-1)", "operationId": "health", "responses": {
-            "200": _answer("Healthy.", schema={"type": "object", "required": ["status"], "properties": {"status": {"const": "healthy"}}})}}},
-        "/ready": {"get": {"summary": "Readiness: whether the server takes new sessions (HTTP-7)", "operationId": "ready", "responses": {
-            "200": _answer("Taking sessions.", schema={"type": "object", "required": ["status"], "properties": {"status": {"const": "ready"}}}),
-            "503": _answer("Starting, draining or stopping.", schema={"type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}})}}},
-        "/access": {"get": {"summary": "Whether a bearer token is required, and what the presented one grants (SEC-TOKEN-2)", "operationId": "access", "responses": {
-            "200": _answer("The grant.", schema={"type": "object", "required": ["tokens_required", "role"], "properties": {
-                "tokens_required": {"type": "boolean"}, "role": {"enum": ["operator", "agent", None]}}})}}},
-        "/metrics": {"get": {"summary": "The server's metrics, Prometheus text format; operator only (HTTP-8)", "operationId": "metrics", "responses": {
-            "200": {"description": "Prometheus text exposition.", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
-        "/metadata": {"get": {"summary": "The environment's name, description and version (HTTP-2)", "operationId": "metadata", "responses": {
-            "200": _answer("Metadata.", schema={"type": "object", "required": ["name", "description"], "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "version": {"type": "string"}}})}}},
-        "/schema": {"get": {"summary": "The action, observation, reset observation and state schemas (HTTP-3)", "operationId": "schema", "responses": {
-            "200": _answer("The environment's JSON Schemas: components Action, Observation, ResetObservation and State.", "SchemaResponse")}}},
-        "/mcp": {"post": {
-            "summary": (
-                "One JSON-RPC 2.0 request: tools/list, tools/call, openenv/session/create, openenv/session/close"
-                " (MCP-RPC-1)"
-            ),
-            "operationId": "mcp",
-            "requestBody": _body("JsonRpcRequest"),
-            "responses": {"200": _answer("The JSON-RPC response (errors too).", "JsonRpcResponse")},
-        }},
-        "/openapi.json": {"get": {"summary": "This document (HTTP-9)", "operationId": "openapi", "responses": {
-            "200": _answer("OpenAPI 3.1 document.")}}},
+        "/health": {
+            "get": {
+                "summary": "Liveness (HTTP-1)",
+                "operationId": "health",
+                "responses": {
+                    "200": _answer(
+                        "Healthy.",
+                        schema={
+                            "type": "object",
+                            "required": ["status"],
+                            "properties": {"status": {"const": "healthy"}},
+                        },
+                    )
+                },
+            }
+        },
+        "/ready": {
+            "get": {
+                "summary": "Readiness: whether the server takes new sessions (HTTP-7)",
+                "operationId": "ready",
+                "responses": {
+                    "200": _answer(
+                        "Taking sessions.",
+                        schema={"type": "object", "required": ["status"], "properties": {"status": {"const": "ready"}}},
+                    ),
+                    "503": _answer(
+                        "Starting, draining or stopping.",
+                        schema={"type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}},
+                    ),
+                },
+            }
+        },
+        "/access": {
+            "get": {
+                "summary": "Whether a bearer token is required, and what the presented one grants (SEC-TOKEN-2)",
+                "operationId": "access",
+                "responses": {
+                    "200": _answer(
+                        "The grant.",
+                        schema={
+                            "type": "object",
+                            "required": ["tokens_required", "role"],
+                            "properties": {
+                                "tokens_required": {"type": "boolean"},
+                                "role": {"enum": ["operator", "agent", None]},
+                            },
+                        },
+                    )
+                },
+            }
+        },
+        "/metrics": {
+            "get": {
+                "summary": "The server's metrics, Prometheus text format; operator only (HTTP-8)",
+                "operationId": "metrics",
+                "responses": {
+                    "200": {
+                        "description": "Prometheus text exposition.",
+                        "content": {"text/plain": {"schema": {"type": "string"}}},
+                    }
+                },
+            }
+        },
+        "/metadata": {
+            "get": {
+                "summary": "The environment's name, description and version (HTTP-2)",
+                "operationId": "metadata",
+                "responses": {
+                    "200": _answer(
+                        "Metadata.",
+                        schema={
+                            "type": "object",
+                            "required": ["name", "description"],
+                            "properties": {
+                                "name": {"type": "string"},
+                                "description": {"type": "string"},
+                                "version": {"type": "string"},
+                            },
+                        },
+                    )
+                },
+            }
+        },
+        "/schema": {
+            "get": {
+                "summary": "The action, observation, reset observation and state schemas (HTTP-3)",
+                "operationId": "schema",
+                "responses": {
+                    "200": _answer(
+                        "The environment's JSON Schemas: components Action, Observation, ResetObservation and State.",
+                        "SchemaResponse",
+                    )
+                },
+            }
+        },
+        "/mcp": {
+            "post": {
+                "summary": (
+                    "One JSON-RPC 2.0 request: tools/list, tools/call, openenv/session/create, openenv/session/close"
+                    " (MCP-RPC-1)"
+                ),
+                "operationId": "mcp",
+                "requestBody": _body("JsonRpcRequest"),
+                "responses": {"200": _answer("The JSON-RPC response (errors too).", "JsonRpcResponse")},
+            }
+        },
+        "/openapi.json": {
+            "get": {
+                "summary": "This document (HTTP-9)",
+                "operationId": "openapi",
+                "responses": {"200": _answer("OpenAPI 3.1 document.")},
+            }
+        },
     }
     if not production:
         schemas["ResetParameters"] = _spec_part(spec, "frames/reset.json", "properties", "data")
@@ -130,23 +220,35 @@ def openapi_document(
             "required": ["action"],
             "properties": {"action": {"$ref": "#/components/schemas/Action"}},
         }
-        paths["/reset"] = {"post": {
-            "summary": "Reset a fresh environment and answer its first observation (HTTP-4)",
-            "operationId": "reset",
-            "requestBody": {**_body("ResetParameters"), "required": False},
-            "responses": {"200": _answer("The observation frame's data.", "ObservationData"), "422": _UNPROCESSABLE},
-        }}
-        paths["/step"] = {"post": {
-            "summary": "Step a fresh environment once (HTTP-4)",
-            "operationId": "step",
-            "requestBody": _body("StepRequest"),
-            "responses": {"200": _answer("The observation frame's data.", "ObservationData"), "422": _UNPROCESSABLE},
-        }}
-        paths["/state"] = {"get": {
-            "summary": "The state of a fresh environment (HTTP-5)",
-            "operationId": "state",
-            "responses": {"200": _answer("The state.", "State")},
-        }}
+        paths["/reset"] = {
+            "post": {
+                "summary": "Reset a fresh environment and answer its first observation (HTTP-4)",
+                "operationId": "reset",
+                "requestBody": {**_body("ResetParameters"), "required": False},
+                "responses": {
+                    "200": _answer("The observation frame's data.", "ObservationData"),
+                    "422": _UNPROCESSABLE,
+                },
+            }
+        }
+        paths["/step"] = {
+            "post": {
+                "summary": "Step a fresh environment once (HTTP-4)",
+                "operationId": "step",
+                "requestBody": _body("StepRequest"),
+                "responses": {
+                    "200": _answer("The observation frame's data.", "ObservationData"),
+                    "422": _UNPROCESSABLE,
+                },
+            }
+        }
+        paths["/state"] = {
+            "get": {
+                "summary": "The state of a fresh environment (HTTP-5)",
+                "operationId": "state",
+                "responses": {"200": _answer("The state.", "State")},
+            }
+        }
     return {
         "openapi": OPENAPI_VERSION,
         "jsonSchemaDialect": _DIALECT,

@@ -98,7 +98,7 @@ class Spec:
     def relative_paths(self) -> Iterator[str]:
         """Relative paths of every schema document, sorted."""
         for uri in sorted(self.documents):
-            yield uri[len(BASE_URI):]
+            yield uri[len(BASE_URI) :]
 
     def error_codes(self) -> dict[str, str]:
         """The error-code registry: code -> one-line meaning."""
@@ -113,9 +113,7 @@ class Spec:
 
     def dereferenced(self, relative: str) -> dict[str, Any]:
         """A copy of one document with every ``$ref`` inlined (for tools that cannot resolve)."""
-        return jsonschema_rs.dereference(
-            dict(self.document(relative)), registry=build_rs_registry(self), offline=True
-        )
+        return jsonschema_rs.dereference(dict(self.document(relative)), registry=build_rs_registry(self), offline=True)
 
 
 def build_rs_registry(spec: Spec) -> jsonschema_rs.Registry:

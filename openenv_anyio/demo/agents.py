@@ -6,6 +6,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
 from ..client import EnvClient, EnvClientError
 from .policies import Policy
 

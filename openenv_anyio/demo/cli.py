@@ -38,24 +38,30 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "Start a server on a free loopback port serving ENV (or use --url), run AGENTS "
         "agents concurrently for EPISODES episodes each, show progress and a summary."
     )
-    parser.add_argument("--env", default=DEFAULT_ENV, metavar="TARGET",
-                        help=f"environment to serve: gymnasium:ID or MODULE:ATTR (default {DEFAULT_ENV})")
+    parser.add_argument(
+        "--env",
+        default=DEFAULT_ENV,
+        metavar="TARGET",
+        help=f"environment to serve: gymnasium:ID or MODULE:ATTR (default {DEFAULT_ENV})",
+    )
     parser.add_argument("--agents", type=_positive_int, default=4, help="concurrent agents (default 4)")
     parser.add_argument("--episodes", type=_positive_int, default=5, help="episodes per agent (default 5)")
-    parser.add_argument("--max-steps", type=_positive_int, default=500,
-                        help="step limit per episode (default 500)")
+    parser.add_argument("--max-steps", type=_positive_int, default=500, help="step limit per episode (default 500)")
     parser.add_argument("--seed", type=int, default=0, help="base seed for resets and policies")
     parser.add_argument("--url", help="run the agents against this already running server instead")
     parser.add_argument(
-        "--token", metavar="TOKEN", default=None,
+        "--token",
+        metavar="TOKEN",
+        default=None,
         help="with --url: bearer token for a server that requires one (default: $OPENENV_TOKEN); "
-             "sent with every request and connection, never shown",
+        "sent with every request and connection, never shown",
     )
     parser.add_argument("--no-progress", action="store_true", help="do not show live progress")
     parser.add_argument(
-        "--watch", action="store_true",
+        "--watch",
+        action="store_true",
         help="keep the server and its dashboard (/web) up after the agents finish, until Ctrl-C; "
-             "a Gymnasium env renders frames (render_mode='rgb_array') for the dashboard to draw",
+        "a Gymnasium env renders frames (render_mode='rgb_array') for the dashboard to draw",
     )
 
 
@@ -233,8 +239,15 @@ async def _demo(args: argparse.Namespace, summary: _Summary, stop: _Stop) -> int
                 for tally, policy in zip(tallies, policies):
                     players.start_soon(
                         functools.partial(
-                            run_agent, url, tally, policy, episodes=args.episodes, max_steps=args.max_steps,
-                            seed=args.seed + 1000 * tally.agent, on_progress=show, token=token,
+                            run_agent,
+                            url,
+                            tally,
+                            policy,
+                            episodes=args.episodes,
+                            max_steps=args.max_steps,
+                            seed=args.seed + 1000 * tally.agent,
+                            on_progress=show,
+                            token=token,
                         )
                     )
             agents.cancel_scope.cancel()
@@ -245,8 +258,11 @@ async def _demo(args: argparse.Namespace, summary: _Summary, stop: _Stop) -> int
             print(summary_table(tallies, wall, heading), flush=True)
             stop.code = 1 if any(t.errors for t in tallies) else 0
             stop.watching = True
-            print(f"openenv-anyio demo: the server and its dashboard stay up at {url}/web/ until Ctrl-C",
-                  file=sys.stderr, flush=True)
+            print(
+                f"openenv-anyio demo: the server and its dashboard stay up at {url}/web/ until Ctrl-C",
+                file=sys.stderr,
+                flush=True,
+            )
             await trio.sleep_forever()  # until _main's signal receiver cancels the run
         nursery.cancel_scope.cancel()
     print(summary_table(tallies, wall, heading))
@@ -262,7 +278,11 @@ def _watch_kwargs(args: argparse.Namespace) -> dict[str, Any] | None:
     import os
 
     # drawing into arrays needs neither a display nor sound, nor pygame's greeting
-    for name, value in (("SDL_VIDEODRIVER", "dummy"), ("SDL_AUDIODRIVER", "dummy"), ("PYGAME_HIDE_SUPPORT_PROMPT", "1")):
+    for name, value in (
+        ("SDL_VIDEODRIVER", "dummy"),
+        ("SDL_AUDIODRIVER", "dummy"),
+        ("PYGAME_HIDE_SUPPORT_PROMPT", "1"),
+    ):
         os.environ.setdefault(name, value)
     try:
         import pygame  # noqa: F401

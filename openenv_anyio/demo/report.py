@@ -63,21 +63,34 @@ def summary_table(tallies: Sequence[AgentTally], wall_seconds: float, heading: s
     for t in tallies:
         rate = t.steps / t.seconds if t.seconds > 0 else 0.0
         rows.append(
-            (str(t.agent), str(t.episodes), _fmt(t.mean_return), _fmt(t.best_return),
-             f"{t.steps:,}", f"{rate:,.0f}", str(len(t.errors)))
+            (
+                str(t.agent),
+                str(t.episodes),
+                _fmt(t.mean_return),
+                _fmt(t.best_return),
+                f"{t.steps:,}",
+                f"{rate:,.0f}",
+                str(len(t.errors)),
+            )
         )
     all_returns = [r for t in tallies for r in t.returns]
     steps = sum(t.steps for t in tallies)
     rows.append(
-        ("all", str(len(all_returns)),
-         _fmt(sum(all_returns) / len(all_returns) if all_returns else math.nan),
-         _fmt(max(all_returns) if all_returns else math.nan),
-         f"{steps:,}", f"{steps / wall_seconds if wall_seconds > 0 else 0:,.0f}",
-         str(sum(len(t.errors) for t in tallies)))
+        (
+            "all",
+            str(len(all_returns)),
+            _fmt(sum(all_returns) / len(all_returns) if all_returns else math.nan),
+            _fmt(max(all_returns) if all_returns else math.nan),
+            f"{steps:,}",
+            f"{steps / wall_seconds if wall_seconds > 0 else 0:,.0f}",
+            str(sum(len(t.errors) for t in tallies)),
+        )
     )
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+
     def line(cells: Sequence[str]) -> str:
         return "  ".join(cell.rjust(width) for cell, width in zip(cells, widths))
+
     rule = "  ".join("-" * w for w in widths)
     body = [line(header), rule, *(line(r) for r in rows[:-1]), rule, line(rows[-1])]
     if heading:

@@ -79,8 +79,7 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         if not out.is_dir():
             where = (
-                f"{out} does not exist" if args.out is not None
-                else f"no {out} in {Path.cwd()} or a folder above it"
+                f"{out} does not exist" if args.out is not None else f"no {out} in {Path.cwd()} or a folder above it"
             )
             print(f"openenv-anyio docs: {where}; run from the project, or pass --out DIR", file=sys.stderr)
             return 1

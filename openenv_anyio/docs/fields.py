@@ -181,7 +181,6 @@ class FieldWalker:
         return text
 
 
-
 def _unique(values: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(values))
 

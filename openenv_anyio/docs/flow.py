@@ -85,7 +85,7 @@ FLOW: tuple[Phase, ...] = (
         (
             Step(_A, _A, "EXT-RES-2", detail="link lost: session kept for resume_grace_s"),
             Step(_A, _S, "EXT-RES-1", detail="open /ws with OpenEnv-Resume-Token"),
-            Step(_S, _A, "EXT-RES-1", (_R, "session"), "{\"resumed\": true}"),
+            Step(_S, _A, "EXT-RES-1", (_R, "session"), '{"resumed": true}'),
             Step(_A, _S, "EXT-REQ-1", (_C, "step"), "the same request_id again"),
             Step(_S, _A, "EXT-REQ-1", (_R, "observation"), "the stored answer; no second run"),
         ),
@@ -95,7 +95,7 @@ FLOW: tuple[Phase, ...] = (
         (
             Step(_A, _S, "WS-CLOSE-1", (_C, "close")),
             Step(_S, _A, "WS-CLOSE-1", detail="WebSocket close 1000 (no frame)"),
-            Step(_S, _D, "UI-8", (_U, "session_closed"), "{\"reason\": \"closed\"}"),
+            Step(_S, _D, "UI-8", (_U, "session_closed"), '{"reason": "closed"}'),
         ),
     ),
 )

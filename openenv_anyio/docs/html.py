@@ -157,7 +157,9 @@ def _nav(reference: Reference) -> str:
     items += ["</ul>", "<h2>Frames</h2>", "<ul>"]
     items += [f'<li><a href="#{_anchor(f.relative, None)}">{html.escape(f.title)}</a></li>' for f in reference.frames]
     items += ["</ul>", "<h2>Registries</h2>", "<ul>"]
-    items += [f'<li><a href="#{_anchor(r.relative, None)}">{html.escape(r.heading)}</a></li>' for r in reference.registries]
+    items += [
+        f'<li><a href="#{_anchor(r.relative, None)}">{html.escape(r.heading)}</a></li>' for r in reference.registries
+    ]
     items += ["</ul>", "<h2>Refused</h2>", "<ul>", f'<li><a href="#{_INVALID}">Invalid frames</a></li>', "</ul>"]
     items += ["</nav>"]
     return "\n".join(items)
@@ -224,8 +226,10 @@ def _frame(reference: Reference, frame: FramePage) -> list[str]:
     invalid = len(frame.examples) - len(valid)
     if invalid:
         target = f"{_INVALID}-{_anchor(frame.relative, None)}"
-        lines += [f'<p class="note">{invalid} invalid {html.escape(frame.title)} frame{"s" if invalid > 1 else ""}: '
-                  f'<a href="#{target}">under Invalid frames</a>.</p>']
+        lines += [
+            f'<p class="note">{invalid} invalid {html.escape(frame.title)} frame{"s" if invalid > 1 else ""}: '
+            f'<a href="#{target}">under Invalid frames</a>.</p>'
+        ]
     return [*lines, "</section>"]
 
 

@@ -21,7 +21,17 @@ from .fields import FieldRow, FieldWalker
 from .flow import FLOW, Phase, check_flow
 from .refs import RefResolver
 
-__all__ = ["ERROR_CODES", "HTTP_PREFIX", "REGISTRIES", "EntryPoint", "FramePage", "Reference", "Registry", "RegistryEntry", "build_reference"]
+__all__ = [
+    "ERROR_CODES",
+    "HTTP_PREFIX",
+    "REGISTRIES",
+    "EntryPoint",
+    "FramePage",
+    "Reference",
+    "Registry",
+    "RegistryEntry",
+    "build_reference",
+]
 
 ERROR_CODES = "error-codes.json"
 #: Schema documents of HTTP answers (``GET /schema``): pages of their own, listed apart from the frames.

@@ -227,14 +227,16 @@ class GymnasiumEnv:
         self._episode_id = episode_id if episode_id is not None else str(uuid.uuid4())
         self._step_count = 0
         self._needs_reset = False
-        return self._answer({
-            "observation": to_jsonable(observation),
-            "info": to_jsonable(info),
-            "terminated": False,
-            "truncated": False,
-            "reward": None,
-            "done": False,
-        })
+        return self._answer(
+            {
+                "observation": to_jsonable(observation),
+                "info": to_jsonable(info),
+                "terminated": False,
+                "truncated": False,
+                "reward": None,
+                "done": False,
+            }
+        )
 
     def step(self, action: Mapping[str, Any]) -> dict[str, Any]:
         """Take one step; ``action`` is the step's data, ``{"action": VALUE}``."""
@@ -251,14 +253,16 @@ class GymnasiumEnv:
         observation, reward, terminated, truncated, info = self._env.step(value)
         self._step_count += 1
         done = bool(terminated) or bool(truncated)
-        return self._answer({
-            "observation": to_jsonable(observation),
-            "info": to_jsonable(info),
-            "terminated": bool(terminated),
-            "truncated": bool(truncated),
-            "reward": to_jsonable(float(reward)),
-            "done": done,
-        })
+        return self._answer(
+            {
+                "observation": to_jsonable(observation),
+                "info": to_jsonable(info),
+                "terminated": bool(terminated),
+                "truncated": bool(truncated),
+                "reward": to_jsonable(float(reward)),
+                "done": done,
+            }
+        )
 
     @property
     def state(self) -> dict[str, Any]:

@@ -30,8 +30,7 @@ def to_jsonable(value: Any) -> JSONValue:
         return value if math.isfinite(value) else None
     if isinstance(value, Mapping):
         return {
-            key if isinstance(key, str) else str(to_jsonable(key)): to_jsonable(item)
-            for key, item in value.items()
+            key if isinstance(key, str) else str(to_jsonable(key)): to_jsonable(item) for key, item in value.items()
         }
     if isinstance(value, (list, tuple, set, frozenset)):
         return [to_jsonable(item) for item in value]

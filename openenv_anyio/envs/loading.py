@@ -44,6 +44,7 @@ class ServeTarget:
     factory: EnvFactory
     app: UpstreamApp | None = None
 
+
 _GYMNASIUM = "gymnasium"
 _USAGE = "expected MODULE:ATTR (e.g. mypkg.server:MyEnv) or gymnasium:ENV_ID (e.g. gymnasium:CartPole-v1)"
 
@@ -101,7 +102,9 @@ def resolve_serve_target(
                 f"create_app did not build: serve the environment class or factory instead (MODULE:MyEnvironment)"
             )
         if model is not None:
-            raise EnvTargetError(f"--action-model is for an environment class: {where} is an app whose create_app declares its Action model")
+            raise EnvTargetError(
+                f"--action-model is for an environment class: {where} is an app whose create_app declares its Action model"
+            )
         return ServeTarget(_built(lambda: served_factory(app), where), app)
     return ServeTarget(_factory(attribute, where, model))
 
@@ -135,9 +138,7 @@ def _import(module_name: str) -> Any:
             ) from None
         raise EnvTargetError(f"importing {module_name!r} failed: {_one_line(exc)}") from exc
     except Exception as exc:
-        raise EnvTargetError(
-            f"importing {module_name!r} failed: {type(exc).__name__}: {_one_line(exc)}"
-        ) from exc
+        raise EnvTargetError(f"importing {module_name!r} failed: {type(exc).__name__}: {_one_line(exc)}") from exc
 
 
 def _attribute(module: Any, module_name: str, attribute_path: str) -> Any:
@@ -157,8 +158,16 @@ def _attribute(module: Any, module_name: str, attribute_path: str) -> Any:
 
 #: how a value of a builtin type is named in a message
 _PLAIN_NAMES = {
-    int: "a whole number", float: "a number", bool: "a boolean", str: "a string", bytes: "bytes",
-    list: "a list", tuple: "a tuple", dict: "a dict", set: "a set", type(None): "None",
+    int: "a whole number",
+    float: "a number",
+    bool: "a boolean",
+    str: "a string",
+    bytes: "bytes",
+    list: "a list",
+    tuple: "a tuple",
+    dict: "a dict",
+    set: "a set",
+    type(None): "None",
 }
 
 
@@ -179,9 +188,7 @@ def _factory(attribute: Any, where: str, action_model: Any = None) -> EnvFactory
     if not callable(attribute):
         hint = " (pass the class, not an instance)" if _is_environment_instance(attribute) else ""
         raise EnvTargetError(f"{where} is {_a_value(attribute)}, not an environment class or factory{hint}")
-    if is_openenv_core_environment(_unwrap(attribute)) or is_openenv_core_environment(
-        _return_class(attribute)
-    ):
+    if is_openenv_core_environment(_unwrap(attribute)) or is_openenv_core_environment(_return_class(attribute)):
         try:
             return _built(lambda: OpenEnvCoreEnv.wrap(attribute, action_model=action_model), where)
         except ActionModelUnknown as exc:

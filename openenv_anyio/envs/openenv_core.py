@@ -139,9 +139,7 @@ class OpenEnvCoreEnv:
                 f"or serve OpenEnvCoreEnv.wrap({name}, action_model=MyAction)"
             )
         observation: Any = (
-            observation_model
-            or _pick(_model_candidates(env_class, core_environment, 1), Observation)
-            or Observation
+            observation_model or _pick(_model_candidates(env_class, core_environment, 1), Observation) or Observation
         )
         reset_observation: Any = reset_observation_model or observation
         state: Any = state_model or _pick(_model_candidates(env_class, core_environment, 2), State) or State
@@ -154,9 +152,7 @@ class OpenEnvCoreEnv:
             "__doc__": env_class.__doc__,
             "_factory": staticmethod(env),
             "MAX_CONCURRENT_SESSIONS": max_concurrent_sessions or (None if concurrent else 1),
-            "REQUIRES_SINGLE_THREAD_EXECUTOR": bool(
-                getattr(env_class, "REQUIRES_SINGLE_THREAD_EXECUTOR", False)
-            ),
+            "REQUIRES_SINGLE_THREAD_EXECUTOR": bool(getattr(env_class, "REQUIRES_SINGLE_THREAD_EXECUTOR", False)),
             "action_model": action,
             "observation_model": observation,
             "state_model": state,

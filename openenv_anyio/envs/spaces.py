@@ -38,9 +38,7 @@ def describe_space(space: spaces.Space[Any]) -> str:
     return " ".join(repr(space).split())  # numpy prints multi-dimensional arrays on several lines
 
 
-def space_schema(
-    space: spaces.Space[Any], *, role: str = "action", nullable_floats: bool = False
-) -> dict[str, Any]:
+def space_schema(space: spaces.Space[Any], *, role: str = "action", nullable_floats: bool = False) -> dict[str, Any]:
     """A JSON Schema accepting the JSON form of the values of ``space``.
 
     ``role`` words the error label (``action space ...``). ``nullable_floats`` lets float
@@ -72,8 +70,7 @@ def _schema(space: spaces.Space[Any], label: str, role: str, nullable: bool) -> 
         return {
             "type": "object",
             "properties": {
-                key: space_schema(sub, role=role, nullable_floats=nullable)
-                for key, sub in space.spaces.items()
+                key: space_schema(sub, role=role, nullable_floats=nullable) for key, sub in space.spaces.items()
             },
             "required": list(space.spaces),
             "additionalProperties": False,
@@ -112,9 +109,7 @@ def _nested_array(shape: Sequence[int], element: dict[str, Any], label: str) -> 
     return schema
 
 
-def action_from_json(
-    space: spaces.Space[Any], value: Any, *, loc: tuple[str | int, ...] = ("action",)
-) -> Any:
+def action_from_json(space: spaces.Space[Any], value: Any, *, loc: tuple[str | int, ...] = ("action",)) -> Any:
     """The member of ``space`` that the JSON ``value`` stands for; :class:`ActionOutsideSpace` if none.
 
     ``loc`` is where ``value`` sits in the step's data; errors point inside it.
@@ -124,9 +119,7 @@ def action_from_json(
         number = _integer(value, text, loc)
         start = int(space.start)
         if not start <= number < start + int(space.n):
-            raise ActionOutsideSpace(
-                f"{number} is not in [{start}, {start + int(space.n) - 1}]", space=text, loc=loc
-            )
+            raise ActionOutsideSpace(f"{number} is not in [{start}, {start + int(space.n) - 1}]", space=text, loc=loc)
         return number
     if isinstance(space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
         return _array_member(space, value, text, loc)
@@ -201,18 +194,14 @@ def _array_member(
     return array
 
 
-def _collect(
-    value: Any, shape: tuple[int, ...], out: list[Any], loc: tuple[str | int, ...], text: str
-) -> None:
+def _collect(value: Any, shape: tuple[int, ...], out: list[Any], loc: tuple[str | int, ...], text: str) -> None:
     if not shape:
         if isinstance(value, (list, dict)):
             raise ActionOutsideSpace(f"expected a single value, got {_kind(value)}", space=text, loc=loc)
         out.append(value)
         return
     if not isinstance(value, list) or len(value) != shape[0]:
-        raise ActionOutsideSpace(
-            f"expected an array of {shape[0]} items, got {_kind(value)}", space=text, loc=loc
-        )
+        raise ActionOutsideSpace(f"expected an array of {shape[0]} items, got {_kind(value)}", space=text, loc=loc)
     for index, item in enumerate(value):
         _collect(item, shape[1:], out, (*loc, index), text)
 

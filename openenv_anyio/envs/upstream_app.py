@@ -85,7 +85,15 @@ def read_upstream_app(app: Any, where: str) -> UpstreamApp | None:
     if module is None or not isinstance(routes, list):
         return None
     server_class = module.HTTPEnvServer
-    server = next((held for route in routes for held in _held(getattr(route, "endpoint", None)) if isinstance(held, server_class)), None)
+    server = next(
+        (
+            held
+            for route in routes
+            for held in _held(getattr(route, "endpoint", None))
+            if isinstance(held, server_class)
+        ),
+        None,
+    )
     if server is None:
         return None
     release = _release()

@@ -134,17 +134,21 @@ def _definitions(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     return found if isinstance(found, Mapping) else {}
 
 
-def _resolved(schema: Mapping[str, Any], definitions: Mapping[str, Any], where: str, depth: int = 0) -> Mapping[str, Any]:
+def _resolved(
+    schema: Mapping[str, Any], definitions: Mapping[str, Any], where: str, depth: int = 0
+) -> Mapping[str, Any]:
     """``schema`` with a ``$ref`` into its own definitions followed (others are refused)."""
     while "$ref" in schema:
         reference = schema["$ref"]
-        prefix = next((p for p in ("#/$defs/", "#/definitions/") if isinstance(reference, str) and reference.startswith(p)), None)
-        if prefix is None or reference[len(prefix):] not in definitions:
+        prefix = next(
+            (p for p in ("#/$defs/", "#/definitions/") if isinstance(reference, str) and reference.startswith(p)), None
+        )
+        if prefix is None or reference[len(prefix) :] not in definitions:
             raise UnexpressibleSchema(f"{where}: $ref {reference!r} does not name a definition of the schema")
         depth += 1
         if depth > _MAX_DEPTH:
             return {}
-        schema = definitions[reference[len(prefix):]]
+        schema = definitions[reference[len(prefix) :]]
     return schema
 
 

@@ -93,7 +93,9 @@ def environment_factory(
         offered = [entry for entry in offered if entry[0] in tools]
     clashes = sorted({name for name, *_ in offered} & _RESERVED)
     if clashes:
-        raise UnexpressibleSchema(f"tool {clashes[0]!r} would hide the instance's own {clashes[0]!r}: leave it out with tools=")
+        raise UnexpressibleSchema(
+            f"tool {clashes[0]!r} would hide the instance's own {clashes[0]!r}: leave it out with tools="
+        )
     signatures, calls = [], {}
     for tool_name, description, schema, make_call in offered:  # only the tools offered need a signature
         hidden = HIDDEN_ACTION_FIELDS if make_call is _step_call else ()
@@ -233,7 +235,10 @@ def _http_json(url: str, path: str, options: Mapping[str, Any], *, required: boo
     headers = {**(options.get("headers") or {}), **({"Authorization": f"Bearer {token}"} if token else {})}
     try:
         answer = httpx.get(
-            _http_base(url) + path, headers=headers, timeout=DISCOVERY_TIMEOUT_S, trust_env=bool(options.get("trust_env", True))
+            _http_base(url) + path,
+            headers=headers,
+            timeout=DISCOVERY_TIMEOUT_S,
+            trust_env=bool(options.get("trust_env", True)),
         )
         answer.raise_for_status()
         return answer.json()

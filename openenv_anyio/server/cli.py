@@ -31,9 +31,15 @@ TOKEN_ENV = "OPENENV_TOKEN"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="MODULE:ATTR", help="the environment: a class or factory (openenv_anyio.envs.guess:GuessNumberEnv), an openenv-core Environment subclass (mypkg.server:MyEnv), the app upstream OpenEnv's create_app built (my_env.server.app:app, what uvicorn was given) or a Gymnasium id (gymnasium:CartPole-v1)")
     parser.add_argument(
-        "--action-model", metavar="MODULE:Model", default=None,
+        "target",
+        metavar="MODULE:ATTR",
+        help="the environment: a class or factory (openenv_anyio.envs.guess:GuessNumberEnv), an openenv-core Environment subclass (mypkg.server:MyEnv), the app upstream OpenEnv's create_app built (my_env.server.app:app, what uvicorn was given) or a Gymnasium id (gymnasium:CartPole-v1)",
+    )
+    parser.add_argument(
+        "--action-model",
+        metavar="MODULE:Model",
+        default=None,
         help="the Action model (a pydantic model) of an openenv-core environment whose step(self, action: Any) "
         "names none, as OpenEnvCoreEnv.wrap(Env, action_model=Model) takes it: actions are validated with it "
         "and step receives its instances",
@@ -41,28 +47,96 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback)")
     parser.add_argument("--port", type=_port, default=8000, help="port (0 picks a free one; default 8000)")
     parser.add_argument(
-        "--max-concurrent-envs", type=int, default=None, metavar="N",
+        "--max-concurrent-envs",
+        type=int,
+        default=None,
+        metavar="N",
         help="session limit (default: the environment's own, else none; an openenv-core environment "
         "without SUPPORTS_CONCURRENT_SESSIONS = True allows 1). The limit in force is printed at start",
     )
-    parser.add_argument("--session-timeout", type=float, default=None, metavar="S", help="close sessions idle this many seconds (default: an upstream app's session_timeout, else none)")
-    parser.add_argument("--hosted-session-idle", type=float, default=600.0, metavar="S", help="end a session created over POST /mcp after S seconds with no request and no socket, when --session-timeout is not given (default 600)")
-    parser.add_argument("--max-message-size-mb", type=float, default=100.0, metavar="M", help="inbound frame limit in MiB (default 100)")
     parser.add_argument(
-        "--max-inflight-bytes", type=int, default=None, metavar="B",
+        "--session-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="close sessions idle this many seconds (default: an upstream app's session_timeout, else none)",
+    )
+    parser.add_argument(
+        "--hosted-session-idle",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="end a session created over POST /mcp after S seconds with no request and no socket, when --session-timeout is not given (default 600)",
+    )
+    parser.add_argument(
+        "--max-message-size-mb", type=float, default=100.0, metavar="M", help="inbound frame limit in MiB (default 100)"
+    )
+    parser.add_argument(
+        "--max-inflight-bytes",
+        type=int,
+        default=None,
+        metavar="B",
         help="bytes of large frames (over 1 MiB) read and parsed at once, all connections together; "
         "a frame beyond it waits up to 10 s, then is answered SERVER_BUSY (default: twice the frame limit; at least the frame limit)",
     )
-    parser.add_argument("--ping-interval", type=float, default=20.0, metavar="S", help="ping quiet connections after S seconds (default 20)")
-    parser.add_argument("--ping-timeout", type=float, default=20.0, metavar="S", help="drop a connection whose pong is this late (default 20)")
-    parser.add_argument("--resume-grace", type=float, default=60.0, metavar="S", help="keep a resumable session S seconds after its connection drops (default 60; 0: end at once)")
-    parser.add_argument("--max-ui-subscribers", type=int, default=100, metavar="N", help="/ws/ui dashboards connected at once; more are closed with 1013 (default 100; 0: no limit)")
-    parser.add_argument("--shutdown-grace", type=float, default=3.0, metavar="S", help="wait at most S seconds for running requests and each environment's close() (default 3); a close() still running after it makes the exit status 1")
-    parser.add_argument("--max-stuck-closes", type=int, default=16, metavar="N", help="take no new session while N environments' close() outlived --shutdown-grace and still run, each holding a thread (default 16)")
-    parser.add_argument("--mode", choices=("simulation", "production"), default=None, help="production leaves out the stateless HTTP /reset, /step and /state (agents use /ws and /mcp); default: an upstream app's own mode, else simulation")
-    parser.add_argument("--inline", action="store_true", default=None, help="run every sync environment call on the event loop (no worker thread)")
     parser.add_argument(
-        "--isolate", choices=("thread", "process"), default="thread",
+        "--ping-interval",
+        type=float,
+        default=20.0,
+        metavar="S",
+        help="ping quiet connections after S seconds (default 20)",
+    )
+    parser.add_argument(
+        "--ping-timeout",
+        type=float,
+        default=20.0,
+        metavar="S",
+        help="drop a connection whose pong is this late (default 20)",
+    )
+    parser.add_argument(
+        "--resume-grace",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="keep a resumable session S seconds after its connection drops (default 60; 0: end at once)",
+    )
+    parser.add_argument(
+        "--max-ui-subscribers",
+        type=int,
+        default=100,
+        metavar="N",
+        help="/ws/ui dashboards connected at once; more are closed with 1013 (default 100; 0: no limit)",
+    )
+    parser.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=3.0,
+        metavar="S",
+        help="wait at most S seconds for running requests and each environment's close() (default 3); a close() still running after it makes the exit status 1",
+    )
+    parser.add_argument(
+        "--max-stuck-closes",
+        type=int,
+        default=16,
+        metavar="N",
+        help="take no new session while N environments' close() outlived --shutdown-grace and still run, each holding a thread (default 16)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("simulation", "production"),
+        default=None,
+        help="production leaves out the stateless HTTP /reset, /step and /state (agents use /ws and /mcp); default: an upstream app's own mode, else simulation",
+    )
+    parser.add_argument(
+        "--inline",
+        action="store_true",
+        default=None,
+        help="run every sync environment call on the event loop (no worker thread)",
+    )
+    parser.add_argument(
+        "--isolate",
+        choices=("thread", "process"),
+        default="thread",
         help="where each session's environment runs. thread (default): in the server process, on a worker thread "
         "per session (or inline): cheapest per step, but a segfault, os._exit or busy loop in environment code "
         "takes the whole server (every session) with it. process: in a process of its own per session: such a "
@@ -70,46 +144,95 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "start one, and an inter-process round trip per call (see bench/README.md for the measured ratio)",
     )
     parser.add_argument(
-        "--step-timeout", type=float, default=None, metavar="S",
+        "--step-timeout",
+        type=float,
+        default=None,
+        metavar="S",
         help="with --isolate process: an environment call (reset, step, state, a tool) running longer than S "
         "seconds fails, its process is killed and the session ends (close 4410); default: no limit",
     )
     access = parser.add_argument_group("access (see SECURITY.md)")
     access.add_argument(
-        "--token", metavar="TOKEN", default=None,
+        "--token",
+        metavar="TOKEN",
+        default=None,
         help=f"operator bearer token: every route but /health and /ready then needs 'Authorization: Bearer TOKEN' (default: ${TOKEN_ENV}; prefer it or --token-file, a command line is visible to other local users)",
     )
-    access.add_argument("--token-file", metavar="PATH", type=Path, default=None, help="read the operator token from the first line of PATH")
     access.add_argument(
-        "--agent-tokens-file", metavar="PATH", type=Path, default=None,
+        "--token-file",
+        metavar="PATH",
+        type=Path,
+        default=None,
+        help="read the operator token from the first line of PATH",
+    )
+    access.add_argument(
+        "--agent-tokens-file",
+        metavar="PATH",
+        type=Path,
+        default=None,
         help="agent bearer tokens, one per line ('#' comments): they drive sessions, but on /ws/ui see other sessions without payloads",
     )
     access.add_argument(
-        "--allow-origin", metavar="ORIGIN", action="append", default=[],
+        "--allow-origin",
+        metavar="ORIGIN",
+        action="append",
+        default=[],
         help="also serve browser pages from ORIGIN (scheme://host[:port]; repeatable); other origins get 403",
     )
     access.add_argument(
-        "--expose-errors", action=argparse.BooleanOptionalAction, default=None,
+        "--expose-errors",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="send an environment's exception type and clipped message to clients (default: only when listening on loopback); otherwise an error id, logged with the traceback",
     )
     parser.add_argument(
-        "--workers", default="1", metavar="N",
+        "--workers",
+        default="1",
+        metavar="N",
         help="worker processes serving the one port (a number, or 'auto': one per core; default 1). "
         "Resumes reach the worker that owns the session; --max-concurrent-envs counts all workers together",
     )
     parser.add_argument(
-        "--web", action=argparse.BooleanOptionalAction, default=None,
+        "--web",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="serve the dashboard page at /web (default: on when listening on loopback only; --no-web turns it off)",
     )
     parser.add_argument(
-        "--full-gc-threshold", type=int, default=100, metavar="N",
+        "--full-gc-threshold",
+        type=int,
+        default=100,
+        metavar="N",
         help="while serving, run full garbage collections at most every N middle-generation ones (default 100; Python's is 10; 0 leaves gc settings alone)",
     )
-    parser.add_argument("--drain-timeout", type=float, default=10.0, metavar="S", help="on SIGTERM/SIGINT, let requests being executed finish for up to S seconds before closing their connections (default 10)")
-    parser.add_argument("--log-format", choices=LOG_FORMATS, default="console", help="console: readable lines (default); json: one JSON object per line")
-    parser.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="least severe events logged (default info: session lifecycle and errors)")
-    parser.add_argument("--no-metrics", dest="metrics", action="store_false", help="serve no /metrics and count nothing")
-    parser.add_argument("--traces", choices=TRACE_EXPORTERS, default=None, help="send OpenTelemetry spans to the console or to an OTLP endpoint (OTEL_EXPORTER_OTLP_* variables); needs the otel extra")
+    parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="on SIGTERM/SIGINT, let requests being executed finish for up to S seconds before closing their connections (default 10)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="console",
+        help="console: readable lines (default); json: one JSON object per line",
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="info",
+        help="least severe events logged (default info: session lifecycle and errors)",
+    )
+    parser.add_argument(
+        "--no-metrics", dest="metrics", action="store_false", help="serve no /metrics and count nothing"
+    )
+    parser.add_argument(
+        "--traces",
+        choices=TRACE_EXPORTERS,
+        default=None,
+        help="send OpenTelemetry spans to the console or to an OTLP endpoint (OTEL_EXPORTER_OTLP_* variables); needs the otel extra",
+    )
 
 
 def _port(text: str) -> int:
@@ -199,8 +322,16 @@ async def _serve_until_signalled(server: Any, log_format: str, limit_line: str) 
             workers = getattr(server, "pids", None)
             if plain:
                 print(f"openenv-anyio: {limit_line}", file=sys.stderr, flush=True)
-                detail = "" if workers is None else f", {len(workers)} workers (pids {' '.join(str(workers[slot]) for slot in sorted(workers))})"
-                print(f"openenv-anyio: serving on {url} (WebSocket {url.replace('http', 'ws', 1)}/ws){detail}", file=sys.stderr, flush=True)
+                detail = (
+                    ""
+                    if workers is None
+                    else f", {len(workers)} workers (pids {' '.join(str(workers[slot]) for slot in sorted(workers))})"
+                )
+                print(
+                    f"openenv-anyio: serving on {url} (WebSocket {url.replace('http', 'ws', 1)}/ws){detail}",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 if server.config.serves_web:
                     print(f"openenv-anyio: dashboard at {url}/web/", file=sys.stderr, flush=True)
             elif workers is not None:
@@ -294,7 +425,9 @@ def run(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             max_concurrent_envs=args.max_concurrent_envs,
-            session_timeout_s=args.session_timeout if args.session_timeout is not None or app is None else app.session_timeout_s,
+            session_timeout_s=args.session_timeout
+            if args.session_timeout is not None or app is None
+            else app.session_timeout_s,
             hosted_session_idle_s=args.hosted_session_idle,
             max_message_size_mb=args.max_message_size_mb,
             max_inflight_bytes=args.max_inflight_bytes,
@@ -357,7 +490,10 @@ def run(args: argparse.Namespace) -> int:
         os_error = _first_os_error(exc)
         if os_error is None:
             raise
-        print(f"openenv-anyio serve: cannot listen on {config.host}:{config.port}: {os_error.strerror or os_error}", file=sys.stderr)
+        print(
+            f"openenv-anyio serve: cannot listen on {config.host}:{config.port}: {os_error.strerror or os_error}",
+            file=sys.stderr,
+        )
         return 1
     finally:
         if args.traces is not None:

@@ -25,8 +25,14 @@ from .session_registry import SessionRegistry, SharedCapacity
 from .ui.hub import UiHub
 
 __all__ = [
-    "AtCapacity", "OutboundFrameError", "ServerContext", "log", "open_env",
-    "session_cap_source", "session_limit", "session_limit_lowered",
+    "AtCapacity",
+    "OutboundFrameError",
+    "ServerContext",
+    "log",
+    "open_env",
+    "session_cap_source",
+    "session_limit",
+    "session_limit_lowered",
 ]
 
 log = logging.getLogger("openenv_anyio.server")

@@ -76,6 +76,7 @@ class WorkerSeat(Protocol):
         """The other workers' hosted sessions (``POST /mcp`` naming one is forwarded there)."""
         ...
 
+
 #: Pending connections the listening socket queues (the kernel caps it at ``somaxconn``).
 #: Hypercorn's default of 100 refuses connections when thousands of sessions connect at
 #: once (kernel ``ListenOverflows``; bench/README.md, scenario 9); uvicorn uses 2,048.
@@ -196,9 +197,13 @@ class EnvServer:
         await self._stop.wait()
         instruments, registry = self.ctx.instruments, self.ctx.registry
         await self.hosted.end_all()  # MCP-SES-5: no new hosted sessions; those without a socket end now
-        instruments.server_event("server_draining", url=self.url, sessions=registry.sessions, drain_timeout_s=self.config.drain_timeout_s)
+        instruments.server_event(
+            "server_draining", url=self.url, sessions=registry.sessions, drain_timeout_s=self.config.drain_timeout_s
+        )
         await registry.shutdown(self.config.drain_timeout_s, self.config.shutdown_grace_s)  # WS-DRAIN-1, WS-SHUT-1
-        instruments.server_event("server_stopped", url=self.url, sessions_left=registry.sessions, envs_left=registry.live_envs)
+        instruments.server_event(
+            "server_stopped", url=self.url, sessions_left=registry.sessions, envs_left=registry.live_envs
+        )
 
     async def serve(self, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
         """Listen and serve until :meth:`shutdown` (or cancellation).

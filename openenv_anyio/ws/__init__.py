@@ -9,7 +9,6 @@ the client's transport and the server's ``/ws`` path (after Hypercorn's handshak
 
 from wsproto.utilities import generate_accept_token, generate_nonce
 
-from .frames import FIN_CLOSE, FIN_TEXT, FrameHeader, apply_mask, encode_close_frame, encode_text_frame, parse_header
 from .connection import (
     TRANSITIONS,
     Broken,
@@ -22,10 +21,11 @@ from .connection import (
     TooLarge,
     WebSocketConnection,
 )
+from .frames import FIN_CLOSE, FIN_TEXT, FrameHeader, apply_mask, encode_close_frame, encode_text_frame, parse_header
 from .splitter import (
     FAST_FRAME_LIMIT,
-    CloseFrame,
     LARGE_TRANSITIONS,
+    CloseFrame,
     FrameSplitter,
     InvalidText,
     LargeFrame,
@@ -54,5 +54,13 @@ __all__ = [
     "LargeText",
     "SplitItem",
     "generate_accept_token",
-    "generate_nonce", "FIN_CLOSE", "FIN_TEXT", "FrameHeader", "FrameSplitter", "apply_mask", "encode_close_frame",
-    "encode_text_frame", "parse_header"]
+    "generate_nonce",
+    "FIN_CLOSE",
+    "FIN_TEXT",
+    "FrameHeader",
+    "FrameSplitter",
+    "apply_mask",
+    "encode_close_frame",
+    "encode_text_frame",
+    "parse_header",
+]

@@ -50,8 +50,8 @@ State (:class:`ConnectionState`), and the only transitions (:data:`TRANSITIONS`)
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Final, TypeAlias, assert_never, cast
 
 from wsproto.frame_protocol import Frame, FrameProtocol, Opcode, ParseFailed
@@ -74,6 +74,7 @@ __all__ = [
     "TooLarge",
     "WebSocketConnection",
 ]
+
 
 class Role(enum.Enum):
     """Which end of the connection this object plays (RFC 6455 5.1: clients mask, servers do not)."""
@@ -173,8 +174,22 @@ class WebSocketConnection:
     """One end (``role``) of one WebSocket connection, without I/O (see the module doc)."""
 
     __slots__ = (
-        "role", "state", "pings_answered", "invalid_text_reply", "has_bytes_to_send", "input_held", "send_text",
-        "_limit", "_proto", "_splitter", "_outgoing", "_parts", "_size", "_masks", "_held_frame", "_held_items",
+        "role",
+        "state",
+        "pings_answered",
+        "invalid_text_reply",
+        "has_bytes_to_send",
+        "input_held",
+        "send_text",
+        "_limit",
+        "_proto",
+        "_splitter",
+        "_outgoing",
+        "_parts",
+        "_size",
+        "_masks",
+        "_held_frame",
+        "_held_items",
     )
 
     def __init__(self, role: Role = Role.CLIENT, *, max_message_size: int, collect_large: bool = False) -> None:

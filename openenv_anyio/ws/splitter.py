@@ -146,8 +146,22 @@ class FrameSplitter:
     """
 
     __slots__ = (
-        "buffer", "passthrough", "mid_message", "general_frame_length", "general_frame_data", "large", "_masked", "_mask_bit", "_limit",
-        "_large_limit", "_offer", "_message", "_size", "_filled", "_key", "_utf8",
+        "buffer",
+        "passthrough",
+        "mid_message",
+        "general_frame_length",
+        "general_frame_data",
+        "large",
+        "_masked",
+        "_mask_bit",
+        "_limit",
+        "_large_limit",
+        "_offer",
+        "_message",
+        "_size",
+        "_filled",
+        "_key",
+        "_utf8",
     )
 
     def __init__(self, *, masked: bool, limit: int, collect_large: bool = False) -> None:

@@ -27,7 +27,7 @@ from bench.stacks import ours, raw
 
 pytest.importorskip("openenv.core.env_server.http_server", reason="openenv-core (interop extra) not installed")
 
-from bench.stacks import openenv_core  # noqa: E402
+from bench.stacks import openenv_core
 
 
 def _gone(pid: int) -> bool:
@@ -68,7 +68,9 @@ def _tiny_row(variants: list[Variant], baseline: str, repeats: int) -> Row:
     """A row of 1 session, 0.05 s runs, measured the way the scenarios measure."""
     profile = Profile(True, repeats, 0.05, (1,), 1, 1, 1, (1,), 10.0, False)
     with ServerPool() as pool:
-        return measure_throughput(Context(profile, pool, log=lambda _: None), "t", "tiny", variants, 1, baseline=baseline)
+        return measure_throughput(
+            Context(profile, pool, log=lambda _: None), "t", "tiny", variants, 1, baseline=baseline
+        )
 
 
 def test_measure_throughput_row_reports_missing_side_and_ratio_base() -> None:
@@ -91,12 +93,21 @@ def test_cli_rejects_unknown_scenario_and_runs_validation_row() -> None:
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     done = subprocess.run(
         [sys.executable, "-m", "bench", "--quick", "--only", "validation"],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert "[8] validation: step frame" in done.stdout
     bad = subprocess.run(
-        [sys.executable, "-m", "bench", "--only", "nope"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "bench", "--only", "nope"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert bad.returncode == 2 and "unknown scenario" in bad.stderr and "Traceback" not in bad.stderr
 
@@ -151,14 +162,22 @@ def test_client_cpu_measures_every_variant_and_rejects_bad_ones() -> None:
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     done = subprocess.run(
         [sys.executable, "-m", "bench.client_cpu", "--runs", "1", "--steps", "5", "--warmup", "1", "--sessions", "2"],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     rows = [line.split()[0] for line in done.stdout.splitlines()[2:]]
     assert rows == ["openenv", "ours-asyncio", "ours-trio"]
     bad = subprocess.run(
         [sys.executable, "-m", "bench.client_cpu", "--variant", "x=openenv:trio"],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60,
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert bad.returncode == 2 and "asyncio only" in bad.stderr and "Traceback" not in bad.stderr
 
@@ -169,8 +188,22 @@ def test_connection_cpu_measures_each_server_and_rejects_bad_input() -> None:
     _require_ours()
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     done = subprocess.run(
-        [sys.executable, "-m", "bench.connection_cpu", "--connections", "20", "--repeats", "1", "ours:echo", "echo-hypercorn"],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "bench.connection_cpu",
+            "--connections",
+            "20",
+            "--repeats",
+            "1",
+            "ours:echo",
+            "echo-hypercorn",
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()[1:]
@@ -179,7 +212,11 @@ def test_connection_cpu_measures_each_server_and_rejects_bad_input() -> None:
     for bad in (["nginx"], ["ours:nope"], ["--connections", "0", "ours"]):
         refused = subprocess.run(
             [sys.executable, "-m", "bench.connection_cpu", *bad],
-            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60,
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert refused.returncode == 2 and "Traceback" not in refused.stderr, (bad, refused.stderr)
 
@@ -202,9 +239,30 @@ def test_loadgen_connect_timeout_reaches_our_client_and_only_ours() -> None:
         (Path(tmp) / "go").write_text(repr(time.time()))
         out = Path(tmp) / "out.json"
         done = subprocess.run(
-            [sys.executable, "-m", "bench.loadgen", "ours", url, "--sessions", "1", "--steps", "1", "--dir", tmp,
-             "--cap", "60", "--connect-timeout", "0.25", "--out", str(out)],
-            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
+            [
+                sys.executable,
+                "-m",
+                "bench.loadgen",
+                "ours",
+                url,
+                "--sessions",
+                "1",
+                "--steps",
+                "1",
+                "--dir",
+                tmp,
+                "--cap",
+                "60",
+                "--connect-timeout",
+                "0.25",
+                "--out",
+                str(out),
+            ],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert done.returncode == 0, done.stderr
         written = json.loads(out.read_text())
@@ -212,8 +270,27 @@ def test_loadgen_connect_timeout_reaches_our_client_and_only_ours() -> None:
         assert written["cpu_s"] > 0
         assert not outcome["ok"] and "connect_timeout_s=0.25 s" in outcome["error"], outcome
         refused = subprocess.run(
-            [sys.executable, "-m", "bench.loadgen", "openenv", url, "--sessions", "1", "--dir", tmp,
-             "--cap", "60", "--connect-timeout", "30", "--out", str(out)],
-            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
+            [
+                sys.executable,
+                "-m",
+                "bench.loadgen",
+                "openenv",
+                url,
+                "--sessions",
+                "1",
+                "--dir",
+                tmp,
+                "--cap",
+                "60",
+                "--connect-timeout",
+                "30",
+                "--out",
+                str(out),
+            ],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert refused.returncode == 2 and "our client only" in refused.stderr, refused.stderr

@@ -40,7 +40,9 @@ async def connect_proxy(*, status: int = 200, hosts: Mapping[str, str] | None = 
             request, rest = head.split(b"\r\n\r\n", 1)
             first, *header_lines = request.decode("latin-1").split("\r\n")
             method, target, _ = first.split(" ")
-            headers = {name.strip().lower(): value.strip() for name, value in (line.split(":", 1) for line in header_lines)}
+            headers = {
+                name.strip().lower(): value.strip() for name, value in (line.split(":", 1) for line in header_lines)
+            }
             log.requests.append((method, target, headers))
             if status != 200:
                 await client.send(f"HTTP/1.1 {status} Refused\r\nContent-Length: 0\r\n\r\n".encode())

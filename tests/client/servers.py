@@ -10,7 +10,6 @@ import contextlib
 from collections.abc import Callable, Iterator
 
 
-
 @contextlib.contextmanager
 def real_openenv_server(
     max_concurrent_envs: int | None = None, ping_interval_s: float | None = None, ping_timeout_s: float | None = None
@@ -21,8 +20,12 @@ def real_openenv_server(
     from .echo_envs import CoreEchoEnv, EchoAction, EchoObservation
 
     with serve_openenv_core(
-        CoreEchoEnv, EchoAction, EchoObservation, max_concurrent_envs=max_concurrent_envs or 32,
-        ping_interval_s=ping_interval_s, ping_timeout_s=ping_timeout_s,
+        CoreEchoEnv,
+        EchoAction,
+        EchoObservation,
+        max_concurrent_envs=max_concurrent_envs or 32,
+        ping_interval_s=ping_interval_s,
+        ping_timeout_s=ping_timeout_s,
     ) as url:
         yield url
 

@@ -40,7 +40,9 @@ MODES = pytest.mark.parametrize("options", [{}, {"reconnect": False}], ids=["ext
 
 
 @MODES
-async def test_sessions_fill_every_server_and_then_the_pool_says_full(servers: list[Served], options: dict[str, bool]) -> None:
+async def test_sessions_fill_every_server_and_then_the_pool_says_full(
+    servers: list[Served], options: dict[str, bool]
+) -> None:
     opened = 0
     all_open, finish = anyio.Event(), anyio.Event()
 

@@ -22,7 +22,6 @@ from openenv_anyio import (
     StepResult,
 )
 
-
 from .leftovers import client_tasks
 
 pytestmark = pytest.mark.anyio

@@ -165,7 +165,9 @@ async def test_a_300_mib_limit_lets_a_150_mb_observation_through() -> None:
 
     async def huge(peer: RawPeer) -> None:
         await peer.receive_text()
-        await peer.send_text('{"type":"observation","data":{"observation":{"pad":"' + "x" * size + '"},"reward":1.0,"done":true}}')
+        await peer.send_text(
+            '{"type":"observation","data":{"observation":{"pad":"' + "x" * size + '"},"reward":1.0,"done":true}}'
+        )
         await peer.pump()
 
     async with raw_server(huge) as url:
@@ -407,7 +409,10 @@ async def test_a_fragmented_message_over_the_limit_is_refused() -> None:
     ("send", "complaint"),
     [
         (lambda ws: ws.send(BytesMessage(data=b'{"type":"state","data":{}}')), "Binary frames"),
-        (lambda ws: ws.send(TextMessage(data='{"type":"state","data":{"episode_id":null,"step_count":0}}')), "state frame answered step"),
+        (
+            lambda ws: ws.send(TextMessage(data='{"type":"state","data":{"episode_id":null,"step_count":0}}')),
+            "state frame answered step",
+        ),
     ],
     ids=["binary-frame", "wrong-answer-type"],
 )

@@ -77,9 +77,7 @@ def _ipv6_loopback() -> bool:
     [
         "127.0.0.1",  # an address: connected directly
         "localhost",  # a name: resolved by anyio.connect_tcp
-        pytest.param(
-            "::1", marks=pytest.mark.skipif(not _ipv6_loopback(), reason="this machine has no IPv6 loopback")
-        ),
+        pytest.param("::1", marks=pytest.mark.skipif(not _ipv6_loopback(), reason="this machine has no IPv6 loopback")),
     ],
 )
 async def test_connect_socket_by_address_and_by_name(host: str) -> None:
@@ -104,4 +102,6 @@ async def test_connect_socket_by_address_and_by_name(host: str) -> None:
                 sock.close()
     with anyio.fail_after(10), pytest.raises(OSError) as refused:
         await connect_socket(host, port)  # nothing listens there any more
-    assert isinstance(refused.value, ConnectionRefusedError) or isinstance(refused.value.__cause__, ConnectionRefusedError)
+    assert isinstance(refused.value, ConnectionRefusedError) or isinstance(
+        refused.value.__cause__, ConnectionRefusedError
+    )

@@ -31,7 +31,7 @@ def tls_contexts(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLConte
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -120,7 +120,7 @@ async def test_explicit_proxy_with_credentials_and_tls_through_the_tunnel(
         async with EnvClient(url, proxy=proxy_url, ssl_context=client_context) as env:
             with anyio.fail_after(10):
                 assert (await env.step({"message": "tunnelled"})).observation == {"echoed": "tunnelled"}
-    (_, _, headers), = proxy.requests
+    ((_, _, headers),) = proxy.requests
     assert headers["proxy-authorization"] == "Basic " + base64.b64encode(b"agent:s@cret").decode()
 
 

@@ -45,7 +45,6 @@ class TinyEcho(Environment):
     def state(self) -> dict[str, Any]:
         return {"episode_id": self.episode_id, "step_count": self.steps}
 
-
     def close(self) -> None:
         self.closed = True
 
@@ -77,7 +76,9 @@ class NotesTools(Environment):
         match action.get("type"):
             case "list_tools":
                 names = ("remember", "recall", "shout")
-                return {"tools": [{"name": name, "description": "", "input_schema": {"type": "object"}} for name in names]}
+                return {
+                    "tools": [{"name": name, "description": "", "input_schema": {"type": "object"}} for name in names]
+                }
             case "call_tool":
                 value = getattr(self, str(action["tool_name"]))(**dict(action.get("arguments") or {}))
                 return {"tool_name": action["tool_name"], "result": {"data": value}, "error": None}

@@ -24,7 +24,11 @@ def run_adopt_script(peer: Peer, url: str, kind: str) -> Any:
     environ.update({"NO_PROXY": "127.0.0.1,localhost", "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"})
     completed = subprocess.run(
         [str(peer.python), str(PEER_SIDE / "compat_adopt.py"), url, kind],
-        capture_output=True, text=True, timeout=SCRIPT_TIMEOUT_S, env=environ, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=SCRIPT_TIMEOUT_S,
+        env=environ,
+        cwd=ROOT,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
     return json.loads(completed.stdout.strip().splitlines()[-1])

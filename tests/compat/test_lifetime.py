@@ -31,8 +31,11 @@ def slow() -> Iterator[tuple[str, type[SlowTinyEcho]]]:
 def child(script: str, url: str) -> subprocess.Popen[str]:
     source = textwrap.dedent(script).replace("URL", repr(url))
     return subprocess.Popen(
-        [sys.executable, "-c", source], env=serve_environment(), text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [sys.executable, "-c", source],
+        env=serve_environment(),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
 
 

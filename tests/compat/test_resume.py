@@ -11,7 +11,7 @@ import pytest
 
 from openenv_anyio.client import ConnectionDropped
 from openenv_anyio.compat import SyncEnvClient
-from tests.resume.cutting_proxy import CuttingProxy, CutPlan
+from tests.resume.cutting_proxy import CutPlan, CuttingProxy
 
 from .envs import TinyEcho
 from .typed_clients import TinyAction, TinyEnv

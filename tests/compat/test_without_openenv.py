@@ -42,6 +42,8 @@ def test_compat_runs_with_openenv_unimportable(ours_tiny: tuple[str, type[TinyEc
             print("docker:", "install openenv" in str(exc))
         """
     ).replace("URL", repr(url))
-    done = subprocess.run([sys.executable, "-c", script], env=serve_environment(), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=serve_environment(), capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split("\n")[:2] == ["3 4 1 True", "docker: True"]

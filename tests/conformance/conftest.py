@@ -8,7 +8,6 @@ import pytest
 
 from .minimal_server import MinimalServer, serve_in_thread
 
-
 MINIMAL_MAX_SESSIONS = 4
 
 #: the resume extension's cases: not applicable on a server that does not select its subprotocol

@@ -13,8 +13,8 @@ from typing import Any
 
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
-from pydantic import ConfigDict
 from openenv_core_server import serve_openenv_core
+from pydantic import ConfigDict
 
 QUESTIONS = (
     ("Is 7 prime?", "yes"),

@@ -139,7 +139,9 @@ class MinimalServer:
                 break
         status, answer = self.route(scope["method"], scope["path"], body)
         payload = dumps(answer).encode()
-        await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
+        await send(
+            {"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]}
+        )
         await send({"type": "http.response.body", "body": payload})
 
     def route(self, method: str, path: str, body: bytes) -> tuple[int, Any]:
@@ -283,7 +285,9 @@ def serve_in_thread(app: Any) -> Iterator[str]:
     config.errorlog = None
 
     async def start(nursery: trio.Nursery, stop: trio.Event) -> str:
-        binds = await nursery.start(lambda task_status: serve(app, config, shutdown_trigger=stop.wait, task_status=task_status))
+        binds = await nursery.start(
+            lambda task_status: serve(app, config, shutdown_trigger=stop.wait, task_status=task_status)
+        )
         return str(binds[0])
 
     with trio_server_in_thread(start, "minimal-server") as url:

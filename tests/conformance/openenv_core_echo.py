@@ -7,9 +7,9 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from openenv_core_server import serve_openenv_core
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
+from openenv_core_server import serve_openenv_core
 
 
 class EchoAction(Action):

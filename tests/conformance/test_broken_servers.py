@@ -78,7 +78,7 @@ def test_hanging_server_times_out_per_case_and_the_run_ends() -> None:
     for case_id in ("WS-CONN-01", "WS-STATE-01"):
         result = report.result(case_id)
         assert timeout * 0.9 <= result.duration_s < timeout + 5
-        assert 'no answer to /ws#' in (result.reason or "") and '{"type":"state"}' in (result.reason or "")
+        assert "no answer to /ws#" in (result.reason or "") and '{"type":"state"}' in (result.reason or "")
     assert elapsed < 2 * timeout + 15
     assert not report.passed
 
@@ -110,7 +110,9 @@ def test_a_server_that_stops_answering_is_said_once_and_the_rest_is_not_run() ->
     }
     stopped = report.result("WS-STEP-01")
     assert stopped.reason is not None
-    assert stopped.reason.startswith("the server stopped answering after WS-RESET-01: GET /health gave no answer within ")
+    assert stopped.reason.startswith(
+        "the server stopped answering after WS-RESET-01: GET /health gave no answer within "
+    )
     assert "no verdict within 2 s" in stopped.reason  # what the case itself was waiting for
     assert [e.preview for e in stopped.evidence if e.channel == "http"] == ["GET /health"]  # the probe, unanswered
     assert stopped.fails_run and not report.passed

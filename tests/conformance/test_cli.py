@@ -42,7 +42,17 @@ def test_only_runs_the_named_cases_and_groups(openenv_core_url: str, tmp_path: P
     report_file = tmp_path / "report.json"
     assert check(openenv_core_url, "--only", "HTTP", "WS-ERR-01", "--json", str(report_file)) == 0
     report = json.loads(report_file.read_text())
-    assert [c["id"] for c in report["cases"]] == ["WS-ERR-01", "HTTP-01", "HTTP-02", "HTTP-03", "HTTP-04", "HTTP-05", "HTTP-06", "HTTP-07", "HTTP-08"]
+    assert [c["id"] for c in report["cases"]] == [
+        "WS-ERR-01",
+        "HTTP-01",
+        "HTTP-02",
+        "HTTP-03",
+        "HTTP-04",
+        "HTTP-05",
+        "HTTP-06",
+        "HTTP-07",
+        "HTTP-08",
+    ]
 
 
 def test_json_report_matches_its_schema(openenv_core_url: str, tmp_path: Path) -> None:
@@ -119,7 +129,10 @@ def test_unreachable_server_is_a_one_line_error() -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     done = subprocess.run(
         [sys.executable, "-m", "openenv_anyio", "check", "http://127.0.0.1:9", "--timeout", "5"],
-        capture_output=True, text=True, timeout=60, env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
     assert done.returncode == 2
     assert done.stderr.startswith("openenv-anyio check: error: cannot reach http://127.0.0.1:9")
@@ -136,12 +149,20 @@ def test_a_loopback_server_is_never_checked_through_a_proxy(minimal_url: str, tm
     """One proxy rule for the project (the client's): loopback is reached directly, even
     with HTTP_PROXY/ALL_PROXY pointing at a proxy that refuses everything."""
     report_file = tmp_path / "report.json"
-    env = {**os.environ, "HTTP_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9", "ALL_PROXY": "http://127.0.0.1:9"}
+    env = {
+        **os.environ,
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "http_proxy": "http://127.0.0.1:9",
+        "ALL_PROXY": "http://127.0.0.1:9",
+    }
     env.pop("NO_PROXY", None)
     env.pop("no_proxy", None)
     done = subprocess.run(
         [sys.executable, "-m", "openenv_anyio", "check", minimal_url, "--only", "HTTP", "--json", str(report_file)],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     verdicts = {c["id"]: c["verdict"] for c in json.loads(report_file.read_text())["cases"]}
     assert done.returncode == 0, (verdicts, done.stdout[-2000:])
@@ -153,15 +174,33 @@ def test_a_server_that_stops_answering_in_every_report(tmp_path: Path, capsys: p
     ``not-run`` in the JSON and skipped in JUnit; the case where it stopped is the failure."""
     report_file, junit = tmp_path / "report.json", tmp_path / "report.xml"
     with serve_in_thread(MinimalServer(Flaws(stops_answering_after=1))) as url:
-        status = check(url, "--only", "WS-CONN-01", "WS-RESET-01", "HTTP", "--timeout", "2", "--json", str(report_file), "--junit", str(junit))
+        status = check(
+            url,
+            "--only",
+            "WS-CONN-01",
+            "WS-RESET-01",
+            "HTTP",
+            "--timeout",
+            "2",
+            "--json",
+            str(report_file),
+            "--junit",
+            str(junit),
+        )
     assert status == 1
     out = capsys.readouterr().out
-    assert out.count("the server stopped answering after WS-CONN-01: GET /health gave no answer within 2 s") == 2  # case + summary
+    assert (
+        out.count("the server stopped answering after WS-CONN-01: GET /health gave no answer within 2 s") == 2
+    )  # case + summary
     assert "(found in WS-RESET-01); 8 later case(s) not run" in out
     assert out.count("not run: the server stopped answering") == 0  # not repeated on each case
     report = json.loads(report_file.read_text())
     jsonschema.validate(report, REPORT_SCHEMA, cls=jsonschema.Draft202012Validator)
-    assert report["stopped"] == {"case": "WS-RESET-01", "after": "WS-CONN-01", "probe": "GET /health gave no answer within 2 s"}
+    assert report["stopped"] == {
+        "case": "WS-RESET-01",
+        "after": "WS-CONN-01",
+        "probe": "GET /health gave no answer within 2 s",
+    }
     assert report["summary"]["not-run"] == 8 and report["summary"]["timeout"] == 1
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None and suite.get("failures") == "1" and suite.get("skipped") == "8"

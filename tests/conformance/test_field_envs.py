@@ -52,6 +52,8 @@ OURS = {
     "MCP-03": "pass",
     "SCHEMA-01": "pass",
 }
+
+
 def _check(url: str) -> RunReport:
     return run_checks_sync(CheckOptions(url, timeout_s=20))
 
@@ -71,11 +73,15 @@ def upstream() -> Iterator[RunReport]:
 
 def test_verdicts_on_our_server_are_the_recorded_ones_run_after_run(ours: tuple[RunReport, RunReport]) -> None:
     first, second = ours
-    assert first.verdicts() == OURS, {c: r.reason for c, r in ((r.case_id, r) for r in first.results) if r.verdict != OURS.get(c)}
+    assert first.verdicts() == OURS, {
+        c: r.reason for c, r in ((r.case_id, r) for r in first.results) if r.verdict != OURS.get(c)
+    }
     assert second.verdicts() == first.verdicts()
 
 
-def test_our_server_scores_at_least_as_well_as_openenv_core(ours: tuple[RunReport, RunReport], upstream: RunReport) -> None:
+def test_our_server_scores_at_least_as_well_as_openenv_core(
+    ours: tuple[RunReport, RunReport], upstream: RunReport
+) -> None:
     theirs = upstream.verdicts()
     worse = {
         case: (verdict, theirs[case])
@@ -85,7 +91,9 @@ def test_our_server_scores_at_least_as_well_as_openenv_core(ours: tuple[RunRepor
     assert worse == {}, f"worse on our server than on openenv-core (ours, theirs): {worse}"
 
 
-def test_an_env_without_episode_ids_is_a_note_not_a_dead_session(ours: tuple[RunReport, RunReport], upstream: RunReport) -> None:
+def test_an_env_without_episode_ids_is_a_note_not_a_dead_session(
+    ours: tuple[RunReport, RunReport], upstream: RunReport
+) -> None:
     for report in (ours[0], upstream):
         reasons = [r.reason or "" for r in report.results]
         assert not any("lost its episode" in reason for reason in reasons), reasons

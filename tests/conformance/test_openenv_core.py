@@ -9,7 +9,6 @@ import pytest
 
 from openenv_anyio.conformance.runner import CheckOptions, RunReport, run_checks_sync
 
-
 #: what openenv-core 0.3.0 (create_fastapi_app, uvicorn) earns, case by case
 EXPECTED_VERDICTS = {
     "WS-CONN-01": "pass",

@@ -6,10 +6,8 @@ from __future__ import annotations
 import uuid
 from typing import Any, ClassVar
 
-
-from openenv_anyio.conformance.runner import CheckOptions, run_checks_sync
-
 from openenv_anyio import server
+from openenv_anyio.conformance.runner import CheckOptions, run_checks_sync
 
 
 class KitEchoEnv:
@@ -63,8 +61,23 @@ def test_a_token_protected_server_passes_with_the_token_and_never_shows_it(tmp_p
         refused = run_checks_sync(CheckOptions(running.url, timeout_s=10, only=["WS-RESET-01"]))
         report_path = tmp_path / "report.json"
         done = subprocess.run(
-            [sys.executable, "-m", "openenv_anyio", "check", running.url, "--frame-limit-mb", "1", "--max-sessions", "4", "--json", str(report_path)],
-            capture_output=True, text=True, timeout=300, env={**os.environ, "OPENENV_TOKEN": token},
+            [
+                sys.executable,
+                "-m",
+                "openenv_anyio",
+                "check",
+                running.url,
+                "--frame-limit-mb",
+                "1",
+                "--max-sessions",
+                "4",
+                "--json",
+                str(report_path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "OPENENV_TOKEN": token},
         )
     assert not refused.passed  # without the token the server refuses the kit
     assert done.returncode == 0, done.stdout[-3000:]

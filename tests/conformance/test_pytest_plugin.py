@@ -27,9 +27,26 @@ def run_pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("PYTEST_ADDOPTS", None)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", PLUGIN, "-p", "no:cacheprovider", "-q", "-rfEsx",
-         "--rootdir", str(tmp_path), str(tmp_path / "test_own.py"), *args],
-        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            PLUGIN,
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-rfEsx",
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path / "test_own.py"),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
     )
 
 
@@ -109,9 +126,24 @@ def test_entry_point_and_dash_p_load_the_plugin_once(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'site'}{os.pathsep}{ROOT}"}
     for extra in ([], ["-p", PLUGIN]):
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", *extra, "-p", "no:cacheprovider", "-q", "--rootdir", str(tmp_path),
-             str(tmp_path / "test_own.py"), "--help"],
-            capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                *extra,
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "--rootdir",
+                str(tmp_path),
+                str(tmp_path / "test_own.py"),
+                "--help",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            cwd=tmp_path,
         )
         assert done.returncode == 0, done.stderr
         assert "--openenv-url=URL" in done.stdout

@@ -21,7 +21,11 @@ VECTORS: dict[str, dict[str, Any]] = {
         "frame": {"type": "reset", "data": {"seed": -1}},
         "expect_code": "VALIDATION_ERROR",
     },
-    "client-step-without-data": {"requirement": "WS-ERR-4", "frame": {"type": "step"}, "expect_code": "VALIDATION_ERROR"},
+    "client-step-without-data": {
+        "requirement": "WS-ERR-4",
+        "frame": {"type": "step"},
+        "expect_code": "VALIDATION_ERROR",
+    },
 }
 
 

@@ -80,23 +80,42 @@ json_values = st.recursive(
 )
 json_objects = st.dictionaries(st.text(max_size=6), json_values, max_size=4)
 
-_ANNOTATIONS = {"$schema", "$id", "$defs", "title", "description", "x-extensible"}  # x-extensible: COMPAT-1, no effect on validity
+_ANNOTATIONS = {
+    "$schema",
+    "$id",
+    "$defs",
+    "title",
+    "description",
+    "x-extensible",
+}  # x-extensible: COMPAT-1, no effect on validity
 _KNOWN = _ANNOTATIONS | {
-    "type", "const", "enum", "properties", "required", "additionalProperties",
-    "minimum", "maxLength", "items", "anyOf",
+    "type",
+    "const",
+    "enum",
+    "properties",
+    "required",
+    "additionalProperties",
+    "minimum",
+    "maxLength",
+    "items",
+    "anyOf",
 }
 
 
 def _integers(minimum: Any) -> st.SearchStrategy[Any]:
     exact = st.integers(min_value=minimum)
     # JSON Schema counts 3.0 as an integer; and integers beyond 64 bits are still integers.
-    return st.one_of(exact, exact.filter(lambda n: abs(n) < 2**53).map(float), st.integers(min_value=max(minimum or 0, 2**64), max_value=2**80))
+    return st.one_of(
+        exact,
+        exact.filter(lambda n: abs(n) < 2**53).map(float),
+        st.integers(min_value=max(minimum or 0, 2**64), max_value=2**80),
+    )
 
 
 def _strings(max_length: int | None) -> st.SearchStrategy[str]:
     if max_length is None:
         return st.text(max_size=12)
-    at_limit = st.sampled_from(["e", "\U0001F600", "é"]).map(lambda ch: ch * max_length)
+    at_limit = st.sampled_from(["e", "\U0001f600", "é"]).map(lambda ch: ch * max_length)
     return st.one_of(st.text(max_size=12), at_limit)
 
 
@@ -178,13 +197,62 @@ def jsonschema_frames(entry: str) -> st.SearchStrategy[dict[str, Any]]:
 # ---------------------------------------------------------------------------------------
 # Mutations
 _ODD_VALUES: tuple[Any, ...] = (
-    None, True, False, 0, -1, 1.5, 1.0, -0.0, 2**64, -(2**70), 1e300, -1e-300, "", "1",
-    "e" * 256, "\U0001F600" * 256, [], [1], {}, {"a": 1}, "reset", "VALIDATION_ERROR",
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1.5,
+    1.0,
+    -0.0,
+    2**64,
+    -(2**70),
+    1e300,
+    -1e-300,
+    "",
+    "1",
+    "e" * 256,
+    "\U0001f600" * 256,
+    [],
+    [1],
+    {},
+    {"a": 1},
+    "reset",
+    "VALIDATION_ERROR",
 )
-_KEYS = ("type", "data", "action", "seed", "episode_id", "step_count", "reward", "done",
-         "observation", "message", "code", "errors", "episode_state", "action_logs", "extra", "")
-_TYPES = ("reset", "step", "state", "close", "observation", "error", "state_update", "bogus",
-          "", "STEP", None, 1, ["step"])
+_KEYS = (
+    "type",
+    "data",
+    "action",
+    "seed",
+    "episode_id",
+    "step_count",
+    "reward",
+    "done",
+    "observation",
+    "message",
+    "code",
+    "errors",
+    "episode_state",
+    "action_logs",
+    "extra",
+    "",
+)
+_TYPES = (
+    "reset",
+    "step",
+    "state",
+    "close",
+    "observation",
+    "error",
+    "state_update",
+    "bogus",
+    "",
+    "STEP",
+    None,
+    1,
+    ["step"],
+)
 
 
 def _containers(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
@@ -203,7 +271,9 @@ def _copy(value: Any) -> Any:
     return value
 
 
-def _schema_paths(schema: Mapping[str, Any], path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Mapping[str, Any]]]:
+def _schema_paths(
+    schema: Mapping[str, Any], path: tuple[Any, ...] = ()
+) -> Iterator[tuple[tuple[Any, ...], Mapping[str, Any]]]:
     """(path, subschema) for every member the schema declares, array items as index 0."""
     for key, sub in schema.get("properties", {}).items():
         yield (*path, key), sub
@@ -221,7 +291,7 @@ def boundary_values(schema: Mapping[str, Any]) -> list[Any]:
         boundary += [low - 1, low - 0.5, low, float(low), low + 0.5, -(2**64), 2**64]
     if "maxLength" in schema:
         n = schema["maxLength"]
-        boundary += ["e" * n, "e" * (n + 1), "\U0001F600" * n, "\U0001F600" * (n + 1)]
+        boundary += ["e" * n, "e" * (n + 1), "\U0001f600" * n, "\U0001f600" * (n + 1)]
     for branch in [schema, *schema.get("anyOf", ())]:
         if "const" in branch:
             boundary += [branch["const"], f"{branch['const']}x", str(branch["const"]).lower()]
@@ -254,8 +324,13 @@ def full_example(schema: Mapping[str, Any]) -> Any:
         return {key: full_example(sub) for key, sub in schema.get("properties", {}).items()}
     if kind == "array":
         return [full_example(schema["items"])] if "items" in schema else []
-    return {"integer": schema.get("minimum", 0), "number": schema.get("minimum", 0), "string": "s",
-            "boolean": False, "null": None}[kind]
+    return {
+        "integer": schema.get("minimum", 0),
+        "number": schema.get("minimum", 0),
+        "string": "s",
+        "boolean": False,
+        "null": None,
+    }[kind]
 
 
 def boundary_sweep(schema: Mapping[str, Any]) -> Iterator[Any]:
@@ -329,7 +404,9 @@ def mutated(draw: st.DrawFn, frame: dict[str, Any], schema: Mapping[str, Any] | 
     keys = list(container) if isinstance(container, dict) else list(range(len(container)))
     if kind == "add" or not keys:
         if isinstance(container, dict):
-            container[draw(st.sampled_from(_KEYS) | st.text(max_size=4))] = draw(st.sampled_from(_ODD_VALUES) | json_values)
+            container[draw(st.sampled_from(_KEYS) | st.text(max_size=4))] = draw(
+                st.sampled_from(_ODD_VALUES) | json_values
+            )
         else:
             container.append(draw(st.sampled_from(_ODD_VALUES)))
         return frame

@@ -58,15 +58,14 @@ def examples_dir() -> Path:
 def load_vectors() -> list[Vector]:
     """Every vector file, sorted by path."""
     return [
-        Vector(path, json.loads(path.read_text(encoding="utf-8")))
-        for path in sorted(examples_dir().glob("*/*.json"))
+        Vector(path, json.loads(path.read_text(encoding="utf-8"))) for path in sorted(examples_dir().glob("*/*.json"))
     ]
 
 
 def check_vector_format(vector: Vector) -> None:
     """Assert the file follows the vector format of the spec's examples."""
     doc = vector.doc
-    assert VECTOR_KEYS <= doc.keys(), f"missing keys: {VECTOR_KEYS - doc.keys()}"
+    assert doc.keys() >= VECTOR_KEYS, f"missing keys: {VECTOR_KEYS - doc.keys()}"
     assert doc["entry"] in ENTRY_POINTS
     assert doc["source"] in SOURCES
     assert isinstance(doc["valid"], bool) and isinstance(doc["description"], str)

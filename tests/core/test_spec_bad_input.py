@@ -11,6 +11,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from schema_strategies import json_values, mutated, valid_frames
 
 from openenv_anyio.core import (
     ErrorCode,
@@ -19,7 +20,6 @@ from openenv_anyio.core import (
     decode_server_frame,
     decode_ui_frame,
 )
-from schema_strategies import json_values, mutated, valid_frames
 
 DECODERS = (decode_client_frame, decode_server_frame, decode_ui_frame)
 FUZZ_SETTINGS = settings(

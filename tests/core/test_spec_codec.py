@@ -236,7 +236,14 @@ class TestDumps:
                 return {"mode": mode}
 
         value = {"arr": np.arange(3), "i": np.int64(4), "s": frozenset([1]), "t": (1, 2), "m": Model(), 1: "k"}
-        assert parse_json(dumps(value)) == {"arr": [0, 1, 2], "i": 4, "s": [1], "t": [1, 2], "m": {"mode": "json"}, "1": "k"}
+        assert parse_json(dumps(value)) == {
+            "arr": [0, 1, 2],
+            "i": 4,
+            "s": [1],
+            "t": [1, 2],
+            "m": {"mode": "json"},
+            "1": "k",
+        }
 
     @pytest.mark.parametrize("value", [object(), {"x": 2**70}, "\ud800"])
     def test_unencodable_values_raise_type_error(self, value: Any) -> None:

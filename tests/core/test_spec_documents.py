@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urljoin, urldefrag
+from urllib.parse import urldefrag, urljoin
 
 import jsonschema
 import pytest
@@ -106,7 +106,7 @@ def test_error_code_enum_equals_the_registry() -> None:
 def test_close_code_enum_equals_the_registry() -> None:
     registry = SPEC.close_codes()
     assert [code.value for code in CloseCode] == list(registry)
-    assert RESUMABLE_CLOSE_CODES == {code for code, entry in registry.items() if entry["x-resumable"]}
+    assert {code for code, entry in registry.items() if entry["x-resumable"]} == RESUMABLE_CLOSE_CODES
     for entry in registry.values():
         assert entry["description"] and "\n" not in entry["description"]
         assert entry["x-sent-by"] in {"server", "client", "either", "none"}

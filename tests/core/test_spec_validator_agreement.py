@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from schema_strategies import boundary_sweep, frame_schemas, jsonschema_frames, mutated, valid_frames
 
 from openenv_anyio.core import ENTRY_POINTS, FrameCodec, ProtocolError, spec_validator
-from schema_strategies import boundary_sweep, frame_schemas, jsonschema_frames, mutated, valid_frames
 
 FRAMES_PER_ENTRY = 2000
 #: Frames per Hypothesis example: batches keep the per-example overhead off the budget.
@@ -105,9 +105,24 @@ def test_validators_agree_on_every_boundary_of_every_frame_schema(entry: str) ->
 
 SEEDED_BUGS = {
     "seed minimum -1": ("client-frame", "reset", ("properties", "data", "properties", "seed"), {"minimum": -1}),
-    "episode_id maxLength 256": ("client-frame", "reset", ("properties", "data", "properties", "episode_id"), {"maxLength": 256}),
-    "done may be null": ("server-frame", "observation", ("properties", "data", "properties", "done"), {"type": ["boolean", "null"]}),
-    "max_sessions minimum 0": ("server-frame", "error", ("properties", "data", "properties", "max_sessions"), {"minimum": 0}),
+    "episode_id maxLength 256": (
+        "client-frame",
+        "reset",
+        ("properties", "data", "properties", "episode_id"),
+        {"maxLength": 256},
+    ),
+    "done may be null": (
+        "server-frame",
+        "observation",
+        ("properties", "data", "properties", "done"),
+        {"type": ["boolean", "null"]},
+    ),
+    "max_sessions minimum 0": (
+        "server-frame",
+        "error",
+        ("properties", "data", "properties", "max_sessions"),
+        {"minimum": 0},
+    ),
 }
 
 

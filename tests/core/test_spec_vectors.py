@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from spec_vectors import Vector, check_vector_format, load_vectors
 
 from openenv_anyio.core import (
     ENTRY_POINTS,
@@ -21,7 +22,6 @@ from openenv_anyio.core import (
     sender_validator,
     spec_validator,
 )
-from spec_vectors import Vector, check_vector_format, load_vectors
 
 VECTORS = load_vectors()
 CODECS = {entry: FrameCodec(entry) for entry in ENTRY_POINTS}
@@ -45,7 +45,9 @@ def test_vector_file_format(vector: Vector) -> None:
     check_vector_format(vector)
 
 
-@pytest.mark.parametrize("vector", [v for v in VECTORS if not v.is_text], ids=_ids([v for v in VECTORS if not v.is_text]))
+@pytest.mark.parametrize(
+    "vector", [v for v in VECTORS if not v.is_text], ids=_ids([v for v in VECTORS if not v.is_text])
+)
 def test_both_validators_give_the_labelled_verdict(vector: Vector) -> None:
     validator = spec_validator(ENTRY_POINTS[vector.entry])
     assert validator.is_valid(vector.frame) is vector.valid
@@ -60,7 +62,10 @@ def test_codec_decodes_or_refuses_with_the_expected_code(vector: Vector) -> None
         frame = codec.decode(vector.wire_text)
         assert frame.type == vector.frame["type"]
         # members the spec does not name are dropped or kept as part of an open mapping
-        assert parse_json(encode_frame(frame)) in (_normalised(vector.frame), _normalised(vector.frame, vector.unknown_members))
+        assert parse_json(encode_frame(frame)) in (
+            _normalised(vector.frame),
+            _normalised(vector.frame, vector.unknown_members),
+        )
         assert codec.decode_value(vector.frame) == frame
     else:
         with pytest.raises(ProtocolError) as caught:
@@ -105,8 +110,11 @@ def test_senders_send_only_named_members(vector: Vector) -> None:
     check_sendable(json.dumps(sendable), vector.entry)
     if vector.unknown_members:
         assert not validator.is_valid(vector.frame) and not validator.reference_is_valid(vector.frame)
-        refused = {fault.pointer + "/" + name for fault in validator.faults(vector.frame)
-                   for name in _unexpected(fault.message)}
+        refused = {
+            fault.pointer + "/" + name
+            for fault in validator.faults(vector.frame)
+            for name in _unexpected(fault.message)
+        }
         assert refused == set(vector.unknown_members)
 
 

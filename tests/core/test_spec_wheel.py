@@ -45,9 +45,22 @@ def test_installed_wheel_carries_the_spec(tmp_path: Path) -> None:
     pytest.importorskip("hatchling", reason="building the wheel offline needs hatchling (dev extra)")
     dist = tmp_path / "dist"
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation",
-         "--no-index", "-q", "-w", str(dist)],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(REPO),
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-q",
+            "-w",
+            str(dist),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert build.returncode == 0, build.stderr
     (wheel,) = dist.glob("openenv_anyio-*.whl")
@@ -61,8 +74,11 @@ def test_installed_wheel_carries_the_spec(tmp_path: Path) -> None:
     elsewhere.mkdir()
     run = subprocess.run(
         [sys.executable, "-c", PROBE, str(site)],
-        cwd=elsewhere, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
-        capture_output=True, text=True, timeout=60,
+        cwd=elsewhere,
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("ok ")

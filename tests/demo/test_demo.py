@@ -8,15 +8,19 @@ import sys
 
 import pytest
 
-from openenv_anyio.server import EnvServer, ServerConfig
 from openenv_anyio.envs.guess import GuessNumberEnv
+from openenv_anyio.server import EnvServer, ServerConfig
 from tests.conformance.openenv_core_echo import run_openenv_core_server
 
 
 def demo(*args: str, timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "openenv_anyio", "demo", *args],
-        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env=env,
     )
 
 
@@ -85,7 +89,10 @@ def test_ctrl_c_stops_server_and_agents_cleanly() -> None:
 
     process = subprocess.Popen(
         [sys.executable, "-m", "openenv_anyio", "demo", "--agents", "4", "--episodes", "1000"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
     )
     try:
         assert process.stderr is not None
@@ -111,9 +118,22 @@ def test_ctrl_c_while_env_code_runs_on_the_loop_stops_the_demo(env: str) -> None
     import time
 
     process = subprocess.Popen(
-        [sys.executable, "-m", "openenv_anyio", "demo", "--env", f"tests.demo.slow_env:{env}",
-         "--agents", "1", "--episodes", "1000"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "openenv_anyio",
+            "demo",
+            "--env",
+            f"tests.demo.slow_env:{env}",
+            "--agents",
+            "1",
+            "--episodes",
+            "1000",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
     )
     try:
         assert process.stderr is not None
@@ -134,7 +154,9 @@ def test_ctrl_c_while_env_code_runs_on_the_loop_stops_the_demo(env: str) -> None
 def test_the_summary_names_the_env_and_policy_and_why_agents_failed() -> None:
     """Against a one-session server, the agents beyond the limit are refused: the summary says
     so (their first error), and which environment and policy ran."""
-    with EnvServer(GuessNumberEnv, ServerConfig(host="127.0.0.1", port=0, max_concurrent_envs=1)).run_in_thread() as running:
+    with EnvServer(
+        GuessNumberEnv, ServerConfig(host="127.0.0.1", port=0, max_concurrent_envs=1)
+    ).run_in_thread() as running:
         done = demo("--url", running.url, "--agents", "3", "--episodes", "2", "--no-progress")
     assert done.returncode == 1
     assert "GuessNumberEnv" in done.stdout and "policy" in done.stdout, done.stdout

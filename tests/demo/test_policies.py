@@ -8,17 +8,24 @@ import pytest
 
 from openenv_anyio.core import Validator
 from openenv_anyio.demo.policies import CartPoleBalance, SchemaSampler, choose_policy
-from openenv_anyio.envs.gymnasium import GymnasiumEnv
 from openenv_anyio.envs.guess import GuessNumberEnv
+from openenv_anyio.envs.gymnasium import GymnasiumEnv
 
 SCHEMAS = [
     GuessNumberEnv.action_schema,
     GymnasiumEnv.bind("CartPole-v1").action_schema,
     GymnasiumEnv.bind("Pendulum-v1").action_schema,
     {"type": "object", "properties": {"message": {"type": "string", "maxLength": 3}}, "required": ["message"]},
-    {"type": "object", "properties": {"mode": {"enum": ["a", "b"]}, "flag": {"type": "boolean"},
-                                      "n": {"type": ["integer", "null"], "minimum": 2, "maximum": 4}},
-     "required": ["mode", "flag", "n"], "additionalProperties": False},
+    {
+        "type": "object",
+        "properties": {
+            "mode": {"enum": ["a", "b"]},
+            "flag": {"type": "boolean"},
+            "n": {"type": ["integer", "null"], "minimum": 2, "maximum": 4},
+        },
+        "required": ["mode", "flag", "n"],
+        "additionalProperties": False,
+    },
 ]
 
 

@@ -72,7 +72,9 @@ def haproxy(servers: list[str], workdir: Path) -> Iterator[str]:
     port = free_port()
     binary = shutil.which("haproxy") or "/usr/sbin/haproxy"
     config = DEPLOY / "haproxy" / "haproxy.cfg"
-    subprocess.run([binary, "-c", "-q", "-f", str(config)], check=True, env={**os.environ, **placeholders(servers, port)})
+    subprocess.run(
+        [binary, "-c", "-q", "-f", str(config)], check=True, env={**os.environ, **placeholders(servers, port)}
+    )
     argv = [binary, "-db", "-f", str(config)]
     with _running(argv, port, workdir / "haproxy.log", {**os.environ, **placeholders(servers, port)}) as url:
         yield url

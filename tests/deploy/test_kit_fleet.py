@@ -46,7 +46,9 @@ def test_check_passes_run_after_run_behind_two_servers(two_servers_behind_haprox
         report = tmp_path / f"run{run}.json"
         done = subprocess.run(
             [sys.executable, "-m", "openenv_anyio", "check", two_servers_behind_haproxy, "--json", str(report)],
-            capture_output=True, text=True, timeout=300,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert done.returncode == 0, f"run {run + 1}: {done.stdout[-4000:]}"
     evidence = report.read_text()

@@ -53,7 +53,9 @@ def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
         servers = [urlsplit(running.url).netloc for running in (one, two, three)]
         with PROXIES[request.param](servers, tmp_path) as proxy_url:
             parts = urlsplit(proxy_url)
-            link = CuttingProxy((parts.hostname or "127.0.0.1", parts.port or 80), CutPlan(seed=11, data_rate=0.02, handshake_rate=0.02))
+            link = CuttingProxy(
+                (parts.hostname or "127.0.0.1", parts.port or 80), CutPlan(seed=11, data_rate=0.02, handshake_rate=0.02)
+            )
             with link.running() as url:
                 yield Fleet(counters, url, link)
 

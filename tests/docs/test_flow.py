@@ -51,7 +51,7 @@ def test_the_page_opens_with_the_diagram_then_valid_then_invalid_examples(page: 
     assert valid and invalid
     assert diagram_at < page.index('<h2 id="frame-types">') < valid[0]
     assert max(valid) < min(invalid), "an invalid vector comes before a valid one"
-    assert page.index('<h2>Invalid frames</h2>') < min(invalid)
+    assert page.index("<h2>Invalid frames</h2>") < min(invalid)
 
 
 def test_every_frame_type_of_the_spec_is_an_arrow_of_the_diagram(spec: Spec, page: str) -> None:

@@ -16,7 +16,10 @@ README_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 def test_mkdocs_builds_strictly(tmp_path: Path) -> None:
     built = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert built.returncode == 0, built.stderr[-4000:]
     assert (tmp_path / "site" / "protocol" / "PROTOCOL" / "index.html").is_file()

@@ -196,9 +196,7 @@ class AsyncCountEnv(Environment):  # type: ignore[type-arg]
     def step(self, action: CountAction, timeout_s: float | None = None, **kwargs: Any) -> CountObservation:
         raise AssertionError("the adapter must await step_async")
 
-    async def step_async(
-        self, action: CountAction, timeout_s: float | None = None, **kwargs: Any
-    ) -> CountObservation:
+    async def step_async(self, action: CountAction, timeout_s: float | None = None, **kwargs: Any) -> CountObservation:
         self._state.total += action.amount
         self._state.step_count += 1
         return CountObservation(total=self._state.total, reward=action.amount, done=self._state.total >= 10)

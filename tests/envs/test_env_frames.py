@@ -29,6 +29,7 @@ from openenv_anyio.core import (
 from openenv_anyio.environment import lift_observation
 from openenv_anyio.envs.loading import resolve_env_target
 
+
 def _answer(env: Any, action_validator: Validator, text: str) -> Any:
     """One request through the environment, as a server answers it, decoded as a client reads it."""
     frame = decode_client_frame(text)
@@ -107,9 +108,6 @@ def test_the_adapters_own_refusal_is_a_validation_error_frame() -> None:
     _answer(env, let_through, '{"type":"reset"}')
     refused = _answer(env, let_through, '{"type":"step","data":{"action":[3,0]}}')
     assert isinstance(refused, Error) and refused.code == ErrorCode.VALIDATION_ERROR
-    assert (
-        refused.message
-        == "Invalid action at /action/0: 3 is not in [0, 2] (action space MultiDiscrete([3 5]))"
-    )
+    assert refused.message == "Invalid action at /action/0: 3 is not in [0, 2] (action space MultiDiscrete([3 5]))"
     assert refused.extra["errors"][0]["loc"] == ["action", 0]
     env.close()

@@ -86,7 +86,10 @@ def test_other_classes_and_factories_are_returned_as_they_are() -> None:
 
 
 def test_dotted_attributes(module_dir: Path) -> None:
-    name = _write(module_dir, "class Outer:\n    class Inner:\n        def reset(self): ...\n        def step(self, action): ...\n")
+    name = _write(
+        module_dir,
+        "class Outer:\n    class Inner:\n        def reset(self): ...\n        def step(self, action): ...\n",
+    )
     factory = resolve_env_target(f"{name}:Outer.Inner", app_dir=str(module_dir))
     assert factory.__qualname__ == "Outer.Inner"
     assert (
@@ -105,9 +108,7 @@ def test_a_missing_module() -> None:
         _refused("no_such_module_xyz:Env")
         == "module 'no_such_module_xyz' not found (is it installed, or on the Python path?)"
     )
-    assert _refused("no_such_package_xyz.server:Env").startswith(
-        "module 'no_such_package_xyz.server' not found"
-    )
+    assert _refused("no_such_package_xyz.server:Env").startswith("module 'no_such_package_xyz.server' not found")
     assert _refused("json.no_such_submodule:Env").startswith("module 'json.no_such_submodule' not found")
 
 
@@ -119,9 +120,7 @@ def test_an_import_error_inside_the_module_is_not_a_missing_module(module_dir: P
 
 def test_a_module_that_fails_while_importing(module_dir: Path) -> None:
     broken = _write(module_dir, "def broken(:\n    pass\n")
-    assert _refused(f"{broken}:Env", app_dir=str(module_dir)).startswith(
-        f"importing '{broken}' failed: SyntaxError: "
-    )
+    assert _refused(f"{broken}:Env", app_dir=str(module_dir)).startswith(f"importing '{broken}' failed: SyntaxError: ")
     raising = _write(module_dir, "raise RuntimeError('no config\\nfound')\n")
     assert (
         _refused(f"{raising}:Env", app_dir=str(module_dir))
@@ -146,8 +145,7 @@ def test_modules_in_the_current_directory_are_found_by_default(
 
 def test_a_missing_attribute_suggests_close_names() -> None:
     assert (
-        _refused("adapter_samples:EchoEnvv")
-        == "'adapter_samples' has no attribute 'EchoEnvv'; did you mean EchoEnv?"
+        _refused("adapter_samples:EchoEnvv") == "'adapter_samples' has no attribute 'EchoEnvv'; did you mean EchoEnv?"
     )
     assert _refused("adapter_samples:Zzz") == "'adapter_samples' has no attribute 'Zzz'"
 
@@ -181,9 +179,16 @@ def test_an_upstream_app_gives_its_declared_models_limit_and_name() -> None:
     assert app is not None and app.factory is ShoutEnvironment and app.release.startswith("openenv-core 0.3")
     assert (app.max_concurrent_envs, app.session_timeout_s, app.production) == (2, None, False)
     assert issubclass(factory, OpenEnvCoreEnv) and factory.MAX_CONCURRENT_SESSIONS == 2
-    assert (factory.action_model, factory.observation_model, factory.state_model) == (ShoutAction, ShoutObservation, State)
+    assert (factory.action_model, factory.observation_model, factory.state_model) == (
+        ShoutAction,
+        ShoutObservation,
+        State,
+    )
     assert factory.metadata["name"] == "ShoutEnvironment"  # what upstream's /metadata says
-    assert resolve_env_target("shout_env.server.app:app", app_dir=SHOUT_APPS).action_schema == ShoutAction.model_json_schema()
+    assert (
+        resolve_env_target("shout_env.server.app:app", app_dir=SHOUT_APPS).action_schema
+        == ShoutAction.model_json_schema()
+    )
 
 
 def test_an_upstream_app_s_timeout_and_mode() -> None:

@@ -148,21 +148,34 @@ def test_serve_command_takes_the_app_upstream_built() -> None:
     """``openenv-anyio serve pkg.server.app:app``: the app's session limit, named where it comes from
     (openenv-core 0.3 keeps no env_name: the environment class names it)."""
     with serve_process("interop.shout_env.server.app:app") as served:
-        served.wait_for_line(r"at most 2 concurrent sessions: ShoutEnvironment allows no more \(max_concurrent_envs=2 in its create_app\)")
+        served.wait_for_line(
+            r"at most 2 concurrent sessions: ShoutEnvironment allows no more \(max_concurrent_envs=2 in its create_app\)"
+        )
         assert httpx.get(f"{served.url}/schema", timeout=10).json()["action"]["title"] == "ShoutAction"
 
 
 @pytest.mark.parametrize(
     ("target", "message"),
     [
-        ("adapter_samples:plain_fastapi_app", "adapter_samples:plain_fastapi_app is an ASGI application (FastAPI) that upstream OpenEnv's create_app did not build"),
-        ("interop.shout_env.server.app:apps", "'interop.shout_env.server.app' has no attribute 'apps'; did you mean app?"),
+        (
+            "adapter_samples:plain_fastapi_app",
+            "adapter_samples:plain_fastapi_app is an ASGI application (FastAPI) that upstream OpenEnv's create_app did not build",
+        ),
+        (
+            "interop.shout_env.server.app:apps",
+            "'interop.shout_env.server.app' has no attribute 'apps'; did you mean app?",
+        ),
     ],
 )
 def test_serve_command_refuses_a_bad_app_in_one_line(target: str, message: str) -> None:
     completed = subprocess.run(
         [sys.executable, "-m", "openenv_anyio", "serve", target, "--port", "0"],
-        capture_output=True, text=True, timeout=120, env=serve_environment(), cwd=Path(__file__).parent, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=serve_environment(),
+        cwd=Path(__file__).parent,
+        check=False,
     )
     assert completed.returncode == 2
     assert completed.stderr.startswith(f"openenv-anyio serve: {message}") and completed.stderr.count("\n") == 1
@@ -172,7 +185,10 @@ def test_serve_command_keeps_the_app_s_idle_timeout() -> None:
     """``ConcurrencyConfig(session_timeout=1.0)`` in the app: an idle session closes with 4408
     (WS-IDLE-1), as ``--session-timeout 1`` would make it; the option still wins over the app."""
     for extra, idle_s in (((), 1.0), (("--session-timeout", "30"), None)):
-        with serve_process("interop.shout_env.server.app:timed_app", *extra) as served, connect(served.ws_url, open_timeout=10) as ws:
+        with (
+            serve_process("interop.shout_env.server.app:timed_app", *extra) as served,
+            connect(served.ws_url, open_timeout=10) as ws,
+        ):
             ws.send(json.dumps({"type": "reset"}))
             ws.recv(timeout=10)
             if idle_s is None:

@@ -40,11 +40,7 @@ def test_cartpole_full_episode() -> None:
         assert len(first["observation"]) == 4 and all(type(x) is float for x in first["observation"])
         assert _json_round_trip(first) == first
         state = env.state
-        assert (
-            state["step_count"] == 0
-            and isinstance(state["episode_id"], str)
-            and state["env_id"] == "CartPole-v1"
-        )
+        assert state["step_count"] == 0 and isinstance(state["episode_id"], str) and state["env_id"] == "CartPole-v1"
         total, steps, reply = 0.0, 0, first
         while not reply["done"]:
             observation = reply["observation"]
@@ -115,9 +111,7 @@ def test_action_outside_the_space_is_refused_before_the_environment_sees_it() ->
     with pytest.raises(ActionRejected, match="unexpected member 'move'") as extra:
         env.step({"action": 1, "move": 1})
     assert extra.value.pointer == "/move"
-    assert (
-        env.step({"action": 1, "metadata": {}})["reward"] == 1.0
-    )  # openenv-core typed actions carry metadata
+    assert env.step({"action": 1, "metadata": {}})["reward"] == 1.0  # openenv-core typed actions carry metadata
     env.close()
 
 

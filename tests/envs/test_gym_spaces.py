@@ -139,9 +139,7 @@ def test_uneven_bounds_give_the_envelope_and_infinite_bounds_give_none() -> None
     schema = space_schema(spaces.MultiDiscrete([2, 5], start=[1, 0]))
     assert (schema["items"]["minimum"], schema["items"]["maximum"]) == (0, 4)
     cartpole_like = space_schema(
-        spaces.Box(
-            np.array([-4.8, -np.inf], np.float32), np.array([4.8, np.inf], np.float32), dtype=np.float32
-        )
+        spaces.Box(np.array([-4.8, -np.inf], np.float32), np.array([4.8, np.inf], np.float32), dtype=np.float32)
     )
     assert "minimum" not in cartpole_like["items"] and "maximum" not in cartpole_like["items"]
     assert space_schema(spaces.Box(0, 255, (2,), np.uint8))["items"] == {
@@ -212,7 +210,4 @@ def test_the_label_changes_no_verdict() -> None:
         assert Validator(schema).is_valid(value) == Validator(bare).is_valid(value)
         assert Validator(schema).reference_is_valid(value) == Validator(bare).reference_is_valid(value)
     assert Validator(bare).faults(2)[0].message == "2 is greater than the maximum of 1"
-    assert (
-        Validator(schema).faults(2)[0].message
-        == "2 is greater than the maximum of 1 (action space Discrete(2))"
-    )
+    assert Validator(schema).faults(2)[0].message == "2 is greater than the maximum of 1 (action space Discrete(2))"

@@ -75,13 +75,33 @@ def test_optional_parameters_left_at_none_are_not_sent() -> None:
 @pytest.mark.parametrize(
     ("name", "schema", "message"),
     [
-        ("act", {"properties": {"my-field": {"type": "string"}}}, "tool 'act' parameter 'my-field': the name cannot be a Python keyword argument"),
-        ("act", {"properties": {"class": {"type": "string"}}}, "tool 'act' parameter 'class': the name cannot be a Python keyword argument"),
+        (
+            "act",
+            {"properties": {"my-field": {"type": "string"}}},
+            "tool 'act' parameter 'my-field': the name cannot be a Python keyword argument",
+        ),
+        (
+            "act",
+            {"properties": {"class": {"type": "string"}}},
+            "tool 'act' parameter 'class': the name cannot be a Python keyword argument",
+        ),
         ("act", {"type": "array"}, "tool 'act': its arguments are not an object with properties"),
         ("act", {"oneOf": [{"type": "object"}]}, "tool 'act': its arguments are not an object with properties"),
-        ("act", {"properties": {"x": {"type": "decimal"}}}, "tool 'act' parameter 'x': JSON Schema has no type 'decimal'"),
-        ("act", {"properties": {"x": {"$ref": "other.json#/X"}}}, "tool 'act' parameter 'x': $ref 'other.json#/X' does not name a definition"),
-        ("act", {"properties": {"x": {"enum": [{"a": 1}]}}}, "tool 'act' parameter 'x': an enum or const of other than"),
+        (
+            "act",
+            {"properties": {"x": {"type": "decimal"}}},
+            "tool 'act' parameter 'x': JSON Schema has no type 'decimal'",
+        ),
+        (
+            "act",
+            {"properties": {"x": {"$ref": "other.json#/X"}}},
+            "tool 'act' parameter 'x': $ref 'other.json#/X' does not name a definition",
+        ),
+        (
+            "act",
+            {"properties": {"x": {"enum": [{"a": 1}]}}},
+            "tool 'act' parameter 'x': an enum or const of other than",
+        ),
         ("go-on", {"properties": {}}, "tool name 'go-on' cannot be a Python method name"),
         ("_hidden", {"properties": {}}, "tool name '_hidden' cannot be a Python method name"),
     ],

@@ -43,4 +43,3 @@ def adapter_url(peer: Peer, upstream_template: Callable[..., Path]) -> Iterator[
     through our adapter (``openenv-anyio serve server.tiny_env_environment:TinyEnvironment``)."""
     with serve_ours(peer, upstream_template(peer), TEMPLATE_TARGET, "--max-concurrent-envs", str(SESSIONS)) as url:
         yield url
-

@@ -30,7 +30,16 @@ def play(peer: Peer, url: str, action: dict[str, Any], invalid: dict[str, Any]) 
 def test_upstream_client_drives_our_server(peer: Peer, our_echo_url: str) -> None:
     """WS-RESET-1, WS-STEP-1, WS-STATE-1, WS-ERR-8 through upstream's client."""
     calls = play(peer, our_echo_url, {"message": "hi"}, {"nope": 1})
-    assert [call["call"] for call in calls] == ["reset", "step", "step", "state", "reset", "state", "step-invalid", "step"]
+    assert [call["call"] for call in calls] == [
+        "reset",
+        "step",
+        "step",
+        "state",
+        "reset",
+        "state",
+        "step-invalid",
+        "step",
+    ]
     assert calls[0]["result"] == {"observation": {"echoed": "", "length": 0, "pad": ""}, "reward": 0.0, "done": False}
     assert calls[1]["result"] == {"observation": {"echoed": "hi", "length": 2, "pad": ""}, "reward": 2.0, "done": False}
     assert calls[3]["result"]["step_count"] == 2

@@ -10,7 +10,7 @@ import pytest
 from openenv_anyio import EnvClient, RpcInvalidParams, RpcMethodNotFound, ToolFailed
 from openenv_anyio.server import EnvServer, ServerConfig
 
-from .tool_envs import NoToolsEnv, NotesEnv
+from .tool_envs import NotesEnv, NoToolsEnv
 
 pytestmark = pytest.mark.anyio
 
@@ -43,7 +43,9 @@ async def test_list_and_call_tools(url: str, reconnect: bool) -> None:
         assert bad.value.data["errors"][0]["pointer"] == "/index"
         with pytest.raises(ToolFailed) as failed:
             await env.call_tool("recall", index=7)
-        assert failed.value.data["tool"] == "recall" and len(failed.value.data["error_id"]) == 16  # the log entry (SEC-ERR-1)
+        assert (
+            failed.value.data["tool"] == "recall" and len(failed.value.data["error_id"]) == 16
+        )  # the log entry (SEC-ERR-1)
         assert (await env.state()).step_count == 1  # errors never end the session
 
 

@@ -47,7 +47,11 @@ def test_methods_named_in_the_schema_are_the_enum() -> None:
         ('{"jsonrpc":"2.0","id":"a","method":"tools/list","params":[1]}', RpcCode.INVALID_PARAMS, "a"),
         ('{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"arguments":{}}}', RpcCode.INVALID_PARAMS, "a"),
         ('{"jsonrpc":"2.0","id":"a","method":"openenv/session/close"}', RpcCode.INVALID_PARAMS, "a"),
-        ('{"jsonrpc":"2.0","id":"a","method":"openenv/session/close","params":{"session_id":""}}', RpcCode.INVALID_PARAMS, "a"),
+        (
+            '{"jsonrpc":"2.0","id":"a","method":"openenv/session/close","params":{"session_id":""}}',
+            RpcCode.INVALID_PARAMS,
+            "a",
+        ),
     ],
 )
 def test_bad_requests_become_the_right_error(text: str, code: RpcCode, request_id: Any) -> None:

@@ -18,7 +18,7 @@ from websockets.sync.client import ClientConnection, connect
 from openenv_anyio.core import RpcCode, Validator, decode_server_frame, load_spec, spec_validator
 from openenv_anyio.server import EnvServer, RunningServer, ServerConfig
 
-from .tool_envs import NoToolsEnv, NotesEnv
+from .tool_envs import NotesEnv, NoToolsEnv
 
 TIMEOUT = 10.0
 RESPONSE = spec_validator("jsonrpc/response.json")
@@ -47,7 +47,9 @@ def server() -> Iterator[RunningServer]:
         yield server
 
 
-def rpc(server: RunningServer, method: str, params: dict[str, Any] | None = None, *, request_id: Any = 1) -> dict[str, Any]:
+def rpc(
+    server: RunningServer, method: str, params: dict[str, Any] | None = None, *, request_id: Any = 1
+) -> dict[str, Any]:
     """One POST /mcp; checks the status and the response's shape against the spec."""
     body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}}
     response = httpx.post(server.url + "/mcp", json=body, timeout=TIMEOUT)
@@ -132,7 +134,9 @@ def test_bad_requests_are_json_rpc_errors_with_status_200(server: RunningServer,
         ({"name": "recall", "arguments": {"index": 5}}, RpcCode.INTERNAL_ERROR, None),  # the tool raises
     ],
 )
-def test_tool_failures_are_json_rpc_errors(server: RunningServer, params: dict[str, Any], code: RpcCode, pointer: str | None) -> None:
+def test_tool_failures_are_json_rpc_errors(
+    server: RunningServer, params: dict[str, Any], code: RpcCode, pointer: str | None
+) -> None:
     answer = rpc(server, "tools/call", params)  # MCP-ERR-1
     assert error_code(answer) == code
     assert answer["error"]["data"]["tool"] == params["name"]
@@ -173,7 +177,11 @@ def test_a_tool_call_and_a_step_share_the_session_environment_and_thread(server:
         step = ask(socket, {"type": "step", "data": {}})
         assert step["data"]["observation"]["notes"] == 1
         assert step["data"]["reward"] == 1.0
-        assert called["result"]["data"]["thread"] == step["data"]["observation"]["thread"] == reset["data"]["observation"]["thread"]
+        assert (
+            called["result"]["data"]["thread"]
+            == step["data"]["observation"]["thread"]
+            == reset["data"]["observation"]["thread"]
+        )
         over_ws = ask(socket, mcp_frame("tools/call", {"name": "recall", "arguments": {}}, 9))
         assert over_ws == {"type": "mcp", "data": {"jsonrpc": "2.0", "id": 9, "result": over_ws["data"]["result"]}}
         assert over_ws["data"]["result"]["data"] == "a"
@@ -284,10 +292,20 @@ def test_mcp_frames_on_ws_use_the_connection_environment(server: RunningServer) 
         ({"id": 4}, RpcCode.INVALID_REQUEST),
         ({"jsonrpc": "2.0", "id": 4, "method": "nope"}, RpcCode.METHOD_NOT_FOUND),
         ({"jsonrpc": "2.0", "id": 4, "method": "openenv/session/create"}, RpcCode.METHOD_NOT_FOUND),
-        ({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "recall", "arguments": {"index": 3}}}, RpcCode.INTERNAL_ERROR),
+        (
+            {
+                "jsonrpc": "2.0",
+                "id": 4,
+                "method": "tools/call",
+                "params": {"name": "recall", "arguments": {"index": 3}},
+            },
+            RpcCode.INTERNAL_ERROR,
+        ),
     ],
 )
-def test_bad_mcp_frames_get_json_rpc_errors_and_the_session_goes_on(server: RunningServer, data: dict[str, Any], code: RpcCode) -> None:
+def test_bad_mcp_frames_get_json_rpc_errors_and_the_session_goes_on(
+    server: RunningServer, data: dict[str, Any], code: RpcCode
+) -> None:
     with ws(server, "/ws") as socket:  # MCP-WS-2, MCP-ERR-2
         answer = ask(socket, {"type": "mcp", "data": data})
         assert answer["type"] == "mcp" and answer["data"]["error"]["code"] == code
@@ -302,7 +320,19 @@ def test_an_mcp_frame_without_data_is_a_validation_error(server: RunningServer) 
 
 def test_ws_mcp_speaks_bare_json_rpc(server: RunningServer) -> None:  # MCP-WS-3
     with ws(server, "/mcp") as socket:
-        for request_id, text in enumerate(["not json", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "remember", "arguments": {"text": "a"}}})]):
+        for request_id, text in enumerate(
+            [
+                "not json",
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "tools/call",
+                        "params": {"name": "remember", "arguments": {"text": "a"}},
+                    }
+                ),
+            ]
+        ):
             socket.send(text)
             answer = json.loads(socket.recv(timeout=TIMEOUT))
             assert RESPONSE.is_valid(answer)
@@ -310,7 +340,11 @@ def test_ws_mcp_speaks_bare_json_rpc(server: RunningServer) -> None:  # MCP-WS-3
                 assert answer["error"]["code"] == RpcCode.PARSE_ERROR
             else:
                 assert answer["result"]["data"]["count"] == 1
-        socket.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "recall", "arguments": {}}}))
+        socket.send(
+            json.dumps(
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "recall", "arguments": {}}}
+            )
+        )
         assert json.loads(socket.recv(timeout=TIMEOUT))["result"]["data"] == "a"
 
 
@@ -351,7 +385,10 @@ def test_openapi_lists_every_http_route_the_server_lists(server: RunningServer) 
 def test_openapi_reuses_the_spec_schemas(server: RunningServer) -> None:
     document = httpx.get(server.url + "/openapi.json", timeout=TIMEOUT).json()
     schemas = document["components"]["schemas"]
-    assert schemas["ResetParameters"]["properties"]["seed"] == spec_validator("frames/reset.json").schema["properties"]["data"]["properties"]["seed"]
+    assert (
+        schemas["ResetParameters"]["properties"]["seed"]
+        == spec_validator("frames/reset.json").schema["properties"]["data"]["properties"]["seed"]
+    )
     assert schemas["JsonRpcRequest"]["required"] == ["jsonrpc", "method"]
 
 
@@ -369,7 +406,11 @@ def test_a_call_naming_another_episode_changes_nothing(server: RunningServer) ->
             "data": {"current_episode_id": "ep-1"},
         }
         assert rpc(server, "tools/call", {**params, "episode_id": "ep-1"})["result"]["data"]["count"] == 1
-        on_ws = ask(socket, mcp_frame("tools/call", {"name": "remember", "arguments": {"text": "b"}, "episode_id": "ep-9"}, 4))
+        on_ws = ask(
+            socket, mcp_frame("tools/call", {"name": "remember", "arguments": {"text": "b"}, "episode_id": "ep-9"}, 4)
+        )
         assert on_ws["data"]["error"]["code"] == RpcCode.EPISODE_MISMATCH
-        assert ask(socket, {"type": "step", "data": {}})["data"]["observation"]["notes"] == 1  # only the matching call ran
+        assert (
+            ask(socket, {"type": "step", "data": {}})["data"]["observation"]["notes"] == 1
+        )  # only the matching call ran
     rpc(server, "openenv/session/close", {"session_id": session_id})

@@ -82,7 +82,9 @@ def test_raw_mcp_frames_reach_fastmcp_tools(upstream_env_url: str) -> None:
         return json.loads(text)
 
     def call(request_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        return ask({"type": "mcp", "data": {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}})["data"]
+        return ask({"type": "mcp", "data": {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}})[
+            "data"
+        ]
 
     with connect("ws" + upstream_env_url.removeprefix("http") + "/ws", open_timeout=TIMEOUT_S, proxy=None) as socket:
         listed = call(1, "tools/list", {})

@@ -40,7 +40,13 @@ class NotesEnv(Environment):
         self.notes.append(text)
         return {"count": len(self.notes), "thread": threading.current_thread().name}
 
-    @tool(parameters={"type": "object", "properties": {"index": {"type": "integer", "minimum": 0}}, "additionalProperties": False})
+    @tool(
+        parameters={
+            "type": "object",
+            "properties": {"index": {"type": "integer", "minimum": 0}},
+            "additionalProperties": False,
+        }
+    )
     def recall(self, index: int = 0) -> str:
         """The note at ``index``."""
         return self.notes[index]

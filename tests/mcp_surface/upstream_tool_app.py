@@ -3,7 +3,6 @@
 
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
-
 from upstream_tool_env import NotesEnvironment
 
 app = create_app(NotesEnvironment, CallToolAction, CallToolObservation, env_name="notes")

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from serve_process import serve_process
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
-
-from serve_process import serve_process
 
 TIMEOUT = 20.0
 TARGET = "tests.ops.gated_env:GatedEnv"

@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import signal
 
+from serve_process import serve_process
 from websockets.sync.client import connect
 
 from openenv_anyio.core import RESUME_TOKEN_HEADER, SUBPROTOCOL
-
-from serve_process import serve_process
 
 TIMEOUT = 20.0
 TARGET = "openenv_anyio.envs.echo:EchoEnv"
@@ -30,7 +29,12 @@ def test_json_events_for_a_session_and_its_errors() -> None:
             assert json.loads(ws.recv(timeout=TIMEOUT))["data"]["code"] == "VALIDATION_ERROR"
             local = "%s:%d" % ws.socket.getsockname()[:2]
             ws.send(json.dumps({"type": "close"}))
-        with connect(served.ws_url, additional_headers={RESUME_TOKEN_HEADER: "no.such"}, subprotocols=[SUBPROTOCOL], open_timeout=TIMEOUT) as stranger:  # type: ignore[list-item]
+        with connect(
+            served.ws_url,
+            additional_headers={RESUME_TOKEN_HEADER: "no.such"},
+            subprotocols=[SUBPROTOCOL],
+            open_timeout=TIMEOUT,
+        ) as stranger:  # type: ignore[list-item]
             assert json.loads(stranger.recv(timeout=TIMEOUT))["data"]["code"] == "SESSION_NOT_FOUND"
         served.process.send_signal(signal.SIGTERM)
         assert served.process.wait(timeout=60) == 0
@@ -39,12 +43,12 @@ def test_json_events_for_a_session_and_its_errors() -> None:
     names = [event["event"] for event in events]
     assert names[0] == "server_started" and names[-1] == "server_stopped"
     assert "signal_received" in names and "server_draining" in names
-    opened, = by_event(events, "session_opened")
+    (opened,) = by_event(events, "session_opened")
     assert opened["session_id"] == session["session_id"] and opened["peer"] == local and opened["resumable"] is True
     error = next(e for e in by_event(events, "error_sent") if e["code"] == "VALIDATION_ERROR")
     assert error["session_id"] == session["session_id"] and error["episode_id"] == "ep-7"
     assert error["request_id"] == "s1" and error["peer"] == local and error["level"] == "info"
-    closed, = by_event(events, "session_closed")
+    (closed,) = by_event(events, "session_closed")
     assert closed["close_code"] == 1000 and closed["episode_id"] == "ep-7" and closed["reason"] == "close"
     refused = next(e for e in by_event(events, "error_sent") if e["code"] == "SESSION_NOT_FOUND")
     assert "session_id" not in refused

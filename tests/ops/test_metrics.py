@@ -14,9 +14,9 @@ from websockets.sync.client import ClientConnection
 from openenv_anyio.core import RESUME_TOKEN_HEADER, SUBPROTOCOL, CloseCode, ErrorCode
 from openenv_anyio.envs.echo import EchoEnv
 from openenv_anyio.server import RunningServer
-
 from tests.server.conftest import TIMEOUT, ask, running, wait_for, ws_connect
 from tests.server.envs import Tracked
+
 from .scrape import scrape
 
 
@@ -92,7 +92,9 @@ def test_counts_are_exact_after_a_known_sequence() -> None:
         assert errors == {"EXECUTION_ERROR": 1, "INVALID_JSON": 1, "UNKNOWN_TYPE": 1, "CAPACITY_REACHED": 1}
         assert set(after.labelled("openenv_errors_total", "code")) == {code.value for code in ErrorCode}
         # A 1000 (close frame), B and C 1000 (client's close), D 1013, E 1006 (dropped), E again 1000
-        closed = {code: count for code, count in after.labelled("openenv_sessions_closed_total", "code").items() if count}
+        closed = {
+            code: count for code, count in after.labelled("openenv_sessions_closed_total", "code").items() if count
+        }
         assert closed == {"1000": 4, "1013": 1, "1006": 1}
         assert {str(int(code)) for code in CloseCode} <= after.labelled("openenv_sessions_closed_total", "code").keys()
         assert after.value("openenv_sessions_active") == 0

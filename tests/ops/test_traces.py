@@ -16,7 +16,6 @@ from websockets.sync.client import connect
 from openenv_anyio.client import EnvClient, RequestValidationError
 from openenv_anyio.envs.echo import EchoEnv
 from openenv_anyio.server import EnvServer, RunningServer, ServerConfig
-
 from tests.server.conftest import TIMEOUT, ask, wait_for
 
 
@@ -60,8 +59,8 @@ async def test_session_continues_the_agents_trace(server: RunningServer, spans: 
                 await env.step({"nope": 1})
             await env.state()
     wait_for(lambda: len(named(spans, "openenv.session")) == 1)
-    rollout, = agent_spans.get_finished_spans()
-    session, = named(spans, "openenv.session")
+    (rollout,) = agent_spans.get_finished_spans()
+    (session,) = named(spans, "openenv.session")
     assert session.context.trace_id == rollout.context.trace_id and child_of(session, rollout)
     assert session.attributes is not None and session.attributes["openenv.close_code"] == 1000
     resets, steps, states = named(spans, "openenv.reset"), named(spans, "openenv.step"), named(spans, "openenv.state")
@@ -82,10 +81,10 @@ def test_without_traceparent_the_session_starts_a_trace(server: RunningServer, s
     with connect("ws" + server.url.removeprefix("http") + "/ws", open_timeout=TIMEOUT) as ws:
         ask(ws, {"type": "reset"})
     wait_for(lambda: len(named(spans, "openenv.session")) == 1)
-    session, = named(spans, "openenv.session")
+    (session,) = named(spans, "openenv.session")
     assert session.parent is None
     assert session.attributes is not None and session.attributes["client.address"].startswith("127.0.0.1:")
-    reset, = named(spans, "openenv.reset")
+    (reset,) = named(spans, "openenv.reset")
     assert child_of(reset, session)
 
 

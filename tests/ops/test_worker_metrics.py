@@ -35,7 +35,11 @@ def test_one_scrape_sees_every_worker() -> None:
                 owner = session_owner(session_id)
                 assert owner is not None
                 slots[owner[0]] += 1
-                for frame in ({"type": "reset"}, {"type": "step", "data": {"message": "a"}}, {"type": "step", "data": {}}):
+                for frame in (
+                    {"type": "reset"},
+                    {"type": "step", "data": {"message": "a"}},
+                    {"type": "step", "data": {}},
+                ):
                     ws.send(json.dumps(frame))
                     ws.recv(timeout=TIMEOUT)
             assert set(slots) == {0, 1}  # both workers hold sessions
@@ -51,7 +55,9 @@ def test_one_scrape_sees_every_worker() -> None:
             if after.value("openenv_sessions_closed_total", code="1000") == SESSIONS:
                 break
             after = scrape(served.url)
-        closed = {code: count for code, count in after.labelled("openenv_sessions_closed_total", "code").items() if count}
+        closed = {
+            code: count for code, count in after.labelled("openenv_sessions_closed_total", "code").items() if count
+        }
         assert closed == {"1000": SESSIONS}
         assert after.value("openenv_sessions_active") == 0
         assert after.value("openenv_request_duration_seconds_count", type="step") == 2 * SESSIONS

@@ -16,9 +16,9 @@ from typing import Any
 import pydantic
 from openenv.core import EnvClient as UpstreamEnvClient
 from openenv.core.client_types import StepResult as UpstreamStepResult
+from tiny_pkg import NotesPkgEnv, TinyPkgAction, TinyPkgEnv
 
 import openenv_anyio.compat as compat
-from tiny_pkg import NotesPkgEnv, TinyPkgAction, TinyPkgEnv
 
 
 def tiny_sync(cls: Any, url: str) -> list[Any]:
@@ -29,8 +29,12 @@ def tiny_sync(cls: Any, url: str) -> list[Any]:
     state = env.state()
     env.close()
     return [
-        type(first) is UpstreamStepResult, stepped.observation.echoed_message, stepped.reward,
-        shouted.observation.echoed_message, state.step_count, env.parsed,
+        type(first) is UpstreamStepResult,
+        stepped.observation.echoed_message,
+        stepped.reward,
+        shouted.observation.echoed_message,
+        state.step_count,
+        env.parsed,
     ]
 
 
@@ -57,7 +61,13 @@ async def notes_async(cls: Any, url: str) -> list[Any]:
             await env.call_tool("no_such_tool")
         except RuntimeError as exc:
             failed = "no_such_tool" in str(exc)
-        return [names, remembered, await env.call_tool("shout", text="hi"), failed, (await env.state()).episode_id is not None]
+        return [
+            names,
+            remembered,
+            await env.call_tool("shout", text="hi"),
+            failed,
+            (await env.state()).episode_id is not None,
+        ]
 
 
 def run(cls: Any, url: str, kind: str) -> list[Any]:

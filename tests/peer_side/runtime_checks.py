@@ -57,18 +57,26 @@ def main() -> None:
     evidence = collect_runtime_evidence(url, plan, episode_timeout_s=EPISODE_TIMEOUT_S)
     with tempfile.TemporaryDirectory() as scratch:
         subject = Subject(
-            root=Path(scratch), manifest=_manifest(low, high), image_ref=None, running=None,
-            outputs_dir=Path(scratch), runtime_evidence=evidence,
+            root=Path(scratch),
+            manifest=_manifest(low, high),
+            image_ref=None,
+            running=None,
+            outputs_dir=Path(scratch),
+            runtime_evidence=evidence,
         )
         graders = (RewardWellFormedGrader(), ObservationSchemaGrader(), StateContractGrader())
         results = [grader.run(subject) for grader in graders]
-    print(json.dumps({
-        "version": metadata.version("openenv"),
-        "failure": evidence.failure_reason,
-        "exchanges": [row.operation for row in evidence.exchanges],
-        "reset_observation_schema": evidence.reset_observation_schema_json is not None,
-        "checks": {r.check_id: {"status": r.status.value, "evidence": r.evidence} for r in results},
-    }))
+    print(
+        json.dumps(
+            {
+                "version": metadata.version("openenv"),
+                "failure": evidence.failure_reason,
+                "exchanges": [row.operation for row in evidence.exchanges],
+                "reset_observation_schema": evidence.reset_observation_schema_json is not None,
+                "checks": {r.check_id: {"status": r.status.value, "evidence": r.evidence} for r in results},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

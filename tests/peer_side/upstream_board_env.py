@@ -44,7 +44,9 @@ class StripEnvironment(Environment):
         return self._state
 
     def render_web(self, observation: dict[str, Any]) -> str | None:
-        cells = "".join(f'<span class="cell" data-cell="{i}">{mark or "."}</span>' for i, mark in enumerate(observation["cells"]))
+        cells = "".join(
+            f'<span class="cell" data-cell="{i}">{mark or "."}</span>' for i, mark in enumerate(observation["cells"])
+        )
         return f'<p id="strip">{cells}</p>'
 
     def web_actions(self, observation: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

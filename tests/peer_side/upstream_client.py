@@ -47,9 +47,7 @@ def main() -> None:
     url, action = sys.argv[1], json.loads(sys.argv[2])
     invalid = json.loads(sys.argv[3]) if len(sys.argv) > 3 else None
     transcript = asyncio.run(asyncio.wait_for(play(url, action, invalid), 300))
-    version = next(
-        (metadata.version(name) for name in ("openenv", "openenv-core") if _installed(name)), "unknown"
-    )
+    version = next((metadata.version(name) for name in ("openenv", "openenv-core") if _installed(name)), "unknown")
     print(json.dumps({"version": version, "transcript": transcript}))
 
 

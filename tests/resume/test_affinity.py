@@ -23,7 +23,10 @@ def header(head: bytes, name: str) -> str | None:
 
 async def test_every_connection_of_a_session_carries_its_key(proxy: CuttingProxy) -> None:
     with anyio.fail_after(TIMEOUT_S):
-        async with EnvClient(proxy.url, ping_interval_s=None) as env, EnvClient(proxy.url, ping_interval_s=None) as other:
+        async with (
+            EnvClient(proxy.url, ping_interval_s=None) as env,
+            EnvClient(proxy.url, ping_interval_s=None) as other,
+        ):
             await env.reset()
             await other.reset()
             await anyio.to_thread.run_sync(proxy.cut_all)

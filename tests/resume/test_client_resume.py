@@ -15,7 +15,6 @@ from openenv_anyio.client import (
     ResumeFailed,
     SessionNotFound,
 )
-
 from openenv_anyio.server.env_server import RunningServer
 
 from .cutting_proxy import CuttingProxy

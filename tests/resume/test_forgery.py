@@ -56,7 +56,11 @@ def test_no_forged_resume_token_opens_a_session(server: RunningServer, counter: 
         for kind, forged in attempts.items():
             with open_ws(server, token=forged) as intruder:
                 frame = receive(intruder)
-                if frame["type"] != "error" or frame["data"]["code"] != "SESSION_NOT_FOUND" or closed_with(intruder) != 4404:
+                if (
+                    frame["type"] != "error"
+                    or frame["data"]["code"] != "SESSION_NOT_FOUND"
+                    or closed_with(intruder) != 4404
+                ):
                     accepted.append(kind)
         assert accepted == []
         assert ask(owner, {"type": "step", "data": {}, "request_id": "3"})["data"]["observation"]["steps"] == 2
@@ -64,7 +68,9 @@ def test_no_forged_resume_token_opens_a_session(server: RunningServer, counter: 
 
 
 @pytest.mark.parametrize("parameter", ["session_id", "session"])
-def test_a_session_id_in_the_query_grants_nothing(server: RunningServer, counter: type[StepCounter], parameter: str) -> None:
+def test_a_session_id_in_the_query_grants_nothing(
+    server: RunningServer, counter: type[StepCounter], parameter: str
+) -> None:
     """SEC-ID-1: the public id (shown on /ws/ui and in logs) does not attach to the session."""
     with open_ws(server) as owner:
         session_id = receive(owner)["data"]["session_id"]

@@ -209,7 +209,9 @@ def test_a_session_in_its_grace_period_holds_its_slot(server: RunningServer) -> 
 
 @pytest.mark.server_config(max_concurrent_envs=1)
 @pytest.mark.parametrize("code", [1000, 1001])
-def test_a_clean_websocket_close_ends_the_session_at_once(server: RunningServer, counter: type[StepCounter], code: int) -> None:
+def test_a_clean_websocket_close_ends_the_session_at_once(
+    server: RunningServer, counter: type[StepCounter], code: int
+) -> None:
     """EXT-RES-2, WS-CAP-2: a client closing the WebSocket with 1000 or 1001 says it is done:
     the session ends at once (no grace period) and its slot is free for the next session."""
     for _ in range(3):

@@ -80,7 +80,9 @@ class Crashing(Environment):
 class AsyncCrashing(Crashing):
     """The same, with ``async def`` methods (awaited on the process's own event loop)."""
 
-    async def reset(self, seed: int | None = None, episode_id: str | None = None, crash: str | None = None) -> dict[str, Any]:  # type: ignore[override]
+    async def reset(
+        self, seed: int | None = None, episode_id: str | None = None, crash: str | None = None
+    ) -> dict[str, Any]:  # type: ignore[override]
         await trio.sleep(0)
         return super().reset(seed, episode_id, crash)
 
@@ -113,4 +115,3 @@ class RaisingFactory(Environment):
 
     def step(self, action: Any) -> dict[str, Any]:
         return {}
-

@@ -12,6 +12,7 @@ from openenv_anyio.server.hypercorn_adapter.accept_bursts import BurstListener
 from .conftest import ask, ws_connect
 from .envs import InlineTracked
 
+
 async def _listener_with_pending(count: int) -> tuple[BurstListener, list[socket.socket]]:
     """A burst listener on a loopback port with ``count`` connections in its backlog."""
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")

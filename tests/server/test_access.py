@@ -104,7 +104,10 @@ def test_a_token_protects_every_websocket_route(locked_server, path) -> None:
         assert handshake_status(locked_server, path, additional_headers={"Authorization": f"Bearer {token}"}) == 101
 
 
-@pytest.mark.parametrize(("method", "path"), [("GET", "/metadata"), ("GET", "/schema"), ("GET", "/state"), ("POST", "/reset"), ("POST", "/step")])
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", "/metadata"), ("GET", "/schema"), ("GET", "/state"), ("POST", "/reset"), ("POST", "/step")],
+)
 def test_a_token_protects_every_http_route(locked_server, method, path) -> None:
     """SEC-TOKEN-1: 401 with a Bearer challenge; /health stays open for probes."""
     with httpx.Client(base_url=locked_server.url, timeout=TIMEOUT) as http:
@@ -112,7 +115,10 @@ def test_a_token_protects_every_http_route(locked_server, method, path) -> None:
         assert refused.status_code == 401
         assert refused.headers["www-authenticate"].startswith('Bearer realm="openenv"')
         served = http.request(
-            method, path, headers={"Authorization": f"Bearer {AGENT}"}, json={"action": {"message": "x"}} if path == "/step" else None
+            method,
+            path,
+            headers={"Authorization": f"Bearer {AGENT}"},
+            json={"action": {"message": "x"}} if path == "/step" else None,
         )
         assert served.status_code == 200
         assert http.get("/health").json() == {"status": "healthy"}
@@ -148,7 +154,9 @@ def _read_response(stream: BinaryIO) -> bytes:
         if not line:
             return head
         head += line
-    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:"))
+    length = next(
+        int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+    )
     return head + stream.read(length)
 
 

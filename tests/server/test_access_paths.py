@@ -114,7 +114,14 @@ def test_every_path_form_of_every_route_is_decided_as_its_plain_path(locked_serv
 
 def test_an_agent_token_never_reads_metrics_by_another_path(locked_server) -> None:
     host, port = locked_server.url.removeprefix("http://").split(":")
-    for target in ("//metrics", f"http://{host}:{port}/metrics", "/./metrics", "/%2Fmetrics", "/web/../metrics", "/metrics/"):
+    for target in (
+        "//metrics",
+        f"http://{host}:{port}/metrics",
+        "/./metrics",
+        "/%2Fmetrics",
+        "/web/../metrics",
+        "/metrics/",
+    ):
         assert _status(locked_server, "GET", target, AGENT, False) == 403, target
 
 

@@ -19,7 +19,9 @@ LOCKED = AccessPolicy.build(operator_tokens=["op-secret-1"], agent_tokens=["agen
 HOST = (b"host", b"127.0.0.1:8000")
 
 
-def request(method: str = "GET", path: str = "/ws", *headers: tuple[bytes, bytes], websocket: bool = False) -> AccessRequest:
+def request(
+    method: str = "GET", path: str = "/ws", *headers: tuple[bytes, bytes], websocket: bool = False
+) -> AccessRequest:
     return AccessRequest(method, path, [HOST, *headers], websocket)
 
 
@@ -39,16 +41,28 @@ def test_the_servers_own_loopback_origin_is_served(origin: bytes) -> None:
 
 
 def test_localhost_and_ipv6_loopback_are_same_origin() -> None:
-    assert isinstance(decide(AccessRequest("GET", "/ws", [(b"host", b"localhost:8000"), (b"origin", b"http://localhost:8000")]), OPEN), Granted)
-    assert isinstance(decide(AccessRequest("GET", "/ws", [(b"host", b"[::1]:8000"), (b"origin", b"http://[::1]:8000")]), OPEN), Granted)
+    assert isinstance(
+        decide(
+            AccessRequest("GET", "/ws", [(b"host", b"localhost:8000"), (b"origin", b"http://localhost:8000")]), OPEN
+        ),
+        Granted,
+    )
+    assert isinstance(
+        decide(AccessRequest("GET", "/ws", [(b"host", b"[::1]:8000"), (b"origin", b"http://[::1]:8000")]), OPEN),
+        Granted,
+    )
 
 
 def test_dns_rebinding_a_name_onto_the_server_is_refused() -> None:
     """A foreign name pointed at 127.0.0.1 looks same-origin (Origin and Host agree); only
     IP literals and localhost count as the server's own origin."""
-    rebound = AccessRequest("POST", "/reset", [(b"host", b"attacker.example:8000"), (b"origin", b"http://attacker.example:8000")])
+    rebound = AccessRequest(
+        "POST", "/reset", [(b"host", b"attacker.example:8000"), (b"origin", b"http://attacker.example:8000")]
+    )
     assert isinstance(decide(rebound, OPEN), Refused)
-    same_origin_get = AccessRequest("GET", "/state", [(b"host", b"attacker.example:8000"), (b"sec-fetch-site", b"same-origin")])
+    same_origin_get = AccessRequest(
+        "GET", "/state", [(b"host", b"attacker.example:8000"), (b"sec-fetch-site", b"same-origin")]
+    )
     assert isinstance(decide(same_origin_get, OPEN), Refused)
 
 
@@ -105,18 +119,28 @@ def test_health_is_public_and_metrics_needs_an_operator() -> None:
     assert isinstance(decide(request("GET", "/health"), LOCKED), Granted)
     agent = decide(request("GET", "/metrics", (b"authorization", b"Bearer agent-secret-1")), LOCKED)
     assert isinstance(agent, Refused) and agent.status == 403
-    assert decide(request("GET", "/metrics", (b"authorization", b"Bearer op-secret-1")), LOCKED) == Granted(Role.OPERATOR)
+    assert decide(request("GET", "/metrics", (b"authorization", b"Bearer op-secret-1")), LOCKED) == Granted(
+        Role.OPERATOR
+    )
 
 
 def test_the_origin_rule_holds_with_a_valid_token() -> None:
     """A token does not make a foreign page welcome (it may be a cookie-less replay)."""
-    decision = decide(request("GET", "/ws", (b"authorization", b"Bearer op-secret-1"), (b"origin", b"https://evil.example")), LOCKED)
+    decision = decide(
+        request("GET", "/ws", (b"authorization", b"Bearer op-secret-1"), (b"origin", b"https://evil.example")), LOCKED
+    )
     assert isinstance(decision, Refused) and decision.status == 403
 
 
 @pytest.mark.parametrize(
     "content_type",
-    [b"text/plain", b"text/plain;charset=UTF-8", b"application/x-www-form-urlencoded", b"multipart/form-data; boundary=x", b"application/jsonp"],
+    [
+        b"text/plain",
+        b"text/plain;charset=UTF-8",
+        b"application/x-www-form-urlencoded",
+        b"multipart/form-data; boundary=x",
+        b"application/jsonp",
+    ],
 )
 def test_state_changing_http_bodies_must_be_json(content_type: bytes) -> None:
     """SEC-CT-1: the body types a browser sends cross-site without a preflight."""
@@ -125,7 +149,9 @@ def test_state_changing_http_bodies_must_be_json(content_type: bytes) -> None:
 
 
 def test_json_bodies_and_empty_bodies_pass() -> None:
-    assert isinstance(decide(request("POST", "/step", (b"content-type", b"application/json; charset=utf-8")), OPEN), Granted)
+    assert isinstance(
+        decide(request("POST", "/step", (b"content-type", b"application/json; charset=utf-8")), OPEN), Granted
+    )
     assert isinstance(decide(request("POST", "/reset", (b"content-length", b"0")), OPEN), Granted)
     assert isinstance(decide(request("POST", "/reset"), OPEN), Granted)
     refused = decide(request("POST", "/reset", (b"content-length", b"5")), OPEN)

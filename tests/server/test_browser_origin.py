@@ -73,7 +73,10 @@ def test_a_foreign_page_can_neither_drive_nor_watch_sessions(browser) -> None:
 def test_an_allowed_origin_is_served_to_the_browser(browser) -> None:
     """The same page, its origin allowed: the WebSocket opens and the session answers (the
     refusal above is the Origin rule, not a browser that cannot connect)."""
-    with page_server({"/": "<p>the dashboard's site</p>"}) as dashboard, running(EchoEnv, allowed_origins=(dashboard,)) as server:
+    with (
+        page_server({"/": "<p>the dashboard's site</p>"}) as dashboard,
+        running(EchoEnv, allowed_origins=(dashboard,)) as server,
+    ):
         page = browser.new_page()
         page.goto(dashboard + "/")
         drive = page.evaluate(PROBE, [ws_base(server.url) + "/ws", '{"type":"reset"}'])
@@ -100,7 +103,10 @@ def test_a_browser_sends_its_token_as_a_subprotocol_offer(browser) -> None:
     ``openenv-anyio.bearer.`` offer beside ``openenv-anyio.v1``, which the server selects."""
     token = "browser-operator-token"
     carrier = "openenv-anyio.bearer." + base64.urlsafe_b64encode(token.encode()).decode().rstrip("=")
-    with page_server({"/": "<p>dashboard</p>"}) as dashboard, running(EchoEnv, allowed_origins=(dashboard,), token=token) as server:
+    with (
+        page_server({"/": "<p>dashboard</p>"}) as dashboard,
+        running(EchoEnv, allowed_origins=(dashboard,), token=token) as server,
+    ):
         with ws_connect(server, additional_headers={"Authorization": f"Bearer {token}"}) as agent:
             ask(agent, {"type": "reset", "data": {"episode_id": "watched"}})
             page = browser.new_page()

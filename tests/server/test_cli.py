@@ -116,10 +116,21 @@ def stop(process: subprocess.Popen[str]) -> None:
 
 @pytest.mark.parametrize(
     "flags",
-    [["--allow-origin", "not-an-origin"], ["--token-file", "/nonexistent/token"], ["--token", "has space"], ["--token", "a", "--token-file", "b"]],
+    [
+        ["--allow-origin", "not-an-origin"],
+        ["--token-file", "/nonexistent/token"],
+        ["--token", "has space"],
+        ["--token", "a", "--token-file", "b"],
+    ],
 )
 def test_bad_access_flags_are_one_line_errors(flags: list[str]) -> None:
-    done = subprocess.run(serve_command("openenv_anyio.envs.echo:EchoEnv", "--port", "0", *flags), capture_output=True, text=True, timeout=60, env=environment())
+    done = subprocess.run(
+        serve_command("openenv_anyio.envs.echo:EchoEnv", "--port", "0", *flags),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environment(),
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "has space" not in done.stderr
@@ -152,6 +163,8 @@ def test_a_non_loopback_address_without_a_token_is_warned_about(tmp_path: Path) 
     stop(process)
     assert any("WARNING" in line and "without a token" in line for line in lines), lines
     (tmp_path / "token").write_text("some-token-value\n")
-    process, _, lines = started("openenv_anyio.envs.echo:EchoEnv", "--host", "0.0.0.0", "--port", "0", "--token-file", str(tmp_path / "token"))
+    process, _, lines = started(
+        "openenv_anyio.envs.echo:EchoEnv", "--host", "0.0.0.0", "--port", "0", "--token-file", str(tmp_path / "token")
+    )
     stop(process)
     assert not any("WARNING" in line for line in lines), lines

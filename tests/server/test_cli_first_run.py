@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 import socket
 import subprocess
-import sys
 
 import pytest
 
@@ -21,7 +20,9 @@ def _environment() -> dict[str, str]:
 
 def _start_lines(*args: str) -> list[str]:
     """stderr of ``serve ARGS --port 0`` up to and including the banner (``serving on``)."""
-    process = subprocess.Popen(serve_command(*args, "--port", "0"), stderr=subprocess.PIPE, text=True, env=_environment())
+    process = subprocess.Popen(
+        serve_command(*args, "--port", "0"), stderr=subprocess.PIPE, text=True, env=_environment()
+    )
     lines: list[str] = []
     try:
         assert process.stderr is not None
@@ -68,7 +69,10 @@ def _one_line_failure(*args: str) -> str:
 def test_a_port_out_of_range_is_a_usage_error(port: str) -> None:
     done = subprocess.run(
         serve_command("openenv_anyio.envs.guess:GuessNumberEnv", "--port", port),
-        capture_output=True, text=True, timeout=60, env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_environment(),
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "--port" in done.stderr.strip().splitlines()[-1] and port in done.stderr

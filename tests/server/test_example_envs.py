@@ -48,4 +48,10 @@ def test_declared_action_schemas_are_enforced() -> None:
 def test_echo_pads() -> None:
     env = EchoEnv()
     env.reset()
-    assert env.step({"message": "ab", "pad": 3}) == {"echoed": "ab", "length": 2, "pad": "xxx", "reward": 2.0, "done": False}
+    assert env.step({"message": "ab", "pad": 3}) == {
+        "echoed": "ab",
+        "length": 2,
+        "pad": "xxx",
+        "reward": 2.0,
+        "done": False,
+    }

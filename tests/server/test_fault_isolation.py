@@ -100,7 +100,10 @@ def test_deeply_nested_frame_is_answered_not_fatal(template: str, depth: int) ->
     with running(EchoEnv) as server, ws_connect(server) as ws:
         answer = ask(ws, template % _nested(depth))
         assert answer["type"] == "error" and answer["data"]["code"] == "VALIDATION_ERROR"
-        assert ask(ws, {"type": "step", "data": {"message": "still here"}})["data"]["observation"]["echoed"] == "still here"
+        assert (
+            ask(ws, {"type": "step", "data": {"message": "still here"}})["data"]["observation"]["echoed"]
+            == "still here"
+        )
 
 
 @pytest.mark.parametrize("depth", DEPTHS)

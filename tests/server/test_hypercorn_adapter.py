@@ -4,7 +4,6 @@ plain-ASGI path (no patches) serves sessions correctly."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest

@@ -24,9 +24,7 @@ import pytest
 from serve_process import serve_process
 
 ECHO = "openenv_anyio.envs.echo:EchoEnv"
-POST_HEAD = (
-    b"POST /nope HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n"
-)
+POST_HEAD = b"POST /nope HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n"
 GET_HEALTH = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 #: How long the load of :func:`cpu_load` runs at most, whatever happens to the test.
 LOAD_LIMIT_S = 90.0

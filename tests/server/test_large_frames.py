@@ -13,7 +13,6 @@ import pytest
 
 from openenv_anyio.server import ServerConfig
 from openenv_anyio.ws import FAST_FRAME_LIMIT
-
 from tests.ops.scrape import scrape
 
 from .conftest import TIMEOUT, ask, wait_for, ws_connect
@@ -28,7 +27,9 @@ def large_step(char: str = "€", size: int = FAST_FRAME_LIMIT + 200_000) -> tup
     """A step whose message makes the frame ``size`` bytes or so, as UTF-8 text (multi-byte
     characters cut across the server's reads); (message, frame)."""
     message = char * (size // len(char.encode()))
-    return message, client_frame(json.dumps({"type": "step", "data": {"message": message}}, ensure_ascii=False).encode())
+    return message, client_frame(
+        json.dumps({"type": "step", "data": {"message": message}}, ensure_ascii=False).encode()
+    )
 
 
 def started(client: RawClient) -> RawClient:
@@ -54,7 +55,10 @@ def test_a_large_frame_is_answered_whole_and_the_session_goes_on(serve) -> None:
     ("payload", "code"),
     [
         ('{"type": "step", "data": {"message": "' + "x" * (FAST_FRAME_LIMIT + 10) + '"', "INVALID_JSON"),
-        (json.dumps({"type": "step", "data": {"message": "x" * (FAST_FRAME_LIMIT + 10)}, "extra": 1}), "VALIDATION_ERROR"),
+        (
+            json.dumps({"type": "step", "data": {"message": "x" * (FAST_FRAME_LIMIT + 10)}, "extra": 1}),
+            "VALIDATION_ERROR",
+        ),
         (json.dumps({"type": "nope", "data": "x" * (FAST_FRAME_LIMIT + 10)}), "UNKNOWN_TYPE"),
     ],
     ids=["invalid-json", "invalid-frame", "unknown-type"],
@@ -64,7 +68,9 @@ def test_a_large_invalid_frame_is_answered_like_a_small_one(serve, payload: str,
         ask(ws, {"type": "reset"})
         answer = ask(ws, payload)
         assert answer["type"] == "error" and answer["data"]["code"] == code, answer["data"]
-        assert ask(ws, {"type": "step", "data": {"message": "still here"}})["data"]["observation"]["echo"] == "still here"
+        assert (
+            ask(ws, {"type": "step", "data": {"message": "still here"}})["data"]["observation"]["echo"] == "still here"
+        )
 
 
 def test_served_as_plain_asgi_a_large_frame_is_answered_too(serve) -> None:
@@ -157,7 +163,10 @@ def test_a_large_http_body_is_held_to_the_same_budget(serve) -> None:
         try:
             message = "x" * (FAST_FRAME_LIMIT + 200_000)
             with httpx.Client(base_url=server.url, timeout=TIMEOUT) as http:
-                for path, body in (("/step", _large_step_body(message)), ("/reset", json.dumps({"blob": message}).encode())):
+                for path, body in (
+                    ("/step", _large_step_body(message)),
+                    ("/reset", json.dumps({"blob": message}).encode()),
+                ):
                     busy = http.post(path, content=body, headers={"content-type": "application/json"})
                     assert busy.status_code == 503, (path, busy.status_code, busy.text[:200])
                     assert busy.json()["code"] == "SERVER_BUSY" and "SRV-MEM-1" in busy.json()["detail"]
@@ -167,7 +176,9 @@ def test_a_large_http_body_is_held_to_the_same_budget(serve) -> None:
                 holder.sock.sendall(rest)  # the holder's frame completes: room given back
                 assert holder.answer()["type"] == "observation"
                 wait_for(lambda: server.inflight_stats()["bytes"] == 0)
-                taken = http.post("/step", content=_large_step_body(message), headers={"content-type": "application/json"})
+                taken = http.post(
+                    "/step", content=_large_step_body(message), headers={"content-type": "application/json"}
+                )
                 assert taken.status_code == 200 and taken.json()["observation"]["echo"] == message
                 assert server.inflight_stats() == {"bytes": 0, "waiting": 0, "refused": 2}
         finally:
@@ -176,7 +187,11 @@ def test_a_large_http_body_is_held_to_the_same_budget(serve) -> None:
 
 def test_a_large_http_body_that_is_not_json_is_still_422(serve) -> None:
     with serve(EchoText) as server, httpx.Client(base_url=server.url, timeout=TIMEOUT) as http:
-        answer = http.post("/step", content=b'{"action": {"message": "' + b"x" * (FAST_FRAME_LIMIT + 10), headers={"content-type": "application/json"})
+        answer = http.post(
+            "/step",
+            content=b'{"action": {"message": "' + b"x" * (FAST_FRAME_LIMIT + 10),
+            headers={"content-type": "application/json"},
+        )
         assert answer.status_code == 422 and answer.json()["detail"][0]["type"] == "json_invalid"
         assert server.inflight_stats()["bytes"] == 0
 
@@ -232,7 +247,9 @@ def test_a_large_binary_message_is_refused_without_room_or_parse(serve) -> None:
         try:
             with ws_connect(server, max_size=None) as ws:
                 ask(ws, {"type": "reset"})
-                answer = ask(ws, json.dumps({"type": "step", "data": {"message": "x" * (FAST_FRAME_LIMIT + 10)}}).encode())
+                answer = ask(
+                    ws, json.dumps({"type": "step", "data": {"message": "x" * (FAST_FRAME_LIMIT + 10)}}).encode()
+                )
                 assert answer["data"]["code"] == "INVALID_JSON" and "Binary" in answer["data"]["message"]
                 assert server.inflight_stats()["refused"] == 0
         finally:
@@ -252,7 +269,10 @@ def test_large_mcp_bodies_are_held_to_the_same_budget(serve) -> None:
     with serve(NotesEnv, **TIGHT, inflight_wait_s=0.0) as server:
         holder, rest = _hold_room(server)
         try:
-            with httpx.Client(base_url=server.url, timeout=TIMEOUT) as http, ws_connect(server, "/mcp", max_size=None) as mcp:
+            with (
+                httpx.Client(base_url=server.url, timeout=TIMEOUT) as http,
+                ws_connect(server, "/mcp", max_size=None) as mcp,
+            ):
                 busy = http.post("/mcp", content=body, headers={"content-type": "application/json"})
                 assert busy.status_code == 503, (busy.status_code, busy.text[:200])
                 assert busy.json()["code"] == "SERVER_BUSY" and "SRV-MEM-1" in busy.json()["detail"]

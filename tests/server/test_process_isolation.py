@@ -19,7 +19,6 @@ from serve_process import serve_process
 from websockets.sync.client import ClientConnection, connect
 
 from openenv_anyio.server.isolation import ProcessIsolated
-
 from tests.ops.scrape import scrape
 
 from .conftest import TIMEOUT, ask, running, wait_for, ws_connect
@@ -73,7 +72,11 @@ def test_a_crash_in_a_step_ends_only_its_session(kind: str, fault: str) -> None:
     closes (4410 when the process died), its process is gone; a second session keeps
     stepping and the server serves new ones."""
     words, close = ENDINGS[fault]
-    with running(KINDS[kind], isolate="process") as server, ws_connect(server) as bystander, ws_connect(server) as victim:
+    with (
+        running(KINDS[kind], isolate="process") as server,
+        ws_connect(server) as bystander,
+        ws_connect(server) as victim,
+    ):
         bystander_pid = ask(bystander, {"type": "reset"})["data"]["observation"]["pid"]
         victim_pid = ask(victim, {"type": "reset"})["data"]["observation"]["pid"]
         assert len({bystander_pid, victim_pid, os.getpid()}) == 3, "one process per session, none of them the server"
@@ -176,7 +179,10 @@ def test_an_openenv_core_environment_runs_isolated_through_the_adapter() -> None
         assert ask(bystander, {"type": "step", "data": {}})["data"]["observation"]["steps"] == 1
 
 
-@pytest.mark.parametrize(("factory", "words"), [(CrashingFactory, "killed by SIGSEGV"), (RaisingFactory, "FileNotFoundError: model weights not found")])
+@pytest.mark.parametrize(
+    ("factory", "words"),
+    [(CrashingFactory, "killed by SIGSEGV"), (RaisingFactory, "FileNotFoundError: model weights not found")],
+)
 def test_a_factory_that_fails_in_its_process_is_a_factory_error(factory: type, words: str) -> None:
     """WS-FACT-1: FACTORY_ERROR then 1011, as in a thread; the server goes on."""
     with running(factory, isolate="process") as server:
@@ -316,7 +322,9 @@ def test_a_process_killed_while_its_session_is_idle_ends_the_session_at_once(cap
             os.kill(victim_pid, signal.SIGKILL)
             code, reason = closed_code(victim)  # the client sent nothing: the server closed on its own
             assert code == 4410 and "killed by SIGKILL" in reason, (code, reason)
-        assert any("killed by SIGKILL" in record.getMessage() and "idle" in record.getMessage() for record in caplog.records)
+        assert any(
+            "killed by SIGKILL" in record.getMessage() and "idle" in record.getMessage() for record in caplog.records
+        )
         assert scrape(server.url).value("openenv_sessions_closed_total", code="4410") == 1
         assert ask(bystander, {"type": "step", "data": {}})["data"]["observation"]["steps"] == 1
         wait_for(lambda: server.stats()["active_sessions"] == 1)

@@ -13,9 +13,9 @@ import time
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from .conftest import TIMEOUT, ask, running, wait_for, ws_connect
 from openenv_anyio.envs.echo import EchoEnv
 
+from .conftest import TIMEOUT, ask, running, wait_for, ws_connect
 from .envs import AsyncEnv, InlineTracked, Tracked, failing_factory
 
 

@@ -85,9 +85,14 @@ def test_an_agent_dashboard_sees_progress_without_rewards() -> None:
             json.loads(ws.recv(timeout=TIMEOUT))
             ask(ws, {"type": "reset", "data": {"episode_id": "theirs"}, "request_id": "1"})
             ask(ws, {"type": "step", "data": {"message": "secret"}, "request_id": "2"})
-            with open_ws(server, "/ws/ui?dashboard=1", AGENT) as stranger, open_ws(server, "/ws/ui?dashboard=1", OPERATOR) as operator:
+            with (
+                open_ws(server, "/ws/ui?dashboard=1", AGENT) as stranger,
+                open_ws(server, "/ws/ui?dashboard=1", OPERATOR) as operator,
+            ):
                 listed = states_until(stranger, {"theirs"})["theirs"]
                 full = states_until(operator, {"theirs"})["theirs"]
     assert listed["redacted"] is True and listed["episode_count"] == 1 and listed["status"] in ("idle", "stepping")
-    assert listed["current_observation"] is None and not {"reward", "rewards", "returns", "episode_return"} & set(listed)
+    assert listed["current_observation"] is None and not {"reward", "rewards", "returns", "episode_return"} & set(
+        listed
+    )
     assert full["current_observation"]["echoed"] == "secret" and full["rewards"] == [6.0]

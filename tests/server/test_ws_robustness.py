@@ -17,7 +17,10 @@ CORPUS = {
     # framing (Autobahn 3.x, 4.x): reserved bits and opcodes
     "rsv2": (bytes([0xA1]) + client_frame(b"{}")[1:], PROTOCOL_ERROR),
     "rsv3-ping": (bytes([0x99]) + client_frame(b"", opcode=0x9)[1:], PROTOCOL_ERROR),
-    **{f"opcode-{op:x}": (client_frame(b"x", opcode=op), PROTOCOL_ERROR) for op in (0x3, 0x4, 0x5, 0x6, 0x7, 0xB, 0xC, 0xD, 0xE, 0xF)},
+    **{
+        f"opcode-{op:x}": (client_frame(b"x", opcode=op), PROTOCOL_ERROR)
+        for op in (0x3, 0x4, 0x5, 0x6, 0x7, 0xB, 0xC, 0xD, 0xE, 0xF)
+    },
     "unmasked-text": (client_frame(b"{}", mask=False), PROTOCOL_ERROR),
     "unmasked-ping": (client_frame(b"", opcode=0x9, mask=False), PROTOCOL_ERROR),
     # control frames (Autobahn 2.x): too long, fragmented
@@ -36,7 +39,10 @@ CORPUS = {
     "utf16-surrogate": (client_frame(b'"\xed\xa0\x80"'), INVALID_PAYLOAD),
     "beyond-u10ffff": (client_frame(b'"\xf4\x90\x80\x80"'), INVALID_PAYLOAD),
     "truncated-at-end": (client_frame(b'{"type": "\xe2\x82"'), INVALID_PAYLOAD),
-    "bad-in-second-fragment": (client_frame(b'{"type":', fin=False) + client_frame(b' "\xff"}', opcode=0x0), INVALID_PAYLOAD),
+    "bad-in-second-fragment": (
+        client_frame(b'{"type":', fin=False) + client_frame(b' "\xff"}', opcode=0x0),
+        INVALID_PAYLOAD,
+    ),
 }
 
 

@@ -231,4 +231,6 @@ def test_reset_parameters_the_env_does_not_take_are_dropped() -> None:
     from .envs import PlainResetEnv
 
     with running(PlainResetEnv) as server, ws_connect(server) as ws:
-        assert ask(ws, {"type": "reset", "data": {"seed": 1, "episode_id": "x"}})["data"]["observation"] == {"plain": True}
+        assert ask(ws, {"type": "reset", "data": {"seed": 1, "episode_id": "x"}})["data"]["observation"] == {
+            "plain": True
+        }

@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser
 
-from tests.browser import open_browser
-
 from openenv_anyio import Environment
+from tests.browser import open_browser
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ from playwright.sync_api import Browser, expect
 
 from openenv_anyio import EnvClient
 from openenv_anyio.server import RunningServer
-
 from tests.browser import WatchedPage, watched_page
 from tests.server.conftest import running
 
@@ -39,7 +38,7 @@ def dashboard(browser: Browser, server: RunningServer) -> Iterator[WatchedPage]:
         watched.assert_clean()
 
 
-def row_of(dashboard: WatchedPage, session_id: str):  # noqa: ANN201 - a Playwright Locator
+def row_of(dashboard: WatchedPage, session_id: str):
     return dashboard.page.locator(f'#sessions tbody tr[data-session="{session_id}"]')
 
 
@@ -63,7 +62,9 @@ def test_the_page_lists_sessions_and_follows_them_live(dashboard: WatchedPage, s
     expect(row).to_have_count(0, timeout=TIMEOUT_MS)  # UI-8: the session ended
 
 
-def test_a_selected_session_shows_its_curve_image_and_observation(dashboard: WatchedPage, server: RunningServer) -> None:
+def test_a_selected_session_shows_its_curve_image_and_observation(
+    dashboard: WatchedPage, server: RunningServer
+) -> None:
     page = dashboard.page
     with EnvClient(server.url).sync() as env:
         env.reset()

@@ -85,7 +85,11 @@ class LoginEnv(Environment):
     def step(self, action: dict[str, Any]) -> dict[str, Any]:
         self.steps += 1
         right = action["api_key"] == "s3cret-key" and action.get("session_token") == "tok-42"
-        return {"answer": f"{action['query']} x{action['retries']}", "authorised": right, "reward": 1.0 if right else 0.0}
+        return {
+            "answer": f"{action['query']} x{action['retries']}",
+            "authorised": right,
+            "reward": 1.0 if right else 0.0,
+        }
 
     @property
     def state(self) -> dict[str, Any]:
@@ -117,7 +121,9 @@ def drawing(page: Page) -> FrameLocator:
     return page.frame_locator("#pg-drawing")
 
 
-def test_the_drawing_appears_and_a_one_click_action_steps_the_session(board: WatchedPage, board_server: RunningServer) -> None:
+def test_the_drawing_appears_and_a_one_click_action_steps_the_session(
+    board: WatchedPage, board_server: RunningServer
+) -> None:
     page = board.page
     page.click("#pg-reset")
     expect(drawing(page).locator("#board td.cell")).to_have_count(9, timeout=TIMEOUT_MS)
@@ -145,7 +151,9 @@ def test_a_failed_reset_keeps_the_episode_its_drawing_and_actions(board: Watched
     expect(drawing(page).locator('td[data-cell="2"]')).to_have_text("X", timeout=TIMEOUT_MS)
     page.click("#pg-reset")  # this environment's second reset fails
     log = page.locator("#pg-log li")
-    expect(log.first).to_contain_text("the reset failed: the episode, its drawing and its actions are kept", timeout=TIMEOUT_MS)
+    expect(log.first).to_contain_text(
+        "the reset failed: the episode, its drawing and its actions are kept", timeout=TIMEOUT_MS
+    )
     expect(page.locator("#pg-log li.error").nth(1)).to_contain_text("the board is stuck to the table")
     expect(drawing(page).locator('td[data-cell="2"]')).to_have_text("X")
     expect(page.locator("#pg-actions button")).to_have_count(8)
@@ -268,7 +276,11 @@ def test_the_view_route_answers_the_hooks_and_guards_its_input() -> None:
     without hooks (no environment built); 422 for a body that is no observation data; a hook
     that raises is a 500 without a traceback."""
     with running(BoardEnv) as server, httpx.Client(base_url=server.url, trust_env=False) as http:
-        data = {"observation": {"board": ["X", "", "", "", "", "", "", "", ""], "turn": "O"}, "reward": 0.0, "done": False}
+        data = {
+            "observation": {"board": ["X", "", "", "", "", "", "", "", ""], "turn": "O"},
+            "reward": 0.0,
+            "done": False,
+        }
         view = http.post("/web/view", json=data).json()
         assert '<td class="cell" data-cell="0">X</td>' in view["html"]
         assert [a["label"] for a in view["actions"]][:2] == ["play 1", "play 2"]
@@ -278,7 +290,9 @@ def test_the_view_route_answers_the_hooks_and_guards_its_input() -> None:
         assert http.post("/web/view", json={"nope": 1}).status_code == 422
         broken = http.post("/web/view", json={"observation": {}, "reward": None, "done": False})
         assert broken.status_code == 500 and "Traceback" not in broken.text
-        assert http.post("/web/view", content=json.dumps(data), headers={"Content-Type": "text/plain"}).status_code == 415
+        assert (
+            http.post("/web/view", content=json.dumps(data), headers={"Content-Type": "text/plain"}).status_code == 415
+        )
     with running(PaintEnv) as server:
         view = httpx.post(server.url + "/web/view", json={"observation": {"total": 1}}, trust_env=False).json()
         assert view == {"html": None, "actions": []}
@@ -295,7 +309,10 @@ def test_the_readme_hooks_example_draws_and_offers_actions() -> None:
     board = namespace["Board"]()
     assert has_web_hooks(board)
     view = web_view(board, {"observation": {"cells": ["X", "", "O"]}, "reward": 0.0, "done": False})
-    assert view == {"html": "<table><td>X</td><td></td><td>O</td></table>", "actions": [{"label": "play 1", "action": {"cell": 1}}]}
+    assert view == {
+        "html": "<table><td>X</td><td></td><td>O</td></table>",
+        "actions": [{"label": "play 1", "action": {"cell": 1}}],
+    }
 
 
 def test_hooks_that_break_their_promise_are_type_errors() -> None:

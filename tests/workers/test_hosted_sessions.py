@@ -63,7 +63,11 @@ def test_every_call_on_a_hosted_session_reaches_its_owner(fleet: ServeProcess) -
         for round_ in range(3):
             for index, session_id in enumerate(sessions):
                 http = fresh if (index + round_) % 2 else kept  # new connections and one kept alive
-                answer = _rpc(http, "tools/call", {"session_id": session_id, "name": "remember", "arguments": {"text": f"{round_}"}})
+                answer = _rpc(
+                    http,
+                    "tools/call",
+                    {"session_id": session_id, "name": "remember", "arguments": {"text": f"{round_}"}},
+                )
                 if "result" not in answer or answer["result"]["data"]["count"] != round_ + 1:
                     failures.append(answer)
     assert not failures, failures[:3]

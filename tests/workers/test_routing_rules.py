@@ -90,7 +90,12 @@ def test_a_hosted_session_socket_is_placed_at_its_owner(tmp_path: Path) -> None:
         assert head is not None and head.session_id == hosted
         assert router.place(head) == (Placement.OWNER, 1)
         assert router.place(head, burst=True) == (Placement.OWNER, 1)
-        mine = read_head(b"GET /ws?session_id=" + session_prefix(0, 0).encode() + b"x" * 43 + b" HTTP/1.1\r\nUpgrade: websocket\r\n\r\n")
+        mine = read_head(
+            b"GET /ws?session_id="
+            + session_prefix(0, 0).encode()
+            + b"x" * 43
+            + b" HTTP/1.1\r\nUpgrade: websocket\r\n\r\n"
+        )
         assert mine is not None and router.place(mine) == (Placement.HERE, 0)
         table.restart(1)
         assert router.place(head) == (Placement.HERE, 0)  # its worker is gone: answered here, 4404

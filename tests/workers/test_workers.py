@@ -105,7 +105,9 @@ async def test_sessions_spread_and_capacity_is_per_server(fleet: ServeProcess) -
             assert abs(loads[0] - loads[1]) <= BALANCE_SLACK
             async with open_concurrently(fleet.url, 6) as (opened, refused):
                 assert (opened, len(refused)) == (0, 6)
-                assert {(exc.extra["active_sessions"], exc.extra["max_sessions"]) for exc in refused} == {(LIMIT, LIMIT)}
+                assert {(exc.extra["active_sessions"], exc.extra["max_sessions"]) for exc in refused} == {
+                    (LIMIT, LIMIT)
+                }
             for client in clients[:4]:  # freed slots are free for every worker
                 await client.close()
             async with open_concurrently(fleet.url, 10) as (opened, refused):
@@ -124,7 +126,9 @@ def cut_link(unlimited_fleet: ServeProcess) -> Iterator[CuttingProxy]:
         yield proxy
 
 
-async def test_resumes_reach_the_owner_through_a_cutting_link(cut_link: CuttingProxy, unlimited_fleet: ServeProcess) -> None:
+async def test_resumes_reach_the_owner_through_a_cutting_link(
+    cut_link: CuttingProxy, unlimited_fleet: ServeProcess
+) -> None:
     """EXT-RES-1 with --workers: connections are cut over and over; each resume lands on
     whichever worker the kernel picks and is handed to the session's owner (the metrics
     count those hand-offs); every step count is exact."""
@@ -211,10 +215,15 @@ def test_auto_is_one_worker_per_usable_core() -> None:
 def test_a_bad_worker_count_is_a_one_line_error() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "openenv_anyio", "serve", TARGET, "--workers", "none"],
-        capture_output=True, text=True, timeout=60, env=serve_environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=serve_environment(),
     )
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == ["openenv-anyio serve: --workers takes a positive number or 'auto', not 'none'"]
+    assert done.stderr.strip().splitlines() == [
+        "openenv-anyio serve: --workers takes a positive number or 'auto', not 'none'"
+    ]
 
 
 async def test_workers_require_the_token_and_never_hold_it_on_a_command_line(tmp_path) -> None:
@@ -226,7 +235,9 @@ async def test_workers_require_the_token_and_never_hold_it_on_a_command_line(tmp
 
     token = "fleet-token-0123456789"
     (tmp_path / "token").write_text(token + "\n")
-    with serve_process(TARGET, "--workers", "2", "--ping-interval", "0", "--token-file", str(tmp_path / "token")) as served:
+    with serve_process(
+        TARGET, "--workers", "2", "--ping-interval", "0", "--token-file", str(tmp_path / "token")
+    ) as served:
         command_lines = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in served.pids]
         with anyio.fail_after(TIMEOUT_S):
             async with httpx.AsyncClient(base_url=served.url, timeout=10) as http:
@@ -238,7 +249,9 @@ async def test_workers_require_the_token_and_never_hold_it_on_a_command_line(tmp
                     assert refused.value.status == 401
                     async with EnvClient(served.url, ping_interval_s=None, token=token) as env:
                         await env.reset()
-    assert len(command_lines) == 2 and all(b"serve_process" not in line and token.encode() not in line for line in command_lines)
+    assert len(command_lines) == 2 and all(
+        b"serve_process" not in line and token.encode() not in line for line in command_lines
+    )
 
 
 LOW_OPEN_FILES = 256

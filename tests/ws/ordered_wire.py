@@ -29,7 +29,9 @@ ordered_specs = st.lists(
         st.tuples(st.just("fragments"), st.lists(st.text(max_size=30), min_size=2, max_size=4)),
         st.tuples(st.just("binary"), st.binary(max_size=60)),
         st.tuples(st.just("ping"), st.binary(max_size=20)),
-        st.tuples(st.just("ping-inside"), st.tuples(st.text(max_size=20), st.binary(max_size=20), st.text(max_size=20))),
+        st.tuples(
+            st.just("ping-inside"), st.tuples(st.text(max_size=20), st.binary(max_size=20), st.text(max_size=20))
+        ),
     ),
     max_size=8,
 )

@@ -41,7 +41,9 @@ def _read_as_server(data: bytes) -> list[tuple[Opcode, object]]:
 
 def test_messages_fast_and_general_arrive_in_order() -> None:
     server, conn = _server(), WebSocketConnection(max_message_size=1 << 20)
-    data = bytes(server.send_data("one", True)) + bytes(server.send_data("tw", False)) + bytes(server.send_data("o", True))
+    data = (
+        bytes(server.send_data("one", True)) + bytes(server.send_data("tw", False)) + bytes(server.send_data("o", True))
+    )
     data += bytes(server.send_data(b"\x00bin", True)) + bytes(server.send_data("three", True))
     assert conn.receive_data(data) == ["one", "two", b"\x00bin", "three"]
     assert conn.state is ConnectionState.OPEN and not conn.has_bytes_to_send
@@ -186,12 +188,19 @@ def test_each_role_reads_its_peer_as_wsproto_does(role: Role, specs: list[tuple[
 @pytest.mark.parametrize("role", list(Role))
 @settings(max_examples=100, deadline=None)
 @given(text=texts, data=st.binary(max_size=300), ping=st.binary(max_size=20), code=st.sampled_from([1000, 1001, 4408]))
-def test_what_each_role_sends_its_peer_reads_unchanged(role: Role, text: str, data: bytes, ping: bytes, code: int) -> None:
+def test_what_each_role_sends_its_peer_reads_unchanged(
+    role: Role, text: str, data: bytes, ping: bytes, code: int
+) -> None:
     conn = WebSocketConnection(role, max_message_size=1 << 20)
     wire = conn.send_text(text) + conn.send_bytes(data) + conn.ping(ping)
     conn.close(code, "bye")
     wire += conn.bytes_to_send()
-    assert read_as(role, wire) == [(Opcode.TEXT, text), (Opcode.BINARY, data), (Opcode.PING, ping), (Opcode.CLOSE, (code, "bye"))]
+    assert read_as(role, wire) == [
+        (Opcode.TEXT, text),
+        (Opcode.BINARY, data),
+        (Opcode.PING, ping),
+        (Opcode.CLOSE, (code, "bye")),
+    ]
     masked = parse_header(conn.send_text(text))
     assert masked is not None and masked.masked is (role is Role.CLIENT)  # RFC 6455 5.1
 
@@ -370,7 +379,9 @@ def test_bytes_given_while_input_is_held_are_read_after_it(role: Role) -> None:
     [
         pytest.param(lambda peer: bytes([0xA1]) + bytes(peer.send_data("rsv", True))[1:], id="reserved-bit"),  # 3.2
         pytest.param(lambda peer: bytes([0x85]) + bytes(peer.send_data("", True))[1:], id="reserved-opcode"),  # 4.1.3
-        pytest.param(lambda peer: bytes([0x00]) + bytes(peer.send_data("c", True))[1:], id="nothing-to-continue"),  # 5.15
+        pytest.param(
+            lambda peer: bytes([0x00]) + bytes(peer.send_data("c", True))[1:], id="nothing-to-continue"
+        ),  # 5.15
         pytest.param(lambda peer: bytes([0x81]) + bytes(peer.send_data(b"\xff", True))[1:], id="not-utf8"),  # 6.x
     ],
 )

@@ -283,7 +283,9 @@ def test_splitter_leaves_to_wsproto_the_close_frames_it_must_refuse(frame: bytes
 
 @pytest.mark.parametrize(("code", "reason"), PLAIN_CLOSES)
 def test_close_frames_are_wsprotos_byte_for_byte_or_read_by_it_alike(code: int, reason: str) -> None:
-    assert encode_close_frame(code, reason, masked=False) == bytes(FrameProtocol(client=False, extensions=[]).close(code, reason or None))
+    assert encode_close_frame(code, reason, masked=False) == bytes(
+        FrameProtocol(client=False, extensions=[]).close(code, reason or None)
+    )
     masked = encode_close_frame(code, reason, masked=True)
     proto = FrameProtocol(client=False, extensions=[])
     proto.receive_bytes(masked)

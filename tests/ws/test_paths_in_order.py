@@ -239,7 +239,9 @@ def _exchange(address: tuple[str, int], reads: list[bytes], expected: int) -> li
                 parts.append(frame)
                 if frame.frame_finished and frame.message_finished:
                     payloads = [part.payload for part in parts]
-                    frames.append((parts[0].opcode, "".join(payloads) if isinstance(payloads[0], str) else b"".join(payloads)))
+                    frames.append(
+                        (parts[0].opcode, "".join(payloads) if isinstance(payloads[0], str) else b"".join(payloads))
+                    )
                     parts = []
             if len(frames) >= expected:
                 return frames
@@ -258,7 +260,9 @@ def test_the_direct_path_answers_in_arrival_order_however_reads_are_cut(
     assert _exchange(direct_echo, cut(wire, cuts), len(replies)) == replies
 
 
-def test_the_direct_path_echoes_a_message_before_failing_on_the_bad_frame_after_it(direct_echo: tuple[str, int]) -> None:
+def test_the_direct_path_echoes_a_message_before_failing_on_the_bad_frame_after_it(
+    direct_echo: tuple[str, int],
+) -> None:
     """Autobahn 3.2 in one write: before, the close frame (1002) went out first and the echo
     was dropped behind it."""
     peer = peer_of(Role.SERVER)

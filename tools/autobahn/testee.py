@@ -33,9 +33,9 @@ import anyio
 import trio
 
 from openenv_anyio.client.errors import ConnectionClosedByServer, EnvClientError
-from openenv_anyio.core import CloseCode
 from openenv_anyio.client.transport import WebSocketTransport
 from openenv_anyio.client.urls import WebSocketAddress
+from openenv_anyio.core import CloseCode
 from openenv_anyio.envs.echo import EchoEnv
 from openenv_anyio.server import EnvServer, ServerConfig
 from openenv_anyio.server.hypercorn_adapter import HELD_TEXT, INVALID_TEXT_REPLY, PEER_CLOSE_EVENT, HeldText
@@ -70,7 +70,9 @@ async def echo(scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend) -> N
         if held is not None:  # a large text message of the direct path: its UTF-8 bytes, checked
             try:
                 if held.data is None:  # the budget had no room: refused as /ws refuses it
-                    await send({"type": "websocket.close", "code": int(CloseCode.TRY_AGAIN_LATER), "reason": "server busy"})
+                    await send(
+                        {"type": "websocket.close", "code": int(CloseCode.TRY_AGAIN_LATER), "reason": "server busy"}
+                    )
                     return
                 text = held.data.decode()
             finally:
@@ -210,7 +212,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     server.add_argument("--port", type=int, required=True, help="port to listen on (0: any free port)")
     server.add_argument(
-        "--path", choices=PATHS, default="direct",
+        "--path",
+        choices=PATHS,
+        default="direct",
         help="direct: the path /ws takes (default); asgi: the path /ws/ui, WS /mcp, TLS and HTTP/2 take",
     )
     client = roles.add_parser("client", help="the client's transport echoing for a fuzzingserver")

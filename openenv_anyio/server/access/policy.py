@@ -167,7 +167,13 @@ def normalize_origin(origin: str) -> str:
     """
     parts = urlsplit(origin.strip())
     scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORTS or not parts.hostname or parts.path not in ("", "/") or parts.query or parts.fragment:
+    if (
+        scheme not in _DEFAULT_PORTS
+        or not parts.hostname
+        or parts.path not in ("", "/")
+        or parts.query
+        or parts.fragment
+    ):
         raise ValueError(f"not an origin (scheme://host[:port]): {origin!r}")
     try:
         port = parts.port
@@ -349,7 +355,9 @@ def _content_type_refusal(request: AccessRequest) -> Refused | None:
     declared = _header(headers, b"content-type")
     if declared is None:
         length = _header(headers, b"content-length")
-        has_body = _header(headers, b"transfer-encoding") is not None or (length is not None and length.strip() not in (b"", b"0"))
+        has_body = _header(headers, b"transfer-encoding") is not None or (
+            length is not None and length.strip() not in (b"", b"0")
+        )
         return Refused(415, "a request body must be sent as application/json") if has_body else None
     media_type = declared.split(b";", 1)[0].strip().lower()
     if media_type != b"application/json":

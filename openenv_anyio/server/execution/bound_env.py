@@ -33,7 +33,12 @@ from .faults import EnvironmentAborted, EnvironmentLost, await_env_code, call_en
 from .runner import EnvRunner, InlineRunner, ThreadRunner
 
 __all__ = [
-    "BoundEnv", "EnvironmentAborted", "EnvironmentLost", "FactoryFailure", "InProcessEnv", "declared_non_blocking",
+    "BoundEnv",
+    "EnvironmentAborted",
+    "EnvironmentLost",
+    "FactoryFailure",
+    "InProcessEnv",
+    "declared_non_blocking",
 ]
 
 _METHODS = ("reset", "step", "close")
@@ -107,7 +112,9 @@ def _keywords_of(method: Any) -> frozenset[str] | None:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return None
     return frozenset(
-        p.name for p in parameters if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        p.name
+        for p in parameters
+        if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     )
 
 
@@ -178,9 +185,7 @@ class InProcessEnv:
         self.env = env
         self.runner = runner
         self.action_check: ActionCheck = action_check_for(getattr(env, "action_schema", None))
-        self._async = {
-            name: inspect.iscoroutinefunction(getattr(env, name, None)) for name in _METHODS
-        }
+        self._async = {name: inspect.iscoroutinefunction(getattr(env, name, None)) for name in _METHODS}
         self._closed = False
         self._reset_keywords = accepted_keywords(getattr(env, "reset", None))
 

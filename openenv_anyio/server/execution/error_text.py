@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from typing import Final
 
 __all__ = [
-    "MAX_MESSAGE_CHARS", "EnvironmentRaised", "PublicError", "exception_text", "printable", "public_error", "scrub_paths",
+    "MAX_MESSAGE_CHARS",
+    "EnvironmentRaised",
+    "PublicError",
+    "exception_text",
+    "printable",
+    "public_error",
+    "scrub_paths",
 ]
 
 log = logging.getLogger("openenv_anyio.server")
@@ -36,7 +42,9 @@ MAX_MESSAGE_CHARS: Final = 300
 _READ_CHARS: Final = 4 * MAX_MESSAGE_CHARS
 #: A message longer than this goes to the log clipped, its traceback beside it.
 LOG_MESSAGE_CHARS: Final = 64 * 1024
-_PATH: Final = re.compile(r"(?:(?<![\w.:/-])/(?:[^\s/'\":]+/)+[^\s/'\":]*|\b[A-Za-z]:\\(?:[^\s\\'\":]+\\)*[^\s\\'\":]*)")
+_PATH: Final = re.compile(
+    r"(?:(?<![\w.:/-])/(?:[^\s/'\":]+/)+[^\s/'\":]*|\b[A-Za-z]:\\(?:[^\s\\'\":]+\\)*[^\s\\'\":]*)"
+)
 
 
 def printable(text: str) -> str:
@@ -69,7 +77,7 @@ def _raw_message(exc: BaseException) -> str:
     """``str(exc)``, never raising (not yet made encodable)."""
     try:
         return str(exc)
-    except BaseException as failure:  # noqa: BLE001 - the exception's own __str__ raised (anything)
+    except BaseException as failure:
         return f"<message unavailable: its __str__ raised {printable(type(failure).__name__)}>"
 
 
@@ -112,7 +120,9 @@ def public_error(exc: BaseException, *, expose: bool, during: str) -> PublicErro
     else:  # formatting the whole message would hold up every session: its start, and the traceback
         where = "".join(traceback.format_tb(exc.__traceback__))
         start = printable(raw[:LOG_MESSAGE_CHARS])
-        log.warning("error %s during %s: %s: %s\u2026 (%d characters)\n%s", error_id, during, name, start, len(raw), where)
+        log.warning(
+            "error %s during %s: %s: %s\u2026 (%d characters)\n%s", error_id, during, name, start, len(raw), where
+        )
     if not expose:
         return PublicError(f"internal error {error_id} (the server's log has the details)", error_id)
     # Clip first: the whitespace folding and the path scrubber read the message's start only.

@@ -90,4 +90,3 @@ class EnvTools:
             raise RpcFailure(RpcCode.INVALID_PARAMS, error.message, {"tool": name, "errors": error.errors}) from None
         # what the tool raises is answered by the server's error rules (mcp_dispatch)
         return tool_result(await _run(self._bound, getattr(self._bound.env, spec.method_name), **arguments))
-

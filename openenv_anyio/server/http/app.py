@@ -24,7 +24,6 @@ from ..execution.error_text import public_error
 from ..mcp.hosted_sessions import HostedSessions, SessionOwners
 from ..mcp.http_route import add_mcp_route
 from ..memory.http_body import busy_response, parse_request_body
-from ..memory.large_frames import LARGE_FRAME_CHARS
 from ..observability.metrics import CONTENT_TYPE, exposition
 from ..ui.web_page import WEB_VIEW_ROUTE, add_web_routes
 from .env_profile import EnvProfile
@@ -91,7 +90,9 @@ async def _json_body(ctx: ServerContext, *, default: Any) -> Any:
     except ProtocolError as error:
         if error.code is ErrorCode.SERVER_BUSY:
             raise _BadBody(busy_response(error)) from None
-        raise _BadBody(_json({"detail": [{"loc": ["body"], "msg": error.message, "type": "json_invalid"}]}, 422)) from None
+        raise _BadBody(
+            _json({"detail": [{"loc": ["body"], "msg": error.message, "type": "json_invalid"}]}, 422)
+        ) from None
 
 
 def _server_error(ctx: ServerContext, exc: BaseException) -> Response:
@@ -125,7 +126,11 @@ def create_app(ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners
     @app.get("/")
     async def root() -> Response:  # not a protocol endpoint: where a browser lands first
         name = (await profile.describe())[0].get("name")
-        endpoints = {path: what for path, what in ROOT_ENDPOINTS.items() if not (ctx.config.production and path in _SIMULATION_ROUTES)}
+        endpoints = {
+            path: what
+            for path, what in ROOT_ENDPOINTS.items()
+            if not (ctx.config.production and path in _SIMULATION_ROUTES)
+        }
         return _json({"name": name, "endpoints": endpoints})
 
     @app.get("/health")
@@ -142,7 +147,9 @@ def create_app(ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners
     @app.get(ACCESS_ROUTE)
     async def access() -> Response:  # SEC-TOKEN-2
         role = presented_role(list(request.scope.get("headers") or ()), ctx.config.access)
-        return _json({"tokens_required": ctx.config.access.tokens_required, "role": None if role is None else role.value})
+        return _json(
+            {"tokens_required": ctx.config.access.tokens_required, "role": None if role is None else role.value}
+        )
 
     @app.get("/metrics")
     async def metrics() -> Response:  # HTTP-8
@@ -234,7 +241,11 @@ def create_app(ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners
         async def web_view_route() -> Response:  # UI-10: the playground's drawing and one-click actions
             body = await _json_body(ctx, default=None)
             if not isinstance(body, dict) or not isinstance(body.get("observation"), dict):
-                missing = {"loc": ["body", "observation"], "msg": "Field required: the data of an observation frame", "type": "missing"}
+                missing = {
+                    "loc": ["body", "observation"],
+                    "msg": "Field required: the data of an observation frame",
+                    "type": "missing",
+                }
                 return _json({"detail": [missing]}, 422)
             if not await profile.web_hooks():
                 return _json({"html": None, "actions": []})
@@ -243,4 +254,5 @@ def create_app(ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners
                     return _json(await env.runner.run(partial(web_view, env.env, body)))
                 except Exception as exc:
                     return _server_error(ctx, exc)
+
     return app

@@ -31,8 +31,7 @@ DEFAULT_SCHEMAS: dict[str, dict[str, Any]] = {
 
 def _describe(source: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     declared = {
-        key: schema_of(getattr(source, f"{key}_schema", None)) or DEFAULT_SCHEMAS[key]
-        for key in DEFAULT_SCHEMAS
+        key: schema_of(getattr(source, f"{key}_schema", None)) or DEFAULT_SCHEMAS[key] for key in DEFAULT_SCHEMAS
     }
     reset_observation = schema_of(getattr(source, "reset_observation_schema", None)) or declared["observation"]
     schemas = {  # HTTP-3: openenv 0.10's order and members

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import trio
+
 from .inventory import Patch
 
 __all__ = ["BURST", "BurstListener", "ConnectionRouting", "PATCHES", "routed_connections"]
@@ -44,6 +45,7 @@ def routed_connections(routing: ConnectionRouting) -> Iterator[None]:
         yield
     finally:
         _ROUTING.reset(token)
+
 
 #: Most connections taken from the backlog after one wait.
 BURST = 256

@@ -93,7 +93,9 @@ class _RecordSpawn:
         self.scope: dict[str, Any] | None = None
         self._inbox = inbox
 
-    async def spawn_app(self, app: Any, config: Any, scope: dict[str, Any], send: Any) -> Callable[[Any], Awaitable[None]]:
+    async def spawn_app(
+        self, app: Any, config: Any, scope: dict[str, Any], send: Any
+    ) -> Callable[[Any], Awaitable[None]]:
         self.scope = scope
         inbox = self._inbox
 
@@ -396,7 +398,9 @@ class _DirectIO:
         """Hypercorn sent the handshake's answer: the connection is ours from here."""
         stream = self._stream
         conn = WebSocketConnection(
-            Role.SERVER, max_message_size=stream.config.websocket_max_message_size, collect_large=self._budget is not None
+            Role.SERVER,
+            max_message_size=stream.config.websocket_max_message_size,
+            collect_large=self._budget is not None,
         )
         if stream.closes_on_bad_bytes:
             conn.invalid_text_reply = stream.invalid_text_reply
@@ -410,4 +414,3 @@ PATCHES = (
         "HTTP/1.1 WebSocket streams that run direct routes (/ws) in the connection's task",
     ),
 )
-

@@ -31,8 +31,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import trio
-from hypercorn.protocol.ws_stream import ASGIWebsocketState, WSStream
 from hypercorn.protocol.events import Data, StreamClosed
+from hypercorn.protocol.ws_stream import ASGIWebsocketState, WSStream
 from wsproto.connection import ConnectionState
 from wsproto.events import CloseConnection, Event, Ping, Pong, TextMessage
 from wsproto.frame_protocol import CloseReason

@@ -132,7 +132,10 @@ def describe(bound: InProcessEnv, tools: EnvTools) -> dict[str, Any]:
     return {
         "name": type(env).__qualname__,
         "metadata": env_metadata(env),
-        "schemas": {key: schema_of(getattr(env, f"{key}_schema", None)) for key in ("action", "observation", "reset_observation", "state")},
+        "schemas": {
+            key: schema_of(getattr(env, f"{key}_schema", None))
+            for key in ("action", "observation", "reset_observation", "state")
+        },
         "tools": tools.available(),
     }
 
@@ -167,7 +170,9 @@ async def _serve(channel: socket.socket, target: str) -> None:
     try:
         bound = await InProcessEnv.create(resolve_env_target(target), inline=True)
     except FactoryFailure as failure:
-        await link.send({"failed": {**_fault(FaultKind.RAISED, failure.cause)["error"], "factory_name": failure.factory_name}})
+        await link.send(
+            {"failed": {**_fault(FaultKind.RAISED, failure.cause)["error"], "factory_name": failure.factory_name}}
+        )
         return
     except EnvTargetError as exc:
         await link.send({"failed": {**_fault(FaultKind.RAISED, exc)["error"], "factory_name": target}})

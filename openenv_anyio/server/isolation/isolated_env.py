@@ -104,8 +104,11 @@ def _raised(fault: Fault) -> Exception:
         case FaultKind.REFUSED:
             details = fault.details
             return ProtocolError(
-                ErrorCode(fault.code), fault.message, pointer=str(details.get("pointer") or ""),
-                keyword=details.get("keyword"), errors=details.get("errors"),
+                ErrorCode(fault.code),
+                fault.message,
+                pointer=str(details.get("pointer") or ""),
+                keyword=details.get("keyword"),
+                errors=details.get("errors"),
             )
         case FaultKind.RPC:
             return RpcFailure(RpcCode(fault.code), fault.message, fault.details.get("data"))
@@ -124,7 +127,9 @@ class IsolatedEnv:
     #: a session watches the process between requests (SRV-ISO-2)
     WATCHED: ClassVar[bool] = True
 
-    def __init__(self, process: EnvProcess, ready: Mapping[str, Any], *, step_timeout_s: float | None, grace_s: float) -> None:
+    def __init__(
+        self, process: EnvProcess, ready: Mapping[str, Any], *, step_timeout_s: float | None, grace_s: float
+    ) -> None:
         self.process = process
         self._step_timeout_s = step_timeout_s
         self._grace_s = grace_s
@@ -136,7 +141,9 @@ class IsolatedEnv:
         self._closed = False
 
     @classmethod
-    async def start(cls, factory: ProcessIsolated, *, step_timeout_s: float | None = None, grace_s: float = 3.0) -> IsolatedEnv:
+    async def start(
+        cls, factory: ProcessIsolated, *, step_timeout_s: float | None = None, grace_s: float = 3.0
+    ) -> IsolatedEnv:
         """Start a process and build the environment there; raises
         :class:`~openenv_anyio.server.execution.bound_env.FactoryFailure` when that fails (the process
         is gone by then)."""

@@ -68,8 +68,12 @@ class Fault:
 
     def to_wire(self) -> dict[str, Any]:
         return {
-            "kind": self.kind.value, "type": self.type_name, "message": self.message,
-            "traceback": self.traceback, "code": self.code, "details": self.details,
+            "kind": self.kind.value,
+            "type": self.type_name,
+            "message": self.message,
+            "traceback": self.traceback,
+            "code": self.code,
+            "details": self.details,
         }
 
     @classmethod
@@ -78,8 +82,12 @@ class Fault:
             raise MessageError(f"a fault must be an object, not {type(wire).__name__}")
         try:
             return cls(
-                FaultKind(wire["kind"]), str(wire["type"]), str(wire["message"]), str(wire.get("traceback", "")),
-                wire.get("code"), dict(wire.get("details") or {}),
+                FaultKind(wire["kind"]),
+                str(wire["type"]),
+                str(wire["message"]),
+                str(wire.get("traceback", "")),
+                wire.get("code"),
+                dict(wire.get("details") or {}),
             )
         except (KeyError, ValueError, TypeError) as exc:
             raise MessageError(f"malformed fault: {exc!r}") from None
@@ -128,7 +136,7 @@ class MessageReader:
         end = HEADER.size + size
         if len(buffer) < end:
             return None
-        body = bytes(buffer[HEADER.size:end])
+        body = bytes(buffer[HEADER.size : end])
         del buffer[:end]
         try:
             message = orjson.loads(body)

@@ -179,7 +179,9 @@ async def _env_for(
         except FactoryFailure as failure:
             raise RpcFailure(RpcCode.SERVER_ERROR, str(failure), {"factory_name": failure.factory_name}) from None
         except AtCapacity as full:
-            raise RpcFailure(RpcCode.SERVER_ERROR, str(full), {"active_sessions": full.active, "max_sessions": full.limit}) from None
+            raise RpcFailure(
+                RpcCode.SERVER_ERROR, str(full), {"active_sessions": full.active, "max_sessions": full.limit}
+            ) from None
 
 
 async def _create_session(ctx: ServerContext, hosted: HostedSessions) -> dict[str, Any]:

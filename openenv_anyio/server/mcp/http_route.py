@@ -58,7 +58,11 @@ async def _at_owner(owners: SessionOwners | None, session_id: str | None) -> Res
     answer = await owners.forward(slot, "POST", "/mcp", headers, body)
     if answer is None:
         failure = RpcFailure(RpcCode.SERVER_ERROR, "the worker process holding this session did not answer; try again")
-        return Response(dumps(failure.response()), status=503, content_type="application/json", headers={"Retry-After": "1"})
+        return Response(
+            dumps(failure.response()), status=503, content_type="application/json", headers={"Retry-After": "1"}
+        )
     status, answer_headers, body = answer
-    kept = {name.decode("latin-1"): value.decode("latin-1") for name, value in answer_headers if name.lower() in _RELAYED}
+    kept = {
+        name.decode("latin-1"): value.decode("latin-1") for name, value in answer_headers if name.lower() in _RELAYED
+    }
     return Response(body, status=status, headers=kept)

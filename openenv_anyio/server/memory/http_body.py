@@ -45,7 +45,9 @@ def busy_response(error: ProtocolError) -> Response:
     """503 for a body the budget had no room for (``Retry-After``; the body was not read, so
     the connection takes no next request)."""
     assert error.code is ErrorCode.SERVER_BUSY
-    busy = Response(dumps({"detail": error.message, "code": error.code.value}), status=503, content_type="application/json")
+    busy = Response(
+        dumps({"detail": error.message, "code": error.code.value}), status=503, content_type="application/json"
+    )
     busy.headers["Retry-After"] = "1"
     busy.headers["Connection"] = "close"
     return busy

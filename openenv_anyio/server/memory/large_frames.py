@@ -94,7 +94,9 @@ class LargeFrames:
         finally:
             payload.release()
 
-    async def parse_body(self, size: int, read: Callable[[], Awaitable[bytes]], parse: Callable[[bytes], _Parsed]) -> _Parsed:
+    async def parse_body(
+        self, size: int, read: Callable[[], Awaitable[bytes]], parse: Callable[[bytes], _Parsed]
+    ) -> _Parsed:
         """``parse(await read())`` for an HTTP request body of ``size`` bytes: its room in the
         budget reserved before it is parsed, and given back once ``parse`` (in a worker thread,
         taking its turn with the ``/ws`` frames) is done. Raises ``parse``'s errors, and

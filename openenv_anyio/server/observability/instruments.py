@@ -83,8 +83,12 @@ class Instruments:
         if self.metrics is not None:
             self.metrics.error_sent(frame.code)
         log_event(
-            error_level(frame.code), "error_sent", session,
-            code=frame.code, message=frame.message, request_id=frame.request_id,
+            error_level(frame.code),
+            "error_sent",
+            session,
+            code=frame.code,
+            message=frame.message,
+            request_id=frame.request_id,
         )
         if self.tracer is not None:
             self.tracer.mark_current_error(frame.code, frame.message)

@@ -16,7 +16,12 @@ from typing import Final, Literal, TextIO
 import structlog
 
 __all__ = [
-    "LOG_ENV_VAR", "LOG_FORMATS", "LOG_LEVELS", "LogFormat", "configure_logging", "configure_logging_from_environment",
+    "LOG_ENV_VAR",
+    "LOG_FORMATS",
+    "LOG_LEVELS",
+    "LogFormat",
+    "configure_logging",
+    "configure_logging_from_environment",
 ]
 
 LogFormat = Literal["console", "json"]

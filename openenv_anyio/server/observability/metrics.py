@@ -25,7 +25,13 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from ...core import CloseCode, ErrorCode
 from .multiprocess import multiprocess_directory
-from .request_counts import REQUEST_DURATION_HELP, STEP_DURATION_HELP, STEPS_HELP, DurationCounts, RequestCountsCollector
+from .request_counts import (
+    REQUEST_DURATION_HELP,
+    STEP_DURATION_HELP,
+    STEPS_HELP,
+    DurationCounts,
+    RequestCountsCollector,
+)
 
 __all__ = ["CONTENT_TYPE", "DURATION_BUCKETS", "HAND_OFF_TARGETS", "REQUEST_TYPES", "ServerMetrics", "exposition"]
 
@@ -33,8 +39,25 @@ CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 
 #: Seconds: from an inline environment's microseconds to a simulator's minute-long step.
 DURATION_BUCKETS: Final = (
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-    1.0, 2.5, 5.0, 10.0, 30.0, 60.0, math.inf,
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    math.inf,
 )
 
 #: The ``to`` label of ``openenv_connections_handed_over_total`` (``workers.routing.Placement``).
@@ -62,24 +85,25 @@ class ServerMetrics:
         self.sessions_active = Gauge(
             "openenv_sessions_active",
             "Sessions holding a capacity slot (a resumable session waiting for its client included).",
-            registry=registry, multiprocess_mode="livesum",
+            registry=registry,
+            multiprocess_mode="livesum",
         )
         self.sessions_capacity = Gauge(
             "openenv_sessions_capacity",
             "Configured session limit (+Inf: no limit); summed over workers.",
-            registry=registry, multiprocess_mode="livesum",
+            registry=registry,
+            multiprocess_mode="livesum",
         )
         self.sessions_capacity.set(math.inf if capacity is None else capacity)
         self.sessions_closed = Counter(
             "openenv_sessions_closed",
             "/ws connections ended, by the WebSocket close code that ended them "
             "(spec/v1/close-codes.json; sent by the server, or by the client; 1006: dropped without a close frame).",
-            ["code"], registry=registry,
+            ["code"],
+            registry=registry,
         )
         self.resets = Counter("openenv_resets", "reset requests answered with an observation.", registry=registry)
-        self.errors = Counter(
-            "openenv_errors", "Error frames sent, by error code.", ["code"], registry=registry
-        )
+        self.errors = Counter("openenv_errors", "Error frames sent, by error code.", ["code"], registry=registry)
         self.resumes = Counter(
             "openenv_resumes", "Sessions taken over by a new connection with their resume token.", registry=registry
         )
@@ -92,24 +116,28 @@ class ServerMetrics:
             "openenv_connections_handed_over",
             "Connections a worker of `serve --workers` handed to another worker, by why: `owner` (a resume "
             "whose session lives there) or `least_loaded` (a new session, to spread sessions).",
-            ["to"], registry=registry,
+            ["to"],
+            registry=registry,
         )
         self.handshake_duration = Histogram(
             "openenv_handshake_duration_seconds",
             "From a /ws upgrade accepted to the session ready to serve (its environment created).",
-            registry=registry, buckets=DURATION_BUCKETS,
+            registry=registry,
+            buckets=DURATION_BUCKETS,
         )
         self.inflight_bytes = Gauge(
             "openenv_inflight_bytes",
             "Bytes of large inbound frames and request bodies (over 1 MiB) held against the server's budget "
             "(--max-inflight-bytes, SRV-MEM-1): reserved when they start arriving, given back once parsed.",
-            registry=registry, multiprocess_mode="livesum",
+            registry=registry,
+            multiprocess_mode="livesum",
         )
         self.env_closes_stuck = Gauge(
             "openenv_env_closes_stuck",
             "Environments whose close() outlived the shutdown grace period and still runs, each holding "
             "a thread (SRV-FAULT-3); at --max-stuck-closes the server takes no new session until one returns.",
-            registry=registry, multiprocess_mode="livesum",
+            registry=registry,
+            multiprocess_mode="livesum",
         )
         self.ui_subscribers = Gauge(
             "openenv_ui_subscribers", "Open /ws/ui connections.", registry=registry, multiprocess_mode="livesum"
@@ -135,8 +163,11 @@ class ServerMetrics:
             self._request_duration = None
         else:
             self._request_duration = Histogram(
-                "openenv_request_duration_seconds", REQUEST_DURATION_HELP, ["type"],
-                registry=registry, buckets=DURATION_BUCKETS,
+                "openenv_request_duration_seconds",
+                REQUEST_DURATION_HELP,
+                ["type"],
+                registry=registry,
+                buckets=DURATION_BUCKETS,
             )
             self._steps = Counter("openenv_steps", STEPS_HELP, registry=registry)
             self._step_duration = Histogram(

@@ -24,7 +24,6 @@ from typing import Any, Final
 __all__ = ["TRACE_EXPORTERS", "SessionTracer", "flush_exporter", "install_exporter", "load_tracer"]
 
 
-
 def load_tracer(tracer_provider: Any = None) -> SessionTracer:
     """A tracer for the server's spans; ``RuntimeError`` naming the extra when OpenTelemetry
     is not installed."""

@@ -119,14 +119,18 @@ async def serve_ui(
         return
     # A browser that carries its token in a subprotocol offer needs one selected (SEC-TOKEN-1).
     offered = SUBPROTOCOL in (scope.get("subprotocols") or ())
-    await send({"type": "websocket.accept", "subprotocol": SUBPROTOCOL if offered else None, INVALID_TEXT_REPLY: None})  # WS-CLOSE-3
+    await send(
+        {"type": "websocket.accept", "subprotocol": SUBPROTOCOL if offered else None, INVALID_TEXT_REPLY: None}
+    )  # WS-CLOSE-3
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     session_filter = query.get("session", [None])[0]
     dashboard = query.get("dashboard", [""])[0] == "1"
     subscriber = ctx.hub.subscribe(session_filter, dashboard=dashboard, readable=readable_sessions(sessions, scope))
     if subscriber is None:  # UI-6
         limit = ctx.hub.max_subscribers
-        await close_websocket(send, CloseCode.TRY_AGAIN_LATER, f"too many /ws/ui subscribers (max_ui_subscribers={limit})")
+        await close_websocket(
+            send, CloseCode.TRY_AGAIN_LATER, f"too many /ws/ui subscribers (max_ui_subscribers={limit})"
+        )
         return
     connection = _UiConnection()
     ctx.registry.attach(connection)
@@ -135,6 +139,7 @@ async def serve_ui(
             async with trio.open_nursery() as nursery:
                 pings = PingSchedule(ctx.config.ping_interval_s, ctx.config.ping_timeout_s)
                 nursery.start_soon(_drain, receive, send, pings, nursery.cancel_scope)
+
                 def encode(episode_state: dict[str, Any]) -> str:
                     return ctx.encode(StateUpdate(episode_state), ui=True)
 
@@ -145,7 +150,9 @@ async def serve_ui(
                         if isinstance(item, SessionClosed):
                             text: str | None = ctx.encode(item, ui=True)
                         else:
-                            text = item.encoded(encode, skipped, dashboard=dashboard, redacted=not reads(item.session_id))
+                            text = item.encoded(
+                                encode, skipped, dashboard=dashboard, redacted=not reads(item.session_id)
+                            )
                         if text is not None:  # UI-5: an unencodable update costs only itself
                             await send({"type": "websocket.send", "text": text})
         if connection.shutdown:

@@ -53,10 +53,23 @@ class EpisodeView:
     """The dashboard's picture of one session's episode."""
 
     __slots__ = (
-        "session_id", "episode_id", "step_count", "current_observation", "action_logs", "is_reset",
-        "version", "_encoded",
-        "opened_at", "reward", "done", "episode_count", "episode_return", "rewards", "returns",
-        "busy", "dropped",
+        "session_id",
+        "episode_id",
+        "step_count",
+        "current_observation",
+        "action_logs",
+        "is_reset",
+        "version",
+        "_encoded",
+        "opened_at",
+        "reward",
+        "done",
+        "episode_count",
+        "episode_return",
+        "rewards",
+        "returns",
+        "busy",
+        "dropped",
     )
 
     def __init__(self, session_id: str, action_log_size: int) -> None:
@@ -75,8 +88,8 @@ class EpisodeView:
         self.episode_id: str | None = None
         self.step_count = 0
         self.current_observation: Mapping[str, Any] | None = None
-        self.action_logs: collections.deque[tuple[float, Any, Mapping[str, Any], Any, bool, int]] = (
-            collections.deque(maxlen=action_log_size)
+        self.action_logs: collections.deque[tuple[float, Any, Mapping[str, Any], Any, bool, int]] = collections.deque(
+            maxlen=action_log_size
         )
         self.is_reset = False
         self.version = 0
@@ -104,9 +117,7 @@ class EpisodeView:
         self.is_reset = True
         self.version += 1
 
-    def record_step(
-        self, action: Any, observation: Mapping[str, Any], reward: Any, done: bool, *, log: bool
-    ) -> None:
+    def record_step(self, action: Any, observation: Mapping[str, Any], reward: Any, done: bool, *, log: bool) -> None:
         """One step happened; ``log=False`` skips the action log (nobody is watching, so
         the log does not keep observations alive for nothing)."""
         self.step_count += 1
@@ -152,13 +163,13 @@ class EpisodeView:
         if cached is None or cached[0] != self.version:
             try:
                 text: str | None = encode(self.render(dashboard=dashboard, redacted=redacted))
-            except Exception as exc:  # noqa: BLE001 - whatever the observation holds
+            except Exception:
                 on_skip()
                 text = None
                 if self._drop_unencodable_logs(encode):  # the fault was in the log: try again
                     try:
                         text = encode(self.render(dashboard=dashboard, redacted=redacted))
-                    except Exception as again:  # noqa: BLE001
+                    except Exception as again:
                         exc = again
                 if text is None:
                     log.warning("session %s: state_update %d skipped: %s", self.session_id, self.version, exc)
@@ -172,7 +183,7 @@ class EpisodeView:
         for entry in self.action_logs:
             try:
                 encode(self.render(current={}, logs=(entry,)))
-            except Exception:  # noqa: BLE001
+            except Exception:
                 continue
             kept.append(entry)
         if len(kept) == len(self.action_logs):
@@ -226,7 +237,6 @@ class EpisodeView:
             )
         return state
 
-
     def _render_redacted(self, dashboard: bool) -> dict[str, Any]:
         state: dict[str, Any] = {
             "episode_id": self.episode_id,
@@ -238,7 +248,9 @@ class EpisodeView:
             "redacted": True,
         }
         if dashboard:
-            state.update(status=self.status, opened_at=_iso(self.opened_at), done=self.done, episode_count=self.episode_count)
+            state.update(
+                status=self.status, opened_at=_iso(self.opened_at), done=self.done, episode_count=self.episode_count
+            )
         return state
 
 

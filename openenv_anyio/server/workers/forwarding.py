@@ -27,7 +27,16 @@ from .routing import OwnerRouter
 __all__ = ["OwnerForwarding"]
 
 _NOT_FORWARDED: Final = frozenset(
-    {b"connection", b"keep-alive", b"transfer-encoding", b"content-length", b"te", b"trailer", b"upgrade", FORWARDED_HEADER}
+    {
+        b"connection",
+        b"keep-alive",
+        b"transfer-encoding",
+        b"content-length",
+        b"te",
+        b"trailer",
+        b"upgrade",
+        FORWARDED_HEADER,
+    }
 )
 _READ_SIZE: Final = 1 << 16
 
@@ -45,7 +54,9 @@ class OwnerForwarding:
         :meth:`.OwnerRouter.owner_of`)."""
         return self._router.owner_of(session_id)
 
-    async def forward(self, slot: int, method: str, target: str, headers: Sequence[tuple[bytes, bytes]], body: bytes) -> Answer | None:
+    async def forward(
+        self, slot: int, method: str, target: str, headers: Sequence[tuple[bytes, bytes]], body: bytes
+    ) -> Answer | None:
         """The owner's answer (status, headers, body) to the request; None when it could not
         be handed over or the owner gave no whole answer (it died meanwhile)."""
         ours, theirs = socket.socketpair()
@@ -63,7 +74,12 @@ class OwnerForwarding:
             request = h11.Request(
                 method=method,
                 target=target,
-                headers=[*kept, (b"content-length", str(len(body)).encode()), (b"connection", b"close"), (FORWARDED_HEADER, b"1")],
+                headers=[
+                    *kept,
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                    (FORWARDED_HEADER, b"1"),
+                ],
             )
             data = client.send(request) or b""
             data += client.send(h11.Data(data=body)) or b""

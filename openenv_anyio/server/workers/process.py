@@ -14,8 +14,8 @@ import sys
 
 import trio
 
-from ..env_server import EnvServer
 from ...envs.loading import resolve_env_target
+from ..env_server import EnvServer
 from ..isolation import ProcessIsolated
 from ..observability.log_setup import configure_logging_from_environment
 from ..observability.tracing import TRACES_ENV_VAR, flush_exporter, install_exporter
@@ -61,7 +61,10 @@ async def run_worker(server: EnvServer, role: WorkerRole, ready_fd: int) -> None
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m openenv_anyio.server.workers.process SPEC_JSON (started by `serve --workers`)", file=sys.stderr)
+        print(
+            "usage: python -m openenv_anyio.server.workers.process SPEC_JSON (started by `serve --workers`)",
+            file=sys.stderr,
+        )
         return 2
     spec = WorkerSpec.from_json(args[0])
     configure_logging_from_environment()  # as the serving command chose; records carry "worker"
@@ -80,7 +83,10 @@ def main(argv: list[str] | None = None) -> int:
             flush_exporter()
     stuck = server.stuck_envs()
     if stuck:  # SRV-FAULT-3, as a single server reports it; the supervisor reports the status
-        print(f"openenv-anyio[worker {spec.slot}]: {', '.join(stuck)} did not close in time; exiting anyway", file=sys.stderr)
+        print(
+            f"openenv-anyio[worker {spec.slot}]: {', '.join(stuck)} did not close in time; exiting anyway",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

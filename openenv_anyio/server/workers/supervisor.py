@@ -208,7 +208,9 @@ class WorkerSupervisor:
             young = trio.current_time() - started_at < HEALTHY_AFTER_S
             log.warning(
                 "worker %d exited (status %s); its sessions are lost; restarting it%s",
-                slot, status, f" in {backoff:g} s" if young else "",
+                slot,
+                status,
+                f" in {backoff:g} s" if young else "",
             )
             if young:
                 with trio.move_on_after(backoff):
