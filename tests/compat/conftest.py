@@ -1,6 +1,8 @@
 """Servers for the compat tests: ours (in a thread) and upstream 0.10's own (``uvicorn
 server.app:app`` in its peer venv), each serving the same wire shapes; a cutting proxy in
-front of ours. Both anyio backends wherever a loop is involved."""
+front of ours. Both anyio backends wherever a loop is involved. The servers live as long as
+this package's tests (not the whole run: a server running in this process holds the
+process-wide settings other packages' tests check)."""
 
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ def peer() -> Peer:
     return found
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ours_tiny() -> Iterator[tuple[str, type[TinyEcho]]]:
     counting = type("TinyEcho", (TinyEcho,), {"instances": []})
     config = ServerConfig(max_concurrent_envs=SESSIONS, ping_interval_s=None, ping_timeout_s=None)
@@ -40,7 +42,7 @@ def ours_tiny() -> Iterator[tuple[str, type[TinyEcho]]]:
         yield running.url, counting
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def upstream_tiny(peer: Peer, upstream_template: Callable[..., Path]) -> Iterator[str]:
     with serve_upstream(peer, upstream_template(peer, SESSIONS)) as url:
         yield url
@@ -55,13 +57,13 @@ def tiny_url(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue("upstream_tiny"))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ours_tools() -> Iterator[str]:
     with EnvServer(NotesTools, ServerConfig(ping_interval_s=None, ping_timeout_s=None)).run_in_thread() as running:
         yield running.url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def upstream_tools(peer: Peer) -> Iterator[str]:
     with serve_upstream(peer, MCP_SURFACE, "upstream_tool_app:app") as url:
         yield url
