@@ -154,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--alternate",
         choices=("asyncio", "trio"),
-        help="instead: native and compat clients in one process on this backend, alternating blocks of --steps (--runs blocks)",
+        help="instead: native and compat clients in one process on this backend, alternating blocks of --steps "
+        "(--runs blocks)",
     )
     parser.add_argument("--child", nargs=3, metavar=("KIND", "BACKEND", "URL"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -194,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         figures = medians[name]
         base = baselines.setdefault(group, figures)
         print(
-            f"{group:<10}{name:<22}{figures.cpu_us_per_step:>20.1f}{figures.cpu_us_per_step / base.cpu_us_per_step:>8.2f}"
+            f"{group:<10}{name:<22}{figures.cpu_us_per_step:>20.1f}"
+            f"{figures.cpu_us_per_step / base.cpu_us_per_step:>8.2f}"
             f"{figures.steps_per_s:>12.0f}{figures.steps_per_s / base.steps_per_s:>8.2f}"
         )
     return 0
@@ -214,7 +216,8 @@ def _report_alternating(args: argparse.Namespace) -> int:
             server.stop()
     print(f"{args.alternate}, one process, {args.runs} alternating blocks of {args.steps} awaited steps, medians")
     print(
-        f"native {medians['native']:.1f} us/step, compat {medians['compat']:.1f} us/step, ratio {medians['compat'] / medians['native']:.3f}"
+        f"native {medians['native']:.1f} us/step, compat {medians['compat']:.1f} us/step, "
+        f"ratio {medians['compat'] / medians['native']:.3f}"
     )
     return 0
 

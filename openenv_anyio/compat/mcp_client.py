@@ -44,7 +44,8 @@ class MCPToolClient(EnvClient[Any, Any, Any]):
         mode = "production" if mode is None else mode
         if not isinstance(mode, str) or mode.lower() != "production":
             raise ValueError(
-                f"MCPToolClient only supports 'production' mode, got {mode!r}. Use GenericEnvClient for simulation mode."
+                f"MCPToolClient only supports 'production' mode, got {mode!r}. "
+                "Use GenericEnvClient for simulation mode."
             )
         super().__init__(
             base_url,

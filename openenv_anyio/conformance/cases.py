@@ -562,7 +562,8 @@ async def _openapi(ctx: CaseContext) -> None:
     body = await _get_json(ctx, "/openapi.json")
     if not isinstance(body, Mapping) or not str(body.get("openapi", "")).startswith("3.1"):
         raise CaseFailed(
-            f"GET /openapi.json is not an OpenAPI 3.1 document: openapi={body.get('openapi') if isinstance(body, Mapping) else body!r}"
+            "GET /openapi.json is not an OpenAPI 3.1 document: "
+            f"openapi={body.get('openapi') if isinstance(body, Mapping) else body!r}"
         )
     info = body.get("info")
     if not isinstance(info, Mapping) or not isinstance(info.get("version"), str):
@@ -648,7 +649,8 @@ async def _mcp_ws_list(ctx: CaseContext) -> None:
         answer = await _mcp_on_ws(conn, {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}, "tools/list")
         if "error" in answer:
             ctx.note(
-                f"tools/list answered error {answer['error'].get('code')}: {answer['error'].get('message')!r} (no tools)"
+                f"tools/list answered error {answer['error'].get('code')}: "
+                f"{answer['error'].get('message')!r} (no tools)"
             )
         await expect_state(conn, "state after an mcp frame")
 

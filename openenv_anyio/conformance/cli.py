@@ -72,7 +72,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--token",
         metavar="TOKEN",
         default=None,
-        help="bearer token for a server that requires one (default: $OPENENV_TOKEN); sent with every request, never shown",
+        help="bearer token for a server that requires one (default: $OPENENV_TOKEN); "
+        "sent with every request, never shown",
     )
     parser.add_argument(
         "--timeout",
@@ -88,7 +89,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--frame-limit-mb",
         metavar="MB",
         type=_positive,
-        help="the server's inbound frame limit: WS-ERR-08 sends MB MiB + 1 byte and expects close 1009 (skipped without it)",
+        help="the server's inbound frame limit: WS-ERR-08 sends MB MiB + 1 byte and expects close 1009 "
+        "(skipped without it)",
     )
     parser.add_argument(
         "--max-sessions",
@@ -99,7 +101,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--strict",
         action="store_true",
-        help="a member the spec does not name (ignored by receivers, COMPAT-1) makes its case non-strict instead of a note",
+        help="a member the spec does not name (ignored by receivers, COMPAT-1) makes its case non-strict "
+        "instead of a note",
     )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
 
@@ -181,7 +184,8 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         for case in CASES:
             print(
-                f"{case.id:<12} {'required' if case.required else 'optional':<8}  {case.title}  [{', '.join(case.requirements)}]"
+                f"{case.id:<12} {'required' if case.required else 'optional':<8}  {case.title}  "
+                f"[{', '.join(case.requirements)}]"
             )
         return 0
     if args.url is None:

@@ -167,7 +167,8 @@ async def expect_alive(conn: WsConnection, after: str, episode_id: str | None = 
         raise CaseFailed(f"the session did not survive {after}: {closed}") from None
     if episode_id is not None and data.get("episode_id") != episode_id:
         raise CaseFailed(
-            f"after {after} the session lost its episode: episode_id {data.get('episode_id')!r}, expected {episode_id!r}"
+            f"after {after} the session lost its episode: episode_id {data.get('episode_id')!r}, "
+            f"expected {episode_id!r}"
         )
 
 

@@ -51,8 +51,8 @@ INDEX_INTRO = (
 FLOW_INTRO = (
     "One session from open to goodbye, with a dashboard watching: each arrow is a frame (its "
     "`type`, then the members that matter) or a WebSocket event, and each names the rule of "
-    "`protocol/PROTOCOL.md` it follows. The resume steps need the `openenv-anyio.v1` subprotocol (extension, section 10); the tools "
-    "steps need an environment with tools (section 11)."
+    "`protocol/PROTOCOL.md` it follows. The resume steps need the `openenv-anyio.v1` subprotocol "
+    "(extension, section 10); the tools steps need an environment with tools (section 11)."
 )
 FLOW_LEGEND = "Solid arrows are requests, dashed ones the server's frames; grey steps carry no frame."
 INVALID_INTRO = (

@@ -103,7 +103,8 @@ def resolve_serve_target(
             )
         if model is not None:
             raise EnvTargetError(
-                f"--action-model is for an environment class: {where} is an app whose create_app declares its Action model"
+                f"--action-model is for an environment class: {where} is an app whose create_app "
+                "declares its Action model"
             )
         return ServeTarget(_built(lambda: served_factory(app), where), app)
     return ServeTarget(_factory(attribute, where, model))

@@ -8,11 +8,12 @@ the ``inputSchema`` a server lists (or an action model's schema), to the
 
 Types map as JSON Schema reads: ``string`` -> ``str``, ``integer`` -> ``int``, ``number``
 -> ``float``, ``boolean`` -> ``bool``, ``null`` -> ``None``, ``array`` -> ``list[ITEM]`` (or
-``list``), ``object`` -> ``dict[str, VALUE]`` (``additionalProperties``, or ``dict``), ``enum``/``const`` of scalars -> ``Literal[...]``, a list
-of types, ``anyOf`` and ``oneOf`` -> a union, ``{}`` -> ``Any``; ``$ref`` into the schema's own
-``$defs`` is followed. Anything else (a parameter name that cannot be a Python keyword
-argument, a top level that is not an object with ``properties``, a ``type`` JSON Schema does
-not have, a ``$ref`` elsewhere) is an :class:`UnexpressibleSchema` with a one-line message.
+``list``), ``object`` -> ``dict[str, VALUE]`` (``additionalProperties``, or ``dict``),
+``enum``/``const`` of scalars -> ``Literal[...]``, a list of types, ``anyOf`` and ``oneOf``
+-> a union, ``{}`` -> ``Any``; ``$ref`` into the schema's own ``$defs`` is followed.
+Anything else (a parameter name that cannot be a Python keyword argument, a top level that
+is not an object with ``properties``, a ``type`` JSON Schema does not have, a ``$ref``
+elsewhere) is an :class:`UnexpressibleSchema` with a one-line message.
 """
 
 from __future__ import annotations
@@ -104,7 +105,8 @@ def tool_signature(
     combined = any(key in top for key in ("anyOf", "oneOf", "allOf", "not", "if"))
     if combined or top.get("type", "object") != "object" or not isinstance(top.get("properties", {}), Mapping):
         raise UnexpressibleSchema(
-            f"tool {name!r}: its arguments are not an object with properties (schema keys: {', '.join(sorted(top)) or 'none'})"
+            f"tool {name!r}: its arguments are not an object with properties "
+            f"(schema keys: {', '.join(sorted(top)) or 'none'})"
         )
     properties: Mapping[str, Any] = top.get("properties", {})
     required = set(top.get("required", ()))

@@ -34,7 +34,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "target",
         metavar="MODULE:ATTR",
-        help="the environment: a class or factory (openenv_anyio.envs.guess:GuessNumberEnv), an openenv-core Environment subclass (mypkg.server:MyEnv), the app upstream OpenEnv's create_app built (my_env.server.app:app, what uvicorn was given) or a Gymnasium id (gymnasium:CartPole-v1)",
+        help="the environment: a class or factory (openenv_anyio.envs.guess:GuessNumberEnv), "
+        "an openenv-core Environment subclass (mypkg.server:MyEnv), "
+        "the app upstream OpenEnv's create_app built (my_env.server.app:app, what uvicorn was given) "
+        "or a Gymnasium id (gymnasium:CartPole-v1)",
     )
     parser.add_argument(
         "--action-model",
@@ -66,7 +69,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=600.0,
         metavar="S",
-        help="end a session created over POST /mcp after S seconds with no request and no socket, when --session-timeout is not given (default 600)",
+        help="end a session created over POST /mcp after S seconds with no request and no socket, "
+        "when --session-timeout is not given (default 600)",
     )
     parser.add_argument(
         "--max-message-size-mb", type=float, default=100.0, metavar="M", help="inbound frame limit in MiB (default 100)"
@@ -77,7 +81,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="B",
         help="bytes of large frames (over 1 MiB) read and parsed at once, all connections together; "
-        "a frame beyond it waits up to 10 s, then is answered SERVER_BUSY (default: twice the frame limit; at least the frame limit)",
+        "a frame beyond it waits up to 10 s, then is answered SERVER_BUSY "
+        "(default: twice the frame limit; at least the frame limit)",
     )
     parser.add_argument(
         "--ping-interval",
@@ -112,20 +117,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=3.0,
         metavar="S",
-        help="wait at most S seconds for running requests and each environment's close() (default 3); a close() still running after it makes the exit status 1",
+        help="wait at most S seconds for running requests and each environment's close() (default 3); "
+        "a close() still running after it makes the exit status 1",
     )
     parser.add_argument(
         "--max-stuck-closes",
         type=int,
         default=16,
         metavar="N",
-        help="take no new session while N environments' close() outlived --shutdown-grace and still run, each holding a thread (default 16)",
+        help="take no new session while N environments' close() outlived --shutdown-grace and still run, "
+        "each holding a thread (default 16)",
     )
     parser.add_argument(
         "--mode",
         choices=("simulation", "production"),
         default=None,
-        help="production leaves out the stateless HTTP /reset, /step and /state (agents use /ws and /mcp); default: an upstream app's own mode, else simulation",
+        help="production leaves out the stateless HTTP /reset, /step and /state (agents use /ws and /mcp); "
+        "default: an upstream app's own mode, else simulation",
     )
     parser.add_argument(
         "--inline",
@@ -156,7 +164,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--token",
         metavar="TOKEN",
         default=None,
-        help=f"operator bearer token: every route but /health and /ready then needs 'Authorization: Bearer TOKEN' (default: ${TOKEN_ENV}; prefer it or --token-file, a command line is visible to other local users)",
+        help="operator bearer token: every route but /health and /ready then needs 'Authorization: Bearer TOKEN' "
+        f"(default: ${TOKEN_ENV}; prefer it or --token-file, a command line is visible to other local users)",
     )
     access.add_argument(
         "--token-file",
@@ -170,7 +179,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         type=Path,
         default=None,
-        help="agent bearer tokens, one per line ('#' comments): they drive sessions, but on /ws/ui see other sessions without payloads",
+        help="agent bearer tokens, one per line ('#' comments): they drive sessions, "
+        "but on /ws/ui see other sessions without payloads",
     )
     access.add_argument(
         "--allow-origin",
@@ -183,7 +193,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--expose-errors",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="send an environment's exception type and clipped message to clients (default: only when listening on loopback); otherwise an error id, logged with the traceback",
+        help="send an environment's exception type and clipped message to clients "
+        "(default: only when listening on loopback); otherwise an error id, logged with the traceback",
     )
     parser.add_argument(
         "--workers",
@@ -203,14 +214,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=100,
         metavar="N",
-        help="while serving, run full garbage collections at most every N middle-generation ones (default 100; Python's is 10; 0 leaves gc settings alone)",
+        help="while serving, run full garbage collections at most every N middle-generation ones "
+        "(default 100; Python's is 10; 0 leaves gc settings alone)",
     )
     parser.add_argument(
         "--drain-timeout",
         type=float,
         default=10.0,
         metavar="S",
-        help="on SIGTERM/SIGINT, let requests being executed finish for up to S seconds before closing their connections (default 10)",
+        help="on SIGTERM/SIGINT, let requests being executed finish for up to S seconds "
+        "before closing their connections (default 10)",
     )
     parser.add_argument(
         "--log-format",
@@ -231,7 +244,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--traces",
         choices=TRACE_EXPORTERS,
         default=None,
-        help="send OpenTelemetry spans to the console or to an OTLP endpoint (OTEL_EXPORTER_OTLP_* variables); needs the otel extra",
+        help="send OpenTelemetry spans to the console or to an OTLP endpoint (OTEL_EXPORTER_OTLP_* variables); "
+        "needs the otel extra",
     )
 
 
@@ -262,7 +276,10 @@ def _limit_line(factory: Any, configured: int | None, app: Any = None) -> str:
     else:
         source = session_cap_source(factory)
     if session_limit_lowered(factory, configured) is not None:
-        return f"at most {limit} concurrent {sessions}: --max-concurrent-envs {configured} lowered to {limit}: {source}; {refused}"
+        return (
+            f"at most {limit} concurrent {sessions}: --max-concurrent-envs {configured} lowered to {limit}: "
+            f"{source}; {refused}"
+        )
     if configured is not None:
         return f"at most {limit} concurrent {sessions} (--max-concurrent-envs)"
     return f"at most {limit} concurrent {sessions}: {source}; {refused}"
@@ -502,7 +519,8 @@ def run(args: argparse.Namespace) -> int:
     if stuck:  # SRV-FAULT-3: their threads cannot be stopped; the process ends without them
         noun = "environment" if len(stuck) == 1 else "environments"
         print(
-            f"openenv-anyio serve: {noun} {', '.join(stuck)} did not close within {config.shutdown_grace_s:g} s; exiting anyway",
+            f"openenv-anyio serve: {noun} {', '.join(stuck)} did not close within {config.shutdown_grace_s:g} s; "
+            "exiting anyway",
             file=sys.stderr,
         )
         return 1

@@ -4,7 +4,8 @@
 by its own bookkeeping of frame boundaries, which inbound bytes it decodes and which go to
 the general parser (wsproto), on the client and on the server alike; :mod:`.connection` is
 one end of a connection (a client's or a server's, :class:`Role`) as a state machine, which
-the client's transport and the server's ``/ws`` path (after Hypercorn's handshake) run on. wsproto is imported here and in the server's Hypercorn adapter only.
+the client's transport and the server's ``/ws`` path (after Hypercorn's handshake) run on.
+wsproto is imported here and in the server's Hypercorn adapter only.
 """
 
 from wsproto.utilities import generate_accept_token, generate_nonce

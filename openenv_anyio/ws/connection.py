@@ -4,11 +4,12 @@ Theory of operation. The transport owns the socket and the tasks; this object ow
 everything between bytes and messages: the inbound buffer (through :class:`FrameSplitter`,
 which decodes the common text frame and the peer's plain close itself and streams every
 other byte to wsproto's ``FrameProtocol``, built only when a frame first needs it: a
-connection that exchanges text and closes normally never builds one), the message size limit, answering pings, the closing handshake and the
-bytes that must go out because of what came in. The transport calls
-:meth:`WebSocketConnection.receive_data` with what it read; it writes whatever
-:meth:`bytes_to_send` holds (pongs, close frames) and then acts on the events it got back;
-it sends the frames of :attr:`~WebSocketConnection.send_text` and :meth:`ping` itself.
+connection that exchanges text and closes normally never builds one), the message size
+limit, answering pings, the closing handshake and the bytes that must go out because of what
+came in. The transport calls :meth:`WebSocketConnection.receive_data` with what it read; it
+writes whatever :meth:`bytes_to_send` holds (pongs, close frames) and then acts on the
+events it got back; it sends the frames of :attr:`~WebSocketConnection.send_text` and
+:meth:`ping` itself.
 
 Replies in arrival order. The peer sees our replies in the order of what it sent: a pong
 answers a ping before the answers to the messages after it, and after the answers to the
@@ -420,10 +421,9 @@ class WebSocketConnection:
         was held or ended the connection)."""
         opcode = frame.opcode
         if opcode is Opcode.TEXT or opcode is Opcode.BINARY or opcode is Opcode.CONTINUATION:
-            if self.state is not _REFUSING:
-                if not self._on_data(frame.payload, frame.message_finished, events):  # type: ignore[arg-type]
-                    self._hold(frame)
-                    return False
+            if self.state is not _REFUSING and not self._on_data(frame.payload, frame.message_finished, events):  # type: ignore[arg-type]
+                self._hold(frame)
+                return False
         elif opcode is Opcode.PING:
             if self.state is _OPEN:
                 if _has_message(events):

@@ -11,8 +11,9 @@ A peer's close frame with a code and a reason that need no checking (see
 :func:`encode_close_frame`.
 
 A client sends :func:`encode_masked_text_frame`, a server :func:`encode_unmasked_text_frame`
-(:func:`encode_text_frame` picks one by ``masked``); both read with :class:`~openenv_anyio.ws.FrameSplitter`, which stands on
-:func:`parse_header` and :func:`apply_mask`.
+(:func:`encode_text_frame` picks one by ``masked``); both read with
+:class:`~openenv_anyio.ws.FrameSplitter`, which stands on :func:`parse_header` and
+:func:`apply_mask`.
 """
 
 from __future__ import annotations

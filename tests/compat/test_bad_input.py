@@ -39,7 +39,7 @@ async def test_async_then_sync_is_upstreams_error(ours: str) -> None:
 @pytest.mark.anyio
 async def test_sync_then_async_is_upstreams_error(ours: str) -> None:
     env = TinyEnv(base_url=ours)
-    env.reset().observation  # touched: the client is now in sync mode
+    assert env.reset().observation.message_length == 0  # touched: the client is now in sync mode
     with pytest.raises(ModeMixed, match="sync mode"):
         async with env:
             pass

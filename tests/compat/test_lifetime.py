@@ -77,7 +77,8 @@ def test_ctrl_c_interrupts_a_blocking_call(backend: str, slow: tuple[str, type[S
         except KeyboardInterrupt:
             print("interrupted", flush=True)
             env.close()
-            print("threads", [t.name for t in threading.enumerate() if t.name.startswith("openenv-anyio-compat")], flush=True)
+            threads = [t.name for t in threading.enumerate() if t.name.startswith("openenv-anyio-compat")]
+            print("threads", threads, flush=True)
         """,
         url,
     )

@@ -22,9 +22,14 @@ def test_compat_runs_with_openenv_unimportable(ours_tiny: tuple[str, type[TinyEc
         from openenv_anyio.compat import EnvClient, State, StepResult, adopt
 
         class Tiny(EnvClient[dict, dict, State]):
-            def _step_payload(self, action): return action
-            def _parse_result(self, payload): return StepResult(payload["observation"], payload.get("reward"), payload["done"])
-            def _parse_state(self, payload): return State(**payload)
+            def _step_payload(self, action):
+                return action
+
+            def _parse_result(self, payload):
+                return StepResult(payload["observation"], payload.get("reward"), payload["done"])
+
+            def _parse_state(self, payload):
+                return State(**payload)
 
         with Tiny(base_url=URL) as env:
             env.reset()
@@ -33,9 +38,12 @@ def test_compat_runs_with_openenv_unimportable(ours_tiny: tuple[str, type[TinyEc
         async def main():
             async with Tiny(base_url=URL) as env:
                 await env.reset()
-                return (await env.step({"message": "abcd"})).observation["message_length"], (await env.state()).step_count
+                length = (await env.step({"message": "abcd"})).observation["message_length"]
+                return length, (await env.state()).step_count
 
-        print(blocking, *asyncio.run(main()), "openenv" not in [m.split(".")[0] for m in sys.modules if sys.modules[m] is not None])
+        counts = asyncio.run(main())
+        loaded = [m.split(".")[0] for m in sys.modules if sys.modules[m] is not None]
+        print(blocking, *counts, "openenv" not in loaded)
         try:
             Tiny.from_docker_image("image")
         except RuntimeError as exc:

@@ -124,7 +124,7 @@ class MinimalServer:
             else:
                 await send({"type": "websocket.close", "code": 1000})
         elif scope["type"] == "lifespan":
-            while (message := await receive())["type"] != "lifespan.shutdown":
+            while (await receive())["type"] != "lifespan.shutdown":
                 await send({"type": "lifespan.startup.complete"})
             await send({"type": "lifespan.shutdown.complete"})
 

@@ -156,7 +156,8 @@ def test_an_attribute_that_is_not_callable() -> None:
         == "adapter_samples:settings is a dict, not an environment class or factory"
     )
     assert _refused("adapter_samples:echo_instance") == (
-        "adapter_samples:echo_instance is an EchoEnv instance, not an environment class or factory (pass the class, not an instance)"
+        "adapter_samples:echo_instance is an EchoEnv instance, not an environment class or factory "
+        "(pass the class, not an instance)"
     )
 
 

@@ -149,7 +149,8 @@ def test_serve_command_takes_the_app_upstream_built() -> None:
     (openenv-core 0.3 keeps no env_name: the environment class names it)."""
     with serve_process("interop.shout_env.server.app:app") as served:
         served.wait_for_line(
-            r"at most 2 concurrent sessions: ShoutEnvironment allows no more \(max_concurrent_envs=2 in its create_app\)"
+            r"at most 2 concurrent sessions: ShoutEnvironment allows no more "
+            r"\(max_concurrent_envs=2 in its create_app\)"
         )
         assert httpx.get(f"{served.url}/schema", timeout=10).json()["action"]["title"] == "ShoutAction"
 
@@ -159,7 +160,8 @@ def test_serve_command_takes_the_app_upstream_built() -> None:
     [
         (
             "adapter_samples:plain_fastapi_app",
-            "adapter_samples:plain_fastapi_app is an ASGI application (FastAPI) that upstream OpenEnv's create_app did not build",
+            "adapter_samples:plain_fastapi_app is an ASGI application (FastAPI) "
+            "that upstream OpenEnv's create_app did not build",
         ),
         (
             "interop.shout_env.server.app:apps",

@@ -95,7 +95,8 @@ def test_the_schema_error_points_at_the_element_and_names_the_space() -> None:
         validator.check({"action": [0.0, 2.5]}, what="action")
     assert caught.value.pointer == "/action/1"
     assert caught.value.message == (
-        "Invalid action at /action/1: 2.5 is greater than the maximum of 2.0 (action space Box(-2.0, 2.0, (2,), float32))"
+        "Invalid action at /action/1: 2.5 is greater than the maximum of 2.0 "
+        "(action space Box(-2.0, 2.0, (2,), float32))"
     )
     assert caught.value.errors is not None and [str(part) for part in caught.value.errors[0]["loc"]] == [
         "action",

@@ -55,7 +55,8 @@ def test_the_view_of_a_done_episode_offers_no_action(strip_url: str) -> None:
     data = {"observation": {"cells": ["#", "#", "#"]}, "reward": 1.0, "done": True}
     view = httpx.post(strip_url + "/web/view", json=data, trust_env=False).json()
     assert view == {
-        "html": '<p id="strip"><span class="cell" data-cell="0">#</span><span class="cell" data-cell="1">#</span><span class="cell" data-cell="2">#</span></p>',
+        "html": '<p id="strip"><span class="cell" data-cell="0">#</span>'
+        '<span class="cell" data-cell="1">#</span><span class="cell" data-cell="2">#</span></p>',
         "actions": [],
     }
 

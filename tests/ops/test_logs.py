@@ -27,7 +27,8 @@ def test_json_events_for_a_session_and_its_errors() -> None:
             ws.recv(timeout=TIMEOUT)
             ws.send(json.dumps({"type": "step", "data": {"no_such_field": 1}, "request_id": "s1"}))
             assert json.loads(ws.recv(timeout=TIMEOUT))["data"]["code"] == "VALIDATION_ERROR"
-            local = "%s:%d" % ws.socket.getsockname()[:2]
+            host, port = ws.socket.getsockname()[:2]
+            local = f"{host}:{port}"
             ws.send(json.dumps({"type": "close"}))
         with connect(
             served.ws_url,

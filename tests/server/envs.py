@@ -207,7 +207,10 @@ class BoardEnv(Environment):
             f'<td class="cell" data-cell="{index}">{mark or "&nbsp;"}</td>' + ("</tr><tr>" if index in (2, 5) else "")
             for index, mark in enumerate(observation["board"])
         )
-        return f'<style>td{{border:1px solid #333;width:2em;height:2em;text-align:center}}</style><table id="board"><tr>{cells}</tr></table>'
+        return (
+            "<style>td{border:1px solid #333;width:2em;height:2em;text-align:center}</style>"
+            f'<table id="board"><tr>{cells}</tr></table>'
+        )
 
     def web_actions(self, observation: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         return [(f"play {index}", {"cell": index}) for index, mark in enumerate(observation["board"]) if not mark]

@@ -1,5 +1,6 @@
-"""The ``/ws`` fast path (``hypercorn_adapter.direct_ws`` over ``openenv_anyio.ws``): frames it decodes itself and frames
-it leaves to wsproto, in any split or order a client may send them (RFC 6455, ``WS-CONN-*``)."""
+"""The ``/ws`` fast path (``hypercorn_adapter.direct_ws`` over ``openenv_anyio.ws``): frames it decodes
+itself and frames it leaves to wsproto, in any split or order a client may send them (RFC 6455,
+``WS-CONN-*``)."""
 
 from __future__ import annotations
 

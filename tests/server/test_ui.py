@@ -162,7 +162,7 @@ def test_an_unencodable_update_costs_only_itself() -> None:
 def test_subscribers_beyond_the_cap_are_refused_with_1013() -> None:
     """UI-6: --max-ui-subscribers; the ones beyond it are closed with 1013 at once."""
     with running(EchoEnv, max_ui_subscribers=2) as server:
-        with ws_connect(server, "/ws/ui") as one, ws_connect(server, "/ws/ui") as two:
+        with ws_connect(server, "/ws/ui"), ws_connect(server, "/ws/ui"):  # the two the cap allows
             with ws_connect(server, "/ws/ui") as three:
                 with pytest.raises(ConnectionClosed) as closed:
                     three.recv(timeout=TIMEOUT)

@@ -82,7 +82,8 @@ def test_a_selected_session_shows_its_curve_image_and_observation(
         expect(page.locator("#frame-figure")).to_be_visible()
         corners = page.evaluate(
             """() => { const c = document.getElementById('frame').getContext('2d');
-                       return [Array.from(c.getImageData(0, 0, 1, 1).data), Array.from(c.getImageData(2, 1, 1, 1).data)]; }"""
+                       return [Array.from(c.getImageData(0, 0, 1, 1).data),
+                               Array.from(c.getImageData(2, 1, 1, 1).data)]; }"""
         )
         assert corners == [[255, 0, 0, 255], [0, 0, 255, 255]]
         tree = page.locator("#observation")

@@ -279,7 +279,8 @@ def _hard_open_file_limit() -> int:
 
 @pytest.mark.skipif(
     not LOW_OPEN_FILES < _hard_open_file_limit() < (1 << 62),
-    reason=f"the hard open-file limit here is at most {LOW_OPEN_FILES} (nothing to raise) or unlimited (/proc shows no number)",
+    reason=f"the hard open-file limit here is at most {LOW_OPEN_FILES} (nothing to raise) "
+    "or unlimited (/proc shows no number)",
 )
 def test_serve_raises_the_open_file_limit_of_every_worker() -> None:
     """Each session holds a socket: a soft limit of 256 would refuse connections long before

@@ -170,7 +170,7 @@ def test_each_role_reads_its_peer_as_wsproto_does(role: Role, specs: list[tuple[
     events: list[object] = []
     answered = bytearray()
     start = 0
-    for end in sorted({min(cut, len(wire)) for cut in cuts} | {len(wire)}):
+    for end in sorted({min(offset, len(wire)) for offset in cuts} | {len(wire)}):
         data = wire[start:end]
         while data or conn.input_held:  # held input is read before the next bytes
             events += conn.receive_data(data)

@@ -12,11 +12,12 @@ A connection's first timer is not started at all when the whole request head is 
 in the socket (peeked without waiting, see :mod:`~openenv_anyio.server.request_head`):
 Hypercorn reads it next and stops the timer at once (its ``Updated(idle=False)``), so
 that timer would only ever have been a task started to be cancelled (a task, its two
-cancel scopes, two passes of the scheduler), far more work than the peek and the look at it. A head missing or incomplete starts the timer as
-before (a silent or slow client is still closed after ``keep_alive_timeout``); later
-restarts (after each HTTP request of a kept-alive connection) always start it.
-:data:`PATCHES` makes Hypercorn's trio TCP server use it (for every connection opened while
-one of our servers runs: it only does the same job for less).
+cancel scopes, two passes of the scheduler), far more work than the peek and the look at
+it. A head missing or incomplete starts the timer as before (a silent or slow client is
+still closed after ``keep_alive_timeout``); later restarts (after each HTTP request of a
+kept-alive connection) always start it. :data:`PATCHES` makes Hypercorn's trio TCP server
+use it (for every connection opened while one of our servers runs: it only does the same
+job for less).
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ own runner, a UI view. The client gets the session's id, a secret (256 random bi
 ``serve --workers N`` the id starts with its worker's slot and generation, and requests
 naming it reach that worker (``workers.forwarding``, ``workers.routing``). A socket
 that closes detaches; the session goes on until ``openenv/session/close``, the idle timeout
-(``session_timeout_s``, else ``hosted_session_idle_s``, with no request and no socket attached, ``MCP-SES-5``) or shutdown.
-A close requested while a socket is attached takes effect when the socket detaches.
+(``session_timeout_s``, else ``hosted_session_idle_s``, with no request and no socket
+attached, ``MCP-SES-5``) or shutdown. A close requested while a socket is attached takes
+effect when the socket detaches.
 
 States and transitions (anything else is a bug and raises)::
 

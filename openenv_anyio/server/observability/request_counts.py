@@ -4,11 +4,12 @@ Every step updates ``openenv_steps_total``, ``openenv_step_duration_seconds`` an
 ``openenv_request_duration_seconds{type="step"}``. prometheus-client's ``Counter.inc`` and
 ``Histogram.observe`` take a lock for each value they change and check the metric's state
 on every call: several locks and Python calls per step, a visible share of the server's
-work per step with an inline environment (bench/README.md, "Server CPU per step"). Here an observation is a bucket index and two additions, made
-on the server's trio thread; prometheus-client reads the numbers when ``/metrics`` is
-scraped (on that same thread), through its public custom-collector interface
-(:class:`RequestCountsCollector`), under the same names, labels, buckets, help texts and
-``_created`` series as its own metric objects would give.
+work per step with an inline environment (bench/README.md, "Server CPU per step"). Here an
+observation is a bucket index and two additions, made on the server's trio thread;
+prometheus-client reads the numbers when ``/metrics`` is scraped (on that same thread),
+through its public custom-collector interface (:class:`RequestCountsCollector`), under the
+same names, labels, buckets, help texts and ``_created`` series as its own metric objects
+would give.
 
 Only for one process: under multi-process serving, values must be in prometheus-client's
 memory-mapped files for another worker's scrape to see them, so

@@ -105,7 +105,8 @@ class OnceAnswers:
             return self.ctx.encode(
                 Error(
                     ErrorCode.REQUEST_ID_REUSED.value,
-                    f"request_id {clip_message(request_id, 40)!r} was the session's last request, which asked something else; nothing ran",
+                    f"request_id {clip_message(request_id, 40)!r} was the session's last request, "
+                    "which asked something else; nothing ran",
                     request_id=request_id,
                 ),
                 session=self.identity,
@@ -117,7 +118,8 @@ class OnceAnswers:
             text = self.ctx.encode(
                 Error(
                     ErrorCode.EPISODE_MISMATCH.value,
-                    f"the step names episode {expected!r} but the session's current episode is {current!r}; nothing changed",
+                    f"the step names episode {expected!r} but the session's current episode is {current!r}; "
+                    "nothing changed",
                     {"current_episode_id": current},
                     request_id,
                 ),

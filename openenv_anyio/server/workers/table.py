@@ -2,8 +2,9 @@
 
 One record per worker slot: the sessions it holds, its generation (how many times the
 slot's process was started) and whether its current process serves yet (new sessions are
-balanced over serving workers only: one still starting would hold them unanswered). The capacity limit is checked against the sum over all slots,
-so ``--max-concurrent-envs`` holds for the server as a whole, not per worker (``WS-CAP-1``).
+balanced over serving workers only: one still starting would hold them unanswered). The
+capacity limit is checked against the sum over all slots, so ``--max-concurrent-envs`` holds
+for the server as a whole, not per worker (``WS-CAP-1``).
 
 Theory of operation: every write takes an exclusive ``flock`` on the file (each process
 opens the file itself, so each has its own lock owner) and holds it for a few
