@@ -129,8 +129,9 @@ class LiftedObservation(NamedTuple):
 
 _DATACLASS_TYPES: dict[type, bool] = {}
 """Whether instances of a type are dataclass instances, asked once per type (at most 1,024
-remembered): for a pydantic model, ``dataclasses.is_dataclass`` costs a failed attribute
-lookup on its metaclass (about 1 us, an exception built and dropped) on every call."""
+remembered): for a pydantic model, ``dataclasses.is_dataclass`` is a failed attribute lookup
+on its metaclass, an exception built and dropped, on every step (bench/README.md, "Server CPU
+per step")."""
 
 
 def _is_dataclass_type(cls: type) -> bool:
