@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -23,6 +24,8 @@ TIMEOUT_S = 30.0
 SESSIONS = 12
 #: at most this many sessions are made waiting for the second worker to accept one
 MAX_SESSIONS = 120
+#: sessions created at once, each on a connection of its own
+BATCH = 8
 
 
 @pytest.fixture(scope="module")
@@ -44,17 +47,24 @@ def _fresh_client(fleet: ServeProcess) -> httpx.Client:
     return httpx.Client(base_url=fleet.url, timeout=TIMEOUT_S, limits=httpx.Limits(max_keepalive_connections=0))
 
 
+def _create(fleet: ServeProcess) -> str:
+    with _fresh_client(fleet) as http:
+        session_id: str = _rpc(http, "openenv/session/create", {})["result"]["session_id"]
+        return session_id
+
+
 def _owners(sessions: list[str]) -> Counter[int]:
     return Counter(owner[0] for owner in map(session_owner, sessions) if owner is not None)
 
 
 def test_every_call_on_a_hosted_session_reaches_its_owner(fleet: ServeProcess) -> None:
     sessions: list[str] = []
-    with _fresh_client(fleet) as http:
-        # the kernel picks the accepting worker: under load one may take many connections in a
-        # row, so sessions are made until both workers hold some (bounded)
+    # the kernel picks the accepting worker, and one worker may take every connection that
+    # arrives alone: sessions are made a batch of concurrent connections at a time until both
+    # workers hold some (bounded)
+    with ThreadPoolExecutor(BATCH) as pool:
         while len(sessions) < SESSIONS or (len(_owners(sessions)) < 2 and len(sessions) < MAX_SESSIONS):
-            sessions.append(_rpc(http, "openenv/session/create", {})["result"]["session_id"])
+            sessions += pool.map(lambda _: _create(fleet), range(BATCH))
     owners = _owners(sessions)
     assert sum(owners.values()) == len(sessions), sessions  # every id names the worker that holds it
     assert len(owners) == 2, owners  # both workers made some (the test crosses workers)
