@@ -3,12 +3,14 @@ clear line (no traceback, no internal names), and what the command did is said."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -96,22 +98,28 @@ def test_demo_url_may_name_the_agent_channel(suffix: str) -> None:
 # --- check ----------------------------------------------------------------------------------
 
 
-def test_check_against_a_server_that_is_not_openenv_says_so_first(tmp_path: Path) -> None:
-    (tmp_path / "index.html").write_text("<html>hello</html>")
+@contextlib.contextmanager
+def _plain_web_server(folder: Path) -> Iterator[int]:
+    """Python's own HTTP server on a free loopback port, serving ``folder``: not OpenEnv."""
     web = subprocess.Popen(
         [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"],
-        cwd=tmp_path,
+        cwd=folder,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
     try:
         assert web.stdout is not None
-        port = int(web.stdout.readline().split("port ")[1].split()[0])
-        done = _run("check", f"http://127.0.0.1:{port}")
+        yield int(web.stdout.readline().split("port ")[1].split()[0])
     finally:
         web.terminate()
         web.wait(10)
+
+
+def test_check_against_a_server_that_is_not_openenv_says_so_first(tmp_path: Path) -> None:
+    (tmp_path / "index.html").write_text("<html>hello</html>")
+    with _plain_web_server(tmp_path) as port:
+        done = _run("check", f"http://127.0.0.1:{port}")
     assert done.returncode != 0
     first = (done.stdout + done.stderr).strip().splitlines()[0]
     assert "not an OpenEnv server" in first, done.stdout + done.stderr
@@ -218,19 +226,7 @@ def test_ctrl_c_twice_on_demo_watch_while_it_stops_ends_cleanly(gap_s: float) ->
 
 
 def test_demo_against_a_server_that_is_not_openenv_says_so(tmp_path: Path) -> None:
-    web = subprocess.Popen(
-        [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        assert web.stdout is not None
-        port = int(web.stdout.readline().split("port ")[1].split()[0])
+    with _plain_web_server(tmp_path) as port:
         done = _run("demo", "--url", f"http://127.0.0.1:{port}", "--agents", "1", "--episodes", "1", "--no-progress")
-    finally:
-        web.terminate()
-        web.wait(10)
     assert done.returncode == 1
     assert "is not an OpenEnv server" in _one_clean_line(done) and "<html" not in done.stdout.lower()
