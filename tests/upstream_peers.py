@@ -259,9 +259,7 @@ _SERVING = re.compile(r"serving on (http://\S+)")
 
 
 @contextlib.contextmanager
-def serve_ours(
-    peer: Peer, app_dir: Path, target: str, *extra_args: str, log: list[str] | None = None
-) -> Iterator[str]:
+def serve_ours(peer: Peer, app_dir: Path, target: str, *extra_args: str, log: list[str] | None = None) -> Iterator[str]:
     """``openenv-anyio serve TARGET`` run inside the peer venv from ``app_dir`` (so that an
     environment written against that release is served through our adapter); yields the URL.
     ``log``: gets the lines the server printed up to its URL (its start-up log and banner)."""

@@ -74,15 +74,12 @@ def session_limit_lowered(factory: EnvFactory, configured: int | None) -> dict[s
 
 
 def session_cap_source(factory: EnvFactory) -> str:
-    """Who caps the sessions: ``Single allows no more (Single.MAX_CONCURRENT_SESSIONS)``."""
-    from ..envs.openenv_core import OpenEnvCoreEnv
-
+    """Who caps the sessions: ``Single allows no more (Single.MAX_CONCURRENT_SESSIONS)``, or
+    the reason the factory gives itself (``SESSION_LIMIT_REASON``, e.g. an upstream app's
+    ``create_app`` argument): the one source of the log's warning and the banner."""
     name = getattr(factory, "__qualname__", None) or type(factory).__name__
-    declared = (
-        "an openenv-core environment without SUPPORTS_CONCURRENT_SESSIONS = True"
-        if isinstance(factory, type) and issubclass(factory, OpenEnvCoreEnv)
-        else f"{name}.MAX_CONCURRENT_SESSIONS"
-    )
+    reason = getattr(factory, "SESSION_LIMIT_REASON", None)
+    declared = reason if isinstance(reason, str) and reason else f"{name}.MAX_CONCURRENT_SESSIONS"
     return f"{name} allows no more ({declared})"
 
 

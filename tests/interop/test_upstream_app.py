@@ -135,9 +135,7 @@ def _concurrent_steps(url: str, body: dict[str, Any]) -> list[int]:
             return list(pool.map(step, range(CONCURRENT_STEPS)))
 
 
-def test_http_steps_are_answered_as_upstream_answers_them(
-    peer: Peer, upstream_template: Callable[..., Path]
-) -> None:
+def test_http_steps_are_answered_as_upstream_answers_them(peer: Peer, upstream_template: Callable[..., Path]) -> None:
     """The ``openenv init`` template's app at its own limit (``max_concurrent_envs=1``):
     upstream answers every one of 50 concurrent stateless ``POST /step`` (each on a fresh
     environment that is no session), and so must ours; and both refuse what upstream's

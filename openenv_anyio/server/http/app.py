@@ -15,7 +15,8 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from ...core import ErrorCode, FrameCodec, ProtocolError, Reset, dumps, parse_json
-from ...core.openapi import openapi_document
+from ...core.openapi import STEP_REQUEST_OPTIONS, openapi_document
+from ...core.validation import Validator
 from ...environment import web_view
 from ..access.policy import ACCESS_ROUTE, presented_role
 from ..context import AtCapacity, ServerContext, session_limit_lowered
@@ -27,6 +28,7 @@ from ..memory.http_body import busy_response, parse_request_body
 from ..observability.metrics import CONTENT_TYPE, exposition
 from ..ui.web_page import WEB_VIEW_ROUTE, add_web_routes
 from .env_profile import EnvProfile
+from .stateless_envs import StatelessEnvs
 
 __all__ = ["create_app"]
 
@@ -108,6 +110,8 @@ def create_app(ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners
     app.config["MAX_CONTENT_LENGTH"] = ctx.config.max_message_bytes
     profile = EnvProfile(ctx)
     codec = FrameCodec("client-frame")
+    stateless = StatelessEnvs(ctx)
+    step_options = Validator({"type": "object", "properties": dict(STEP_REQUEST_OPTIONS)})
 
     @app.errorhandler(_BadBody)
     async def bad_body(error: _BadBody) -> Response:
@@ -191,7 +195,7 @@ def create_app(ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners
 
     @app.get("/state")
     async def state() -> Response:  # HTTP-5
-        async with ctx.fresh_env() as env:
+        async with stateless.open() as env:
             try:
                 return _json(await env.state())
             except Exception as exc:
@@ -205,7 +209,7 @@ def create_app(ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners
         except ProtocolError as error:
             return _unprocessable(error, strip="/data")
         assert isinstance(frame, Reset)
-        async with ctx.fresh_env() as env:
+        async with stateless.open() as env:
             try:
                 lifted, _ = await env.reset(frame.kwargs)
             except Exception as exc:
@@ -218,7 +222,11 @@ def create_app(ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners
         if not isinstance(body, dict) or not isinstance(body.get("action"), dict):
             missing = {"loc": ["body", "action"], "msg": "Field required: an object", "type": "missing"}
             return _json({"detail": [missing]}, 422)
-        async with ctx.fresh_env() as env:
+        try:
+            step_options.check({key: body[key] for key in STEP_REQUEST_OPTIONS if key in body}, what="step request")
+        except ProtocolError as error:
+            return _unprocessable(error)
+        async with stateless.open() as env:
             try:
                 action = env.check_action(body["action"])
             except ProtocolError as error:
