@@ -41,10 +41,10 @@ log = logging.getLogger("openenv_anyio.server")
 class AtCapacity(Exception):
     """No session slot is free for an HTTP request's environment (``HTTP-6``)."""
 
-    def __init__(self, active: int, limit: int | None) -> None:
+    def __init__(self, active: int, limit: int | None, why: str) -> None:
         self.active = active
         self.limit = limit
-        super().__init__(f"Server at capacity: {active}/{limit} sessions active. Retry later.")
+        super().__init__(f"{why}. Retry later.")
 
 
 class OutboundFrameError(RuntimeError):
@@ -180,7 +180,7 @@ class ServerContext:
         """
         slot = self.registry.try_reserve() if counted else None
         if counted and slot is None:
-            raise AtCapacity(self.registry.sessions, self.registry.max_sessions)
+            raise AtCapacity(self.registry.sessions, self.registry.max_sessions, self.registry.refusal())
         try:
             bound = await self.create_env()
             self.registry.env_opened()

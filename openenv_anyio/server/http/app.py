@@ -22,6 +22,7 @@ from ..access.policy import ACCESS_ROUTE, presented_role
 from ..context import AtCapacity, ServerContext, session_limit_lowered
 from ..execution.bound_env import EnvironmentAborted, FactoryFailure
 from ..execution.error_text import public_error
+from ..lifecycle import ServerPhase
 from ..mcp.hosted_sessions import HostedSessions, SessionOwners
 from ..mcp.http_route import add_mcp_route
 from ..memory.http_body import busy_response, parse_request_body
@@ -146,6 +147,8 @@ def create_app(ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners
         registry = ctx.registry
         if registry.ready:
             return _json({"status": "ready"})
+        if registry.phase is ServerPhase.SERVING:  # SRV-FAULT-3: stuck closes refuse every new session
+            return _json({"status": "stuck_closes", "detail": registry.refusal()}, 503)
         return _json({"status": registry.phase.value}, 503)
 
     @app.get(ACCESS_ROUTE)
