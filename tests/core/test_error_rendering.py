@@ -52,4 +52,5 @@ def test_a_large_invalid_value_is_not_rendered_whole(call: Callable[[], Any], un
     finally:
         tracemalloc.stop()
     assert message == clip_message(unclipped)
-    assert peak < len(unclipped) / 8, f"{peak} bytes to explain a value whose rendering is {len(unclipped)}"
+    # what remains is a shallow copy of the array (a pointer per member), not its text
+    assert peak < len(unclipped) / 4, f"{peak} bytes to explain a value whose rendering is {len(unclipped)}"
