@@ -31,6 +31,7 @@ CLIENTS = {
         env.reset()
         def use():
             return env.step({"message": "hi"}).observation["echoed_message"]
+        done = env.close
     """,
     "sync": """
         from openenv_anyio.client import EnvClient
@@ -38,14 +39,17 @@ CLIENTS = {
         env.reset()
         def use():
             return env.step({"message": "hi"}).observation["echoed_message"]
+        done = env.close
     """,
     "trl": """
-        from openenv_anyio.integrations.trl import environment_factory
+        from openenv_anyio.integrations.trl import close, environment_factory
         env = environment_factory(URL, backend=BACKEND, message_timeout_s=600)()
         env.reset()
         def use():  # a reset: TinyEcho's step tool takes the action whole
             env.reset()
             return env.observation["echoed_message"]
+        def done():
+            close(env)
     """,
 }
 
@@ -97,6 +101,7 @@ def script(client: str, fork: str, url: str, backend: str) -> str:
             ),
             textwrap.dedent(fork),
             'print("parent:", use(), flush=True)',
+            "done()",
         ]
     )
 
