@@ -1,8 +1,10 @@
 """``openenv-anyio check URL``: run the conformance cases against a server and report.
 
 Exit status: 0 when no required case fails beyond the expected-failures baseline and no
-baselined case passes; 1 otherwise; 2 for bad arguments, an unreachable server or one that
-is not an OpenEnv server; 130 when interrupted (Ctrl-C: the verdicts so far are shown).
+baselined case passes; 1 otherwise; 2 for bad arguments (an ``--action`` the server's
+``/schema`` refuses included), an unreachable server, one that is not an OpenEnv server or
+one that requires a bearer token the run lacks; 130 when interrupted (Ctrl-C: the verdicts
+so far are shown).
 """
 
 from __future__ import annotations
