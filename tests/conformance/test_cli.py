@@ -244,3 +244,39 @@ def test_an_action_the_servers_schema_refuses_is_blamed_on_the_action(capsys: py
     assert captured.err.count("\n") == 1, captured.err
     assert "--action is not a valid action for this server" in captured.err and "/message" in captured.err
     assert "FAIL" not in captured.out
+
+
+# --- the forms a user types ------------------------------------------------------------------
+
+
+def test_only_takes_the_groups_its_help_promises(minimal_url: str, tmp_path: Path) -> None:
+    report_file = tmp_path / "report.json"
+    check(minimal_url, "--only", "WS", "--json", str(report_file))
+    ran = [c["id"] for c in json.loads(report_file.read_text())["cases"]]
+    assert ran and all(case_id.startswith("WS-") for case_id in ran)
+    assert {"WS-CONN-01", "WS-ERR-01", "WS-RESET-01", "WS-STEP-01"} <= set(ran)
+
+
+def test_an_unknown_selector_names_the_groups_not_every_case_id(capsys: pytest.CaptureFixture[str]) -> None:
+    assert check("http://127.0.0.1:9", "--only", "NOPE") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown case ID(s): NOPE" in err
+    assert "WS HTTP" in err or "HTTP MCP" in err  # the groups
+    assert "WS-CONN-01" not in err and len(err) < 200, err
+
+
+@pytest.mark.parametrize("form", ["only-then-url", "host-port"])
+def test_the_url_may_follow_only_and_may_be_host_port(
+    form: str, minimal_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report_file = tmp_path / "report.json"
+    address = minimal_url.removeprefix("http://")
+    args = ["--only", "HTTP-01", minimal_url] if form == "only-then-url" else [address, "--only", "HTTP-01"]
+    assert check(*args, "--json", str(report_file)) == 0, capsys.readouterr().err
+    assert [c["id"] for c in json.loads(report_file.read_text())["cases"]] == ["HTTP-01"]
+
+
+def test_only_without_a_url_shows_the_right_form(capsys: pytest.CaptureFixture[str]) -> None:
+    assert check("--only", "HTTP-01") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "openenv-anyio check URL [--only ID ...]" in err
