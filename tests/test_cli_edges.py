@@ -125,7 +125,9 @@ def test_check_against_a_server_that_is_not_openenv_says_so_first(tmp_path: Path
     assert "not an OpenEnv server" in first, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize(("signum", "status", "said"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "SIGTERM")])
+@pytest.mark.parametrize(
+    ("signum", "status", "said"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "SIGTERM")]
+)
 def test_ctrl_c_during_check_says_so_and_shows_the_verdicts_so_far(signum: int, status: int, said: str) -> None:
     with serve_process("cli_edge_envs:SlowSteps") as served:
         check = subprocess.Popen(
@@ -231,3 +233,46 @@ def test_demo_against_a_server_that_is_not_openenv_says_so(tmp_path: Path) -> No
         done = _run("demo", "--url", f"http://127.0.0.1:{port}", "--agents", "1", "--episodes", "1", "--no-progress")
     assert done.returncode == 1
     assert "is not an OpenEnv server" in _one_clean_line(done) and "<html" not in done.stdout.lower()
+
+
+# --- Ctrl-C in the first instant --------------------------------------------------------------
+
+#: moments after the start at which a SIGINT is sent: through the interpreter's start, the
+#: imports and the command's own start (the commands take longer than the last on this machine)
+EARLY_MOMENTS_S = [i * 0.015 for i in range(20)]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["serve", "openenv_anyio.envs.echo:EchoEnv", "--port", "0"],
+        ["check", "http://127.0.0.1:9"],
+        ["demo", "--agents", "1", "--episodes", "1", "--no-progress"],
+    ],
+    ids=["serve", "check", "demo"],
+)
+def test_ctrl_c_in_the_first_instant_exits_quietly_with_130(command: list[str]) -> None:
+    # the bytecode compiled once, as installing the package does (pip compiles it)
+    assert _run(command[0], "--help").returncode == 0
+    outcomes = []
+    for moment in EARLY_MOMENTS_S:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "openenv_anyio", *command],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=serve_environment(),
+        )
+        time.sleep(moment)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+        if "Traceback" in err and "openenv_anyio" not in err:
+            # the interpreter's own start (its site module, runpy finding the package), before
+            # any line of the project runs: nothing a program can change
+            continue
+        outcomes.append((moment, process.returncode, err))
+        assert "Traceback" not in err and "panicked" not in err, (moment, err[-2000:])
+        assert process.returncode in (130, -signal.SIGINT), (moment, process.returncode, err[-2000:])
+        assert len([line for line in err.splitlines() if line.strip()]) <= 1 or "interrupted" in err, err
+    assert len(outcomes) >= len(EARLY_MOMENTS_S) // 2, outcomes

@@ -218,12 +218,14 @@ def _report_interrupted(report: RunReport | None, signum: int) -> int:
 def run(args: argparse.Namespace) -> int:
     import trio
 
+    from .. import startup
     from .baseline import BaselineError, apply_baseline, load_baseline
     from .cases import CASES, select_cases
     from .driver import DriverError, Target
     from .reports import print_terminal, write_json, write_junit
     from .runner import CheckOptions
 
+    startup.done()  # a run's Ctrl-C shows the verdicts so far
     if args.list:
         for case in CASES:
             print(

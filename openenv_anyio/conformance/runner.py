@@ -254,7 +254,9 @@ async def _check_openenv(options: CheckOptions, target: Target, http: HttpProbe)
                 return
         except HandshakeRejected as exc:
             if exc.status in (401, 403):
-                raise DriverError(_token_refused(options, f"the WebSocket handshake on /ws answered HTTP {exc.status}"))
+                raise DriverError(
+                    _token_refused(options, f"the WebSocket handshake on /ws answered HTTP {exc.status}")
+                ) from None
             refused = f"the WebSocket handshake on /ws was refused (HTTP {exc.status})"
         except DriverError as exc:
             refused = str(exc)

@@ -75,8 +75,10 @@ class _Summary:
 def run(args: argparse.Namespace) -> int:
     import trio
 
+    from .. import startup
     from ..envs.loading import EnvTargetError
 
+    startup.done()  # the run's own signal receiver stops the server and agents cleanly
     summary = _Summary()
 
     try:

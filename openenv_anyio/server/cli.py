@@ -479,8 +479,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"openenv-anyio serve: {_in_flag_words(str(exc))}", file=sys.stderr)
         return 2
+    from .. import startup
     from .execution.bound_env import FactoryFailure
 
+    startup.done()  # from here on a Ctrl-C stops what has started (a probe env, then the server)
     try:
         trio.run(_probe_env, factory, config)
     except FactoryFailure as failure:
