@@ -55,6 +55,15 @@ def test_a_session_limit_lowered_by_the_environment_is_said_at_start_and_in_meta
     assert not any("limiting to" in line for line in served.lines)  # said once, not also as a log warning
 
 
+def test_the_banner_comes_before_the_server_started_event() -> None:
+    with serve_process("openenv_anyio.envs.echo:EchoEnv") as served:
+        served.wait_for_line(r"server_started")
+        lines = list(served.lines)
+    said = [i for i, line in enumerate(lines) if line.startswith("openenv-anyio: ")]
+    started = next(i for i, line in enumerate(lines) if "server_started" in line)
+    assert said and max(said) < started, lines
+
+
 def test_a_bad_flag_value_names_the_flag_not_the_setting() -> None:
     line = _one_clean_line(_run("serve", "openenv_anyio.envs.echo:EchoEnv", "--session-timeout", "0"))
     assert "--session-timeout" in line and "session_timeout_s" not in line

@@ -15,6 +15,7 @@ address without a token prints a warning at start.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Mapping
@@ -322,10 +323,37 @@ async def _probe_env(factory: Any, config: Any) -> None:
         await env.aclose()
 
 
+class _HeldEvent(logging.Filter):
+    """Holds back the records of one structured-log ``event`` on ``logger`` while the block
+    runs (when ``hold``), and emits them, in their order, when it is left: what the block
+    says comes first."""
+
+    def __init__(self, event: str, logger: logging.Logger, *, hold: bool) -> None:
+        super().__init__()
+        self.event, self.logger, self.hold = event, logger, hold
+        self.records: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, dict) and record.msg.get("event") == self.event:
+            self.records.append(record)
+            return False
+        return True
+
+    def __enter__(self) -> _HeldEvent:
+        if self.hold:
+            self.logger.addFilter(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.logger.removeFilter(self)
+        records, self.records = self.records, []
+        for record in records:
+            self.logger.handle(record)
+
+
 async def _serve_until_signalled(server: Any, log_format: str, limit_line: str) -> None:
     """Serve until SIGINT or SIGTERM, then drain and stop. The console format also prints
     two plain lines (the URLs, the signal); JSON logs carry the same as events only."""
-    import logging
     import signal
 
     import trio
@@ -333,26 +361,28 @@ async def _serve_until_signalled(server: Any, log_format: str, limit_line: str) 
     from .observability.events import log_event
 
     plain = log_format == "console"
+    held = _HeldEvent("server_started", logging.getLogger("openenv_anyio.server"), hold=plain)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
-            url = await nursery.start(server.serve)
-            workers = getattr(server, "pids", None)
-            if plain:
-                print(f"openenv-anyio: {limit_line}", file=sys.stderr, flush=True)
-                detail = (
-                    ""
-                    if workers is None
-                    else f", {len(workers)} workers (pids {' '.join(str(workers[slot]) for slot in sorted(workers))})"
-                )
-                print(
-                    f"openenv-anyio: serving on {url} (WebSocket {url.replace('http', 'ws', 1)}/ws){detail}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                if server.config.serves_web:
-                    print(f"openenv-anyio: dashboard at {url}/web/", file=sys.stderr, flush=True)
-            elif workers is not None:
-                log_event(logging.INFO, "server_started", None, url=url, workers=sorted(workers.values()))
+            with held:  # the console's banner first, then the server's own start event
+                url = await nursery.start(server.serve)
+                workers = getattr(server, "pids", None)
+                if plain:
+                    print(f"openenv-anyio: {limit_line}", file=sys.stderr, flush=True)
+                    detail = (
+                        ""
+                        if workers is None
+                        else f", {len(workers)} workers (pids {' '.join(str(workers[slot]) for slot in sorted(workers))})"
+                    )
+                    print(
+                        f"openenv-anyio: serving on {url} (WebSocket {url.replace('http', 'ws', 1)}/ws){detail}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    if server.config.serves_web:
+                        print(f"openenv-anyio: dashboard at {url}/web/", file=sys.stderr, flush=True)
+                elif workers is not None:
+                    log_event(logging.INFO, "server_started", None, url=url, workers=sorted(workers.values()))
             async for signum in signals:
                 name = signal.Signals(signum).name
                 if plain:
