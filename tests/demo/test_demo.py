@@ -187,3 +187,18 @@ def test_demo_drives_a_token_protected_server_and_never_shows_the_token(how: str
     rows = summary_rows(done.stdout)
     assert rows["all"][1] == "4" and rows["all"][-1] == "0"
     assert token not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("server", ["ours", "openenv-core"])
+def test_against_a_one_session_server_the_summary_suggests_agents_1(server: str) -> None:
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        if server == "ours":
+            config = ServerConfig(host="127.0.0.1", port=0, max_concurrent_envs=1)
+            url = stack.enter_context(EnvServer(GuessNumberEnv, config).run_in_thread()).url
+        else:
+            url = stack.enter_context(run_openenv_core_server(max_concurrent_envs=1))
+        done = demo("--url", url, "--agents", "3", "--episodes", "2", "--max-steps", "50", "--no-progress")
+    assert done.returncode == 1
+    assert "run with --agents 1" in done.stdout, done.stdout
