@@ -65,6 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         previous = startup.begin()  # a Ctrl-C from here until the command starts: 130, one line
         args = build_parser().parse_args(argv)
+        args._argv = list(sys.argv[1:] if argv is None else argv)  # the words as typed (serve --reload passes them on)
         return int(args._module.run(args) or 0)
     except KeyboardInterrupt:
         print("openenv-anyio: interrupted", file=sys.stderr)

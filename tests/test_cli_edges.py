@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -285,3 +286,78 @@ def test_ctrl_c_in_the_first_instant_exits_quietly_with_130(command: list[str]) 
         assert process.returncode in (130, -signal.SIGINT), (moment, process.returncode, err[-2000:])
         assert len([line for line in err.splitlines() if line.strip()]) <= 1 or "interrupted" in err, err
     assert len(outcomes) >= len(EARLY_MOMENTS_S) // 2, outcomes
+
+
+# --- serve --reload --------------------------------------------------------------------------
+
+RELOADED_ENV = """
+class Versioned:
+    NON_BLOCKING = True
+
+    def reset(self, **kwargs):
+        return {"version": VERSION, "reward": 0.0, "done": False}
+
+    def step(self, action):
+        return {"version": VERSION, "reward": 0.0, "done": True}
+
+    @property
+    def state(self):
+        return {"episode_id": None, "step_count": 0}
+
+
+VERSION = 1
+"""
+
+
+def _version(url: str) -> int | None:
+    try:
+        request = urllib.request.Request(url + "/reset", data=b"{}", headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return int(json.load(response)["observation"]["version"])
+    except OSError:
+        return None  # between two servers
+
+
+def test_serve_reload_serves_the_changed_environment_and_stops_cleanly(tmp_path: Path) -> None:
+    import socket
+
+    (tmp_path / "versioned.py").write_text(RELOADED_ENV, encoding="utf-8")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "openenv_anyio", "serve", "versioned:Versioned", "--port", str(port), "--reload"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=serve_environment(),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while _version(url) != 1:
+            assert time.monotonic() < deadline and watcher.poll() is None, "the first server never answered"
+            time.sleep(0.1)
+        source = tmp_path / "versioned.py"
+        source.write_text(RELOADED_ENV.replace("VERSION = 1", "VERSION = 2"), encoding="utf-8")
+        later = time.time() + 2  # a modification time the first snapshot cannot have
+        os.utime(source, (later, later))
+        while _version(url) != 2:
+            assert time.monotonic() < deadline and watcher.poll() is None, "the changed environment was never served"
+            time.sleep(0.1)
+        watcher.send_signal(signal.SIGTERM)
+        _, err = watcher.communicate(timeout=60)
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+            watcher.communicate()
+    assert watcher.returncode == 0, err[-3000:]
+    assert "versioned.py changed: restarting" in err and "Traceback" not in err, err[-3000:]
+    assert _version(url) is None  # the server went with the watcher
+
+
+def test_serve_reload_with_workers_is_refused_in_one_line() -> None:
+    line = _one_clean_line(_run("serve", "openenv_anyio.envs.echo:EchoEnv", "--reload", "--workers", "2"))
+    assert "--reload" in line and "--workers" in line

@@ -227,6 +227,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "before closing their connections (default 10)",
     )
     parser.add_argument(
+        "--reload",
+        action="store_true",
+        help="for writing an environment: serve afresh whenever a .py file under the current folder changes "
+        "(a watcher restarts the server; open sessions end). Give a fixed --port",
+    )
+    parser.add_argument(
         "--log-format",
         choices=LOG_FORMATS,
         default="console",
@@ -369,11 +375,8 @@ async def _serve_until_signalled(server: Any, log_format: str, limit_line: str) 
                 workers = getattr(server, "pids", None)
                 if plain:
                     print(f"openenv-anyio: {limit_line}", file=sys.stderr, flush=True)
-                    detail = (
-                        ""
-                        if workers is None
-                        else f", {len(workers)} workers (pids {' '.join(str(workers[slot]) for slot in sorted(workers))})"
-                    )
+                    pids = "" if workers is None else " ".join(str(workers[slot]) for slot in sorted(workers))
+                    detail = "" if workers is None else f", {len(workers)} workers (pids {pids})"
                     print(
                         f"openenv-anyio: serving on {url} (WebSocket {url.replace('http', 'ws', 1)}/ws){detail}",
                         file=sys.stderr,
@@ -445,6 +448,14 @@ def _in_flag_words(message: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.reload:
+        if args.workers != "1":
+            print("openenv-anyio serve: --reload serves one process: leave out --workers", file=sys.stderr)
+            return 2
+        from .reload import serve_with_reload
+
+        typed = args._argv[args._argv.index("serve") + 1 :]
+        return serve_with_reload([word for word in typed if word != "--reload"], Path.cwd())
     import trio
 
     from ..core.addresses import is_loopback_host
