@@ -34,6 +34,27 @@ def _run(*args: str, cwd: Path | None = None, timeout: float = 120) -> subproces
     )
 
 
+@contextlib.contextmanager
+def _started(*args: str, cwd: Path | None = None) -> Iterator[subprocess.Popen[str]]:
+    """``openenv-anyio ARGS`` as a process of its own (standard output and error piped), killed
+    on the way out if it is still running."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "openenv_anyio", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        cwd=cwd,
+        env=serve_environment(),
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
 def _one_clean_line(done: subprocess.CompletedProcess[str]) -> str:
     assert "Traceback" not in done.stderr, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
@@ -139,14 +160,7 @@ def test_check_against_a_server_that_is_not_openenv_says_so_first(tmp_path: Path
     ("signum", "status", "said"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "SIGTERM")]
 )
 def test_ctrl_c_during_check_says_so_and_shows_the_verdicts_so_far(signum: int, status: int, said: str) -> None:
-    with serve_process("cli_edge_envs:SlowSteps") as served:
-        check = subprocess.Popen(
-            [sys.executable, "-m", "openenv_anyio", "check", served.url],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=serve_environment(),
-        )
+    with serve_process("cli_edge_envs:SlowSteps") as served, _started("check", served.url) as check:
         deadline = time.monotonic() + 60
         while sum("session_closed" in line for line in served.lines) < 3:  # a few cases are done
             assert time.monotonic() < deadline and check.poll() is None
@@ -266,17 +280,10 @@ def test_ctrl_c_in_the_first_instant_exits_quietly_with_130(command: list[str]) 
     assert _run(command[0], "--help").returncode == 0
     outcomes = []
     for moment in EARLY_MOMENTS_S:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "openenv_anyio", *command],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            env=serve_environment(),
-        )
-        time.sleep(moment)
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)
+        with _started(*command) as process:
+            time.sleep(moment)
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=60)
         if "Traceback" in err and "openenv_anyio" not in err:
             # the interpreter's own start (its site module, runpy finding the package), before
             # any line of the project runs: nothing a program can change
@@ -326,16 +333,7 @@ def test_serve_reload_serves_the_changed_environment_and_stops_cleanly(tmp_path:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    watcher = subprocess.Popen(
-        [sys.executable, "-m", "openenv_anyio", "serve", "versioned:Versioned", "--port", str(port), "--reload"],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=serve_environment(),
-    )
-    try:
+    with _started("serve", "versioned:Versioned", "--port", str(port), "--reload", cwd=tmp_path) as watcher:
         deadline = time.monotonic() + 60
         while _version(url) != 1:
             assert time.monotonic() < deadline and watcher.poll() is None, "the first server never answered"
@@ -349,10 +347,6 @@ def test_serve_reload_serves_the_changed_environment_and_stops_cleanly(tmp_path:
             time.sleep(0.1)
         watcher.send_signal(signal.SIGTERM)
         _, err = watcher.communicate(timeout=60)
-    finally:
-        if watcher.poll() is None:
-            watcher.kill()
-            watcher.communicate()
     assert watcher.returncode == 0, err[-3000:]
     assert "versioned.py changed: restarting" in err and "Traceback" not in err, err[-3000:]
     assert _version(url) is None  # the server went with the watcher

@@ -5,23 +5,16 @@ somewhere."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.guide_site import build_guide
 
 ROOT = Path(__file__).resolve().parents[2]
 README_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
 def test_mkdocs_builds_strictly(tmp_path: Path) -> None:
-    built = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr[-4000:]
+    build_guide(tmp_path / "site")
     assert (tmp_path / "site" / "protocol" / "PROTOCOL" / "index.html").is_file()
     assert (tmp_path / "site" / "protocol" / "reference" / "frames" / "step" / "index.html").is_file()
 
@@ -40,15 +33,7 @@ def test_every_link_in_the_built_guide_leads_to_a_file(tmp_path: Path) -> None:
     """MkDocs checks the links of the guide's own pages; a mounted file (PROTOCOL.md) links the
     way the repository is laid out, and a link to a folder of the repository that the site
     does not hold (``../spec/v1/``) used to be dead in the built site only."""
-    site = tmp_path / "site"
-    built = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr[-4000:]
+    site = build_guide(tmp_path / "site")
     dead = set()
     for page in site.rglob("*.html"):
         for target in HREF.findall(page.read_text(encoding="utf-8")):

@@ -4,26 +4,17 @@ sideways, which cut the home page's "read" column off at 1280 px)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from playwright.sync_api import Browser
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.guide_site import build_guide
+
 WIDTH = 1280
 
 
 def test_no_table_of_the_guide_is_wider_than_its_page_at_1280_px(browser: Browser, tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    built = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr[-3000:]
+    site = build_guide(tmp_path / "site")
     page = browser.new_page(viewport={"width": WIDTH, "height": 900})
     clipped = []
     try:
