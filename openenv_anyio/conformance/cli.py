@@ -3,8 +3,8 @@
 Exit status: 0 when no required case fails beyond the expected-failures baseline and no
 baselined case passes; 1 otherwise; 2 for bad arguments (an ``--action`` the server's
 ``/schema`` refuses included), an unreachable server, one that is not an OpenEnv server or
-one that requires a bearer token the run lacks; 130 when interrupted (Ctrl-C: the verdicts
-so far are shown).
+one that requires a bearer token the run lacks; 130 when interrupted (Ctrl-C), 143 when
+stopped by SIGTERM (either way the verdicts so far are shown).
 """
 
 from __future__ import annotations
