@@ -53,6 +53,9 @@ BURST_SESSIONS = (1024, 2048, 4096, 8192, 16384)
 ZERO_SLEEP_SESSIONS = (1, 16, 256, 4096)
 #: steps per zero-sleep run, over all sessions (at least 3 per session)
 ZERO_SLEEP_TOTAL_STEPS = 20_000
+#: the kernel's counters of connections it refused or dropped at a listening socket
+#: (``/proc/net/netstat``, ``TcpExt``): read around each burst
+KERNEL_COUNTERS = ("ListenOverflows", "ListenDrops", "TCPReqQFullDrop", "SyncookiesSent", "TCPBacklogDrop")
 #: how long the env side may take, after the last close, to record its sessions' steps
 LEDGER_WAIT_S = 15.0
 
@@ -84,6 +87,19 @@ def _ms(values: list[float], q: float) -> float | None:
     return None if math.isnan(found) else round(found * 1000, 2)
 
 
+def kernel_counters() -> dict[str, int]:
+    """``KERNEL_COUNTERS`` now (the network namespace's, all processes in it; empty if unreadable)."""
+    try:
+        lines = Path("/proc/net/netstat").read_text().splitlines()
+    except OSError:
+        return {}
+    for names, values in zip(lines[::2], lines[1::2]):
+        if names.startswith("TcpExt:"):
+            table = dict(zip(names.split()[1:], values.split()[1:]))
+            return {name: int(table[name]) for name in KERNEL_COUNTERS if name in table}
+    return {}
+
+
 class _Run:
     """The server process of one burst and what the harness read of it at each gate."""
 
@@ -94,6 +110,7 @@ class _Run:
         self.rss_kb: dict[str, int] = {}
         self.peak_rss_kb = 0
         self.peak_threads = 0
+        self.kernel: dict[str, dict[str, int]] = {}
 
     def sample(self) -> dict[str, int]:
         status = tree_status(self.server.pid)
@@ -103,6 +120,7 @@ class _Run:
 
     def mark(self, name: str) -> None:
         self.cpu[name] = tree_cpu_seconds(self.server.pid)
+        self.kernel[name] = kernel_counters()
         self.at[name] = time.time()
         self.rss_kb[name] = self.sample().get("VmRSS", 0)
 
@@ -264,6 +282,11 @@ def summarise(
             "not_recorded": sum(1 for r in ok if r["episode"] not in counted),
             "closed_more_than_once": counted.get("<closed more than once>", (0, 0))[0],
         },
+        # connections the kernel refused or dropped at listening sockets during the burst
+        # (every process of this network namespace counts: other load on the machine too)
+        "kernel_listen_drops": {
+            name: run.kernel["close"][name] - run.kernel["start"].get(name, 0) for name in run.kernel["close"]
+        },
         "client_fd_limit": min((o["fd_limit"] for o in outputs), default=None),
         "load_processes": len(outputs),
     }
@@ -283,6 +306,7 @@ def _line(figures: dict[str, Any]) -> str:
         f"({figures['steps_per_server_cpu_s']} per server CPU s)  env-side exact "
         f"{figures['env_side']['exact_steps']}/{figures['env_side']['sessions_ok']}"
         + (f"  failures {figures['failures']}" if figures["failures"] else "")
+        + (f"  kernel {figures['kernel_listen_drops']}" if any(figures["kernel_listen_drops"].values()) else "")
     )
 
 
