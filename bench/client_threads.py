@@ -30,6 +30,7 @@ from typing import Any
 
 from bench.compat_clients import ACTION, ROOT, UPSTREAM_PYTHON, child_environment
 from bench.procs import proc_status
+from bench.report import save_figures
 from bench.sessions import percentile
 
 CLIENTS = ("upstream", "compat", "native")
@@ -181,9 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{row['cpu_us_per_step']:>12.1f}{row['os_threads']:>11.0f}{row['errors']:>7}"
             + (f"  {row['first_error']}" if row["first_error"] else "")
         )
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(rows, indent=2))
+    save_figures(args.json, rows)
     return 0
 
 

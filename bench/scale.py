@@ -46,6 +46,7 @@ from bench.procs import (
     tree_status,
     wait_healthy,
 )
+from bench.report import save_figures
 from bench.scenario_scaling import SESSIONS_PER_WORKER, _wait_for_files
 from bench.sessions import PHASES, percentile
 
@@ -347,9 +348,7 @@ def main(argv: list[str] | None = None) -> int:
                 figures["runs"].append(found)
                 _log(_line(found))
     print(json.dumps(figures, indent=2))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(figures, indent=2))
+    save_figures(args.json, figures)
     return 0
 
 
