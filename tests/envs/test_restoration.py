@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from adapter_samples import AsyncCountEnv, InjectableCountEnv
 
+from openenv_anyio.core.replay import EpisodeLog, ReplayCheck, ReplayMismatch, ReplayPhase
 from openenv_anyio.environment import Environment
 from openenv_anyio.envs.gymnasium import GymnasiumEnv
 from openenv_anyio.envs.openenv_core import OpenEnvCoreEnv
@@ -163,3 +164,32 @@ def test_an_upstream_restore_the_env_refuses_is_a_restore_failure() -> None:
     env = OpenEnvCoreEnv.wrap(InjectableCountEnv, set_state=True)()
     with pytest.raises(RestoreFailed, match="injected_state"):
         env.restore({"total": "many"})
+
+
+def _replayed(log: EpisodeLog, env: GymnasiumEnv) -> ReplayCheck:
+    check = ReplayCheck(log)
+    while (call := check.next_call()) is not None:
+        check.check(env.reset(**call.arguments) if call.step is None else env.step(call.action))
+    return check
+
+
+def test_a_seeded_gymnasium_episode_comes_back_by_replay() -> None:
+    """A real CartPole episode, replayed with the recorded seed and actions on a fresh
+    instance, answers as recorded; unseeded, it does not, and the check says so."""
+    for seed, outcome in ((4, "done"), (None, "mismatch")):
+        original = GymnasiumEnv("CartPole-v1")
+        arguments = {"seed": seed, "episode_id": "ep"}
+        log = EpisodeLog.start(arguments, original.reset(**arguments))
+        for action in (0, 1, 1, 0):
+            log.record_step({"action": action}, original.step({"action": action}))
+        fresh = GymnasiumEnv("CartPole-v1")
+        try:
+            if outcome == "done":
+                assert _replayed(log, fresh).phase is ReplayPhase.DONE
+                assert fresh.state == original.state
+            else:
+                with pytest.raises(ReplayMismatch, match="replaying the reset"):
+                    _replayed(log, fresh)
+        finally:
+            original.close()
+            fresh.close()
