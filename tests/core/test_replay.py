@@ -18,6 +18,7 @@ from openenv_anyio.core.replay import (
     ReplayPhase,
     answer_digest,
 )
+from tests.replaying import replay
 
 
 class Walk:
@@ -44,13 +45,6 @@ def record(reset: dict[str, Any], moves: list[int]) -> EpisodeLog:
         action = {"move": move}
         log.record_step(action, env.step(action))
     return log
-
-
-def replay(log: EpisodeLog, env: Walk) -> ReplayCheck:
-    check = ReplayCheck(log)
-    while (call := check.next_call()) is not None:
-        check.check(env.reset(**call.arguments) if call.step is None else env.step(call.action))
-    return check
 
 
 def test_a_deterministic_episode_comes_back() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from adapter_samples import AsyncCountEnv, InjectableCountEnv
 
-from openenv_anyio.core.replay import EpisodeLog, ReplayCheck, ReplayMismatch, ReplayPhase
+from openenv_anyio.core.replay import EpisodeLog, ReplayMismatch, ReplayPhase
 from openenv_anyio.environment import Environment
 from openenv_anyio.envs.gymnasium import GymnasiumEnv
 from openenv_anyio.envs.openenv_core import OpenEnvCoreEnv
@@ -22,6 +22,7 @@ from openenv_anyio.restoration import (
     restore_way,
     seal_snapshot,
 )
+from tests.replaying import replay
 
 
 class _Plain(Environment):
@@ -166,13 +167,6 @@ def test_an_upstream_restore_the_env_refuses_is_a_restore_failure() -> None:
         env.restore({"total": "many"})
 
 
-def _replayed(log: EpisodeLog, env: GymnasiumEnv) -> ReplayCheck:
-    check = ReplayCheck(log)
-    while (call := check.next_call()) is not None:
-        check.check(env.reset(**call.arguments) if call.step is None else env.step(call.action))
-    return check
-
-
 def test_a_seeded_gymnasium_episode_comes_back_by_replay() -> None:
     """A real CartPole episode, replayed with the recorded seed and actions on a fresh
     instance, answers as recorded; unseeded, it does not, and the check says so."""
@@ -185,11 +179,11 @@ def test_a_seeded_gymnasium_episode_comes_back_by_replay() -> None:
         fresh = GymnasiumEnv("CartPole-v1")
         try:
             if outcome == "done":
-                assert _replayed(log, fresh).phase is ReplayPhase.DONE
+                assert replay(log, fresh).phase is ReplayPhase.DONE
                 assert fresh.state == original.state
             else:
                 with pytest.raises(ReplayMismatch, match="replaying the reset"):
-                    _replayed(log, fresh)
+                    replay(log, fresh)
         finally:
             original.close()
             fresh.close()
