@@ -76,6 +76,8 @@ class EpisodeLog:
         return cls(dict(reset), answer_digest(answer))
 
     def record_step(self, action: Any, answer: Any) -> None:
+        """A step: ``action`` as the client sent it (the step frame's JSON ``data``, not a
+        model instance built from it) and its answer (plain JSON, as :func:`answer_digest` takes)."""
         self.steps.append(RecordedStep(action, answer_digest(answer)))
 
     def to_json(self) -> dict[str, Any]:

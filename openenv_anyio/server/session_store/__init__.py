@@ -4,9 +4,12 @@ A kept session (:class:`StoredSession`: its ids, the digest of its key, episode,
 count, exactly-once ledger, and what brings its environment back) is written with
 :func:`encode_record` into a :class:`SessionStore`: one SQLite file (:class:`SqliteStore`)
 or a Redis server (:class:`RedisStore`), opened from a URL by :func:`open_session_store`.
-:class:`GroupCommit` gathers concurrent writes into one transaction.
+:class:`GroupCommit` gathers concurrent writes into one transaction. ``env_keeping`` keeps a
+live environment's episode for a record (:func:`keep_env`) and brings it back in a fresh one
+(:func:`bring_back`).
 """
 
+from .env_keeping import answer_of, bring_back, keep_env
 from .errors import CorruptRecord, IncompatibleRecord, RecordError, StoreError, StoreUnavailable
 from .group_commit import GroupCommit, group_commit
 from .opening import open_session_store
@@ -40,9 +43,12 @@ __all__ = [
     "StoredEnv",
     "StoredLedger",
     "StoredSession",
+    "answer_of",
+    "bring_back",
     "decode_record",
     "encode_record",
     "group_commit",
+    "keep_env",
     "key_digest",
     "open_session_store",
 ]
