@@ -1,11 +1,11 @@
 """A session's environment kept for a store, and brought back from it.
 
-The link between an environment running in this process (an
-:class:`~..execution.bound_env.InProcessEnv`) and the :class:`~.record.StoredEnv` of its
-session's record, by the way the environment offers (``openenv_anyio.restoration``):
+The link between a session's environment (a :class:`~..execution.bound_env.BoundEnv`: in
+this process or in one of its own) and the :class:`~.record.StoredEnv` of its session's
+record, by the way the environment offers (``openenv_anyio.restoration``):
 
-- :func:`keep_env` writes it down: ``SNAPSHOT`` calls the environment's ``snapshot()`` on
-  its runner and seals what it returns (a typed :class:`SnapshotError` when it raises, is
+- :func:`keep_env` writes it down: ``SNAPSHOT`` calls the environment's ``snapshot()``
+  where it runs and seals what it returns (a typed :class:`SnapshotError` when it raises, is
   not JSON or bytes, or is over the limit); ``REPLAY`` keeps the session's episode log;
   ``NONE`` keeps nothing.
 - :func:`bring_back` makes a fresh environment that episode again: ``restore(snapshot)``,
@@ -15,30 +15,18 @@ session's record, by the way the environment offers (``openenv_anyio.restoration
 - :func:`answer_of` is what an episode log records of an answer and what a replay compares:
   the observation frame's ``data`` as the client receives it (numpy values as JSON, a NaN
   as ``null``), so the session that records and the server that replays agree.
-
-An environment in a process of its own (``isolation``) is not served here yet.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
-from functools import partial
 from typing import Any
 
 from ...core import dumps
 from ...core.replay import EpisodeLog, ReplayCheck
 from ...environment import LiftedObservation
-from ...restoration import (
-    MAX_SNAPSHOT_BYTES,
-    RestoreFailed,
-    RestoreWay,
-    SnapshotError,
-    SnapshotFailed,
-    seal_snapshot,
-)
-from ..execution.bound_env import InProcessEnv
-from ..execution.faults import await_env_code
+from ...restoration import MAX_SNAPSHOT_BYTES, RestoreFailed, RestoreWay
+from ..execution.bound_env import BoundEnv
 from .record import StoredEnv
 
 __all__ = ["answer_of", "bring_back", "keep_env"]
@@ -49,15 +37,8 @@ def answer_of(lifted: LiftedObservation) -> Any:
     return json.loads(dumps(lifted.frame_data()))
 
 
-async def _call(bound: InProcessEnv, name: str, *args: Any) -> Any:
-    method = getattr(bound.env, name)
-    if inspect.iscoroutinefunction(method):
-        return await await_env_code(method(*args))
-    return await bound.runner.run(partial(method, *args))
-
-
 async def keep_env(
-    bound: InProcessEnv, way: RestoreWay, log: EpisodeLog | None, *, limit: int = MAX_SNAPSHOT_BYTES
+    bound: BoundEnv, way: RestoreWay, log: EpisodeLog | None, *, limit: int = MAX_SNAPSHOT_BYTES
 ) -> StoredEnv:
     """What brings ``bound``'s episode back, by ``way`` (see the module docstring).
 
@@ -66,13 +47,7 @@ async def keep_env(
     """
     match way:
         case RestoreWay.SNAPSHOT:
-            try:
-                value = await _call(bound, "snapshot")
-            except SnapshotError:
-                raise
-            except Exception as exc:  # the environment's own snapshot() failed
-                raise SnapshotFailed(f"{bound.name}.snapshot() raised {type(exc).__name__}: {exc}") from None
-            return StoredEnv(way, snapshot=seal_snapshot(value, limit=limit))
+            return StoredEnv(way, snapshot=await bound.snapshot(limit))
         case RestoreWay.REPLAY:
             if log is None:
                 raise ValueError("a replayed session keeps its episode log: there is none (no reset yet?)")
@@ -81,7 +56,7 @@ async def keep_env(
             return StoredEnv(way)
 
 
-async def bring_back(bound: InProcessEnv, stored: StoredEnv) -> None:
+async def bring_back(bound: BoundEnv, stored: StoredEnv) -> None:
     """Make ``bound`` (a fresh environment) the episode ``stored`` keeps.
 
     Raises :class:`RestoreFailed` (``restore`` raised, or the session cannot be brought
@@ -91,12 +66,7 @@ async def bring_back(bound: InProcessEnv, stored: StoredEnv) -> None:
     match stored.way:
         case RestoreWay.SNAPSHOT:
             assert stored.snapshot is not None
-            try:
-                await _call(bound, "restore", stored.snapshot.value())
-            except SnapshotError:
-                raise
-            except Exception as exc:  # the environment's own restore() failed
-                raise RestoreFailed(f"{bound.name}.restore() raised {type(exc).__name__}: {exc}") from None
+            await bound.restore(stored.snapshot)
         case RestoreWay.REPLAY:
             assert stored.log is not None
             check = ReplayCheck(stored.log)
