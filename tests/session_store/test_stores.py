@@ -60,6 +60,23 @@ async def test_a_later_write_replaces_the_session(store_url: str) -> None:
         await store.aclose()
 
 
+async def test_sessions_whose_wait_is_over_are_pruned(store_url: str) -> None:
+    """Sessions written before the cutoff are forgotten in one step; one taken or deleted
+    before is not counted again."""
+    store = await open_session_store(store_url)
+    try:
+        kept = [dataclasses.replace(replayed_session(f"s{n}")[1], saved_at=100.0 * n) for n in range(1, 6)]
+        await store.put(kept)
+        await store.take(kept[0].key_digest)
+        await store.delete([kept[1].key_digest])
+        assert await store.prune(400.0) == 1  # s3; s4 was written at 400 exactly: kept
+        assert await store.prune(400.0) == 0
+        assert sorted(record.public_id for record in (await store.load_all()).sessions) == ["s4", "s5"]
+        assert await store.prune(1e12) == 2 and await store.count() == 0
+    finally:
+        await store.aclose()
+
+
 async def test_sessions_outlive_the_store_object(store_url: str) -> None:
     """What one process wrote, the next one reads: the store closed and opened again."""
     store = await open_session_store(store_url)
@@ -204,6 +221,7 @@ async def test_redis_going_away_is_a_typed_error_on_each_operation(redis: RedisS
             store.take(key_digest(token)),
             store.delete([key_digest(token)]),
             store.load_all(),
+            store.prune(1.0),
             store.count(),
         ):
             with pytest.raises(

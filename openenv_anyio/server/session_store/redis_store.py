@@ -2,8 +2,9 @@
 several machines sharing their kept sessions.
 
 Every session is one field of one Redis hash (:data:`HASH_KEY` in database ``N``), keyed by
-its key's digest: a write of several sessions is one ``HSET`` (all or none), taking one is
-``HGET`` and ``HDEL`` in one ``MULTI``/``EXEC`` (two servers never both take it). The client
+its key's digest, and one member of a sorted set (:data:`SAVED_KEY`) scored by when it was
+written: a write of several sessions is one ``MULTI``/``EXEC`` (all or none), taking one is
+``HGET`` and ``HDEL`` in one (two servers never both take it), pruning is one Lua script. The client
 is the ``redis`` package's (``pip install 'openenv-anyio[redis]'``), used from worker
 threads (its connection pool is thread-safe), so the store works on any event loop. A
 Redis server that does not answer within :data:`TIMEOUT_S`, or goes away, makes the call
@@ -22,10 +23,21 @@ from .errors import RecordError, StoreUnavailable
 from .record import StoredSession, decode_record, encode_record
 from .store import LoadedSessions
 
-__all__ = ["HASH_KEY", "TIMEOUT_S", "RedisStore", "redacted"]
+__all__ = ["HASH_KEY", "SAVED_KEY", "TIMEOUT_S", "RedisStore", "redacted"]
 
 #: The hash that holds the kept sessions, in the URL's database.
 HASH_KEY: Final = "openenv-anyio:kept-sessions"
+#: The sorted set of the kept sessions' digests by when they were written.
+SAVED_KEY: Final = "openenv-anyio:kept-sessions:saved"
+#: Forget, atomically, every session written before ARGV[1].
+_PRUNE: Final = """
+local old = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[1])
+for _, digest in ipairs(old) do
+    redis.call('HDEL', KEYS[1], digest)
+    redis.call('ZREM', KEYS[2], digest)
+end
+return #old
+"""
 #: How long a connection attempt or a command may take before the store counts as gone.
 TIMEOUT_S: Final = 5.0
 
@@ -92,8 +104,16 @@ class RedisStore:
 
     async def put(self, sessions: Sequence[StoredSession]) -> None:
         fields = {session.key_digest: encode_record(session) for session in sessions}
+        saved = {session.key_digest: session.saved_at for session in sessions}
+
+        def write(client: Any) -> None:
+            pipe = client.pipeline(transaction=True)
+            pipe.hset(HASH_KEY, mapping=fields)
+            pipe.zadd(SAVED_KEY, saved)
+            pipe.execute()
+
         if fields:
-            await self._run(lambda client: client.hset(HASH_KEY, mapping=fields))
+            await self._run(write)
 
     async def get(self, digest: str) -> StoredSession | None:
         data = await self._run(lambda client: client.hget(HASH_KEY, digest))
@@ -104,15 +124,25 @@ class RedisStore:
             pipe = client.pipeline(transaction=True)
             pipe.hget(HASH_KEY, digest)
             pipe.hdel(HASH_KEY, digest)
-            data, _ = pipe.execute()
+            pipe.zrem(SAVED_KEY, digest)
+            data, _, _ = pipe.execute()
             return data  # type: ignore[no-any-return]
 
         data = await self._run(remove)
         return None if data is None else decode_record(data, key=digest)
 
     async def delete(self, digests: Sequence[str]) -> None:
+        def remove(client: Any) -> None:
+            pipe = client.pipeline(transaction=True)
+            pipe.hdel(HASH_KEY, *digests)
+            pipe.zrem(SAVED_KEY, *digests)
+            pipe.execute()
+
         if digests:
-            await self._run(lambda client: client.hdel(HASH_KEY, *digests))
+            await self._run(remove)
+
+    async def prune(self, saved_before: float) -> int:
+        return int(await self._run(lambda client: client.eval(_PRUNE, 2, HASH_KEY, SAVED_KEY, repr(saved_before))))
 
     async def load_all(self) -> LoadedSessions:
         def read(client: Any) -> dict[bytes, bytes]:

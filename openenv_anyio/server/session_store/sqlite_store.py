@@ -29,13 +29,14 @@ __all__ = ["BUSY_TIMEOUT_MS", "SqliteStore"]
 #: How long a write waits for another process's write to the same file.
 BUSY_TIMEOUT_MS: Final = 5000
 _LAYOUT: Final = 1
-_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS kept_sessions (
-    key_digest TEXT PRIMARY KEY,
-    record BLOB NOT NULL,
-    saved_at REAL NOT NULL
-) WITHOUT ROWID
-"""
+_SCHEMA: Final = (
+    """CREATE TABLE IF NOT EXISTS kept_sessions (
+        key_digest TEXT PRIMARY KEY,
+        record BLOB NOT NULL,
+        saved_at REAL NOT NULL
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS kept_sessions_saved_at ON kept_sessions (saved_at)",
+)
 
 Result = TypeVar("Result")
 
@@ -107,6 +108,13 @@ class SqliteStore:
         if digests:
             await self._run(remove)
 
+    async def prune(self, saved_before: float) -> int:
+        def remove(db: sqlite3.Connection) -> int:
+            with db:
+                return db.execute("DELETE FROM kept_sessions WHERE saved_at < ?", (saved_before,)).rowcount
+
+        return await self._run(remove)
+
     async def load_all(self) -> LoadedSessions:
         def read(db: sqlite3.Connection) -> list[tuple[str, bytes]]:
             return [(key, bytes(data)) for key, data in db.execute("SELECT key_digest, record FROM kept_sessions")]
@@ -154,7 +162,8 @@ def _connect(path: Path) -> sqlite3.Connection:
             raise StoreUnavailable(f"cannot open the session store {path}: it cannot be put in WAL mode ({mode})")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        db.execute(_SCHEMA)
+        for statement in _SCHEMA:
+            db.execute(statement)
         db.execute(f"PRAGMA user_version={_LAYOUT}")
     except sqlite3.Error as exc:
         db.close()

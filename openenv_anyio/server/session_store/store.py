@@ -55,6 +55,11 @@ class SessionStore(Protocol):
         """Forget the sessions kept under ``digests`` (those kept under none: nothing)."""
         ...
 
+    async def prune(self, saved_before: float) -> int:
+        """Forget the sessions last written before ``saved_before`` (seconds since the epoch:
+        those whose wait for a connection is over), in one step; how many were forgotten."""
+        ...
+
     async def load_all(self) -> LoadedSessions:
         """Every session kept (a server starting takes stock)."""
         ...
