@@ -1,5 +1,8 @@
 """What ``GET /metadata`` and ``GET /schema`` say about the served environment.
 
+``/metadata`` also says how a session's episode can be brought back after a restart
+(``restore``: ``snapshot``, ``replay`` or ``none``, see ``openenv_anyio.restoration``).
+
 Read from the factory when it is a class; otherwise (a function or partial, whose instances may
 carry their own schemas) one instance is built, read and closed, once. Undeclared schemas fall
 back to permissive ones; an undeclared reset observation schema is the observation schema.
@@ -10,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...environment import env_metadata, has_web_hooks, schema_of
+from ...restoration import restore_way
 from ..context import ServerContext
 
 __all__ = ["DEFAULT_SCHEMAS", "EnvProfile"]
@@ -40,7 +44,9 @@ def _describe(source: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         "reset_observation": reset_observation,
         "state": declared["state"],
     }
-    return env_metadata(source), schemas
+    metadata = env_metadata(source)
+    metadata["restore"] = restore_way(source).value
+    return metadata, schemas
 
 
 class EnvProfile:
