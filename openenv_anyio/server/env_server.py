@@ -32,11 +32,13 @@ from .execution.runner import thread_starter
 from .gc_policy import rare_full_collections
 from .http.app import create_app
 from .lifecycle import ServerPhase
-from .mcp.hosted_sessions import HostedSessions, SessionOwners
+from .mcp.dispatch import session_rpc
+from .mcp.owners import SessionOwners
+from .mcp.websocket import serve_mcp_socket
 from .session_registry import SharedCapacity
 from .sessions.attached import requested_session, serve_attached
 from .sessions.base import serve_ws
-from .sessions.mcp_socket import serve_mcp_socket
+from .sessions.hosted import HostedSessions
 from .sessions.resumable import negotiated, serve_resumable
 from .sessions.resumable_store import ResumableSessions
 from .ui.endpoint import serve_ui
@@ -92,10 +94,12 @@ class _Router:
         self._ctx = ctx
         self._http_app = http_app
         # Who serves a /ws connection: a hosted session's (?session_id=), a negotiated one
-        # (EXT-NEG-1, decided once per connection) or a plain one; each given the store it uses.
-        self._attached = partial(serve_attached, ctx, hosted)
-        self._resumable = partial(serve_resumable, ctx, resumable)
-        self._plain = serve_ws(ctx)
+        # (EXT-NEG-1, decided once per connection) or a plain one; each given the store it
+        # uses, and the MCP surface's answers to its mcp frames.
+        rpc = session_rpc(ctx)
+        self._attached = partial(serve_attached, ctx, hosted, rpc)
+        self._resumable = partial(serve_resumable, ctx, resumable, rpc)
+        self._plain = serve_ws(ctx, rpc)
         self._mcp = serve_mcp_socket(ctx)
         self._ui = partial(serve_ui, ctx, resumable)
         #: whether ``/ws`` sessions may run in their connection's task (the adapter is engaged)

@@ -21,10 +21,11 @@ from ..access.policy import ACCESS_ROUTE, presented_role
 from ..context import AtCapacity, ServerContext, session_limit_lowered
 from ..execution.bound_env import EnvironmentAborted, FactoryFailure
 from ..execution.error_text import public_error
-from ..mcp.hosted_sessions import HostedSessions, SessionOwners
 from ..mcp.http_route import add_mcp_route
+from ..mcp.owners import SessionOwners
 from ..memory.http_body import busy_response, parse_request_body
 from ..observability.metrics import CONTENT_TYPE, exposition
+from ..sessions.hosted import HostedSessions
 from ..ui.web_page import WEB_VIEW_ROUTE, add_web_routes
 from .env_profile import EnvProfile
 

@@ -26,10 +26,11 @@ from ..context import AtCapacity, ServerContext, log
 from ..execution.bound_env import BoundEnv, EnvironmentAborted, EnvironmentLost, FactoryFailure
 from ..execution.error_text import printable, public_error
 from ..execution.tools import EnvTools
+from ..sessions.answers import RpcDispatch
+from ..sessions.hosted import HostedSession, HostedSessions, SessionState
 from ..ui.hub import EpisodeView
-from .hosted_sessions import HostedSession, HostedSessions, SessionState
 
-__all__ = ["SessionAborted", "answer_rpc"]
+__all__ = ["SessionAborted", "answer_rpc", "session_rpc"]
 
 
 class SessionAborted(Exception):
@@ -67,6 +68,21 @@ async def answer_rpc(
         return response
     except Exception as exc:  # an environment or a tool raised: MCP-ERR-2
         return _fault(ctx, request, exc)
+
+
+def session_rpc(ctx: ServerContext) -> RpcDispatch:
+    """The JSON-RPC answers of ``mcp`` frames on ``/ws``, on the session's own environment, as
+    the session layer asks them (:data:`~..sessions.answers.RpcDispatch`)."""
+
+    async def answer(
+        request: RpcRequest, env: BoundEnv, view: EpisodeView
+    ) -> tuple[dict[str, Any], EnvironmentAborted | None]:
+        try:
+            return await answer_rpc(ctx, request, own_env=env, own_view=view), None
+        except SessionAborted as ended:  # SRV-FAULT-1: answered, then the session ends
+            return ended.response, ended.aborted
+
+    return answer
 
 
 def _fault(ctx: ServerContext, request: RpcRequest, exc: Exception) -> dict[str, Any]:

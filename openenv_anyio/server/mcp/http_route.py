@@ -11,8 +11,9 @@ from quart_trio import QuartTrio
 from ...core import ProtocolError, RpcCode, RpcFailure, dumps, read_rpc_request
 from ..context import ServerContext
 from ..memory.http_body import busy_response, parse_request_body
+from ..sessions.hosted import HostedSessions
 from .dispatch import answer_rpc
-from .hosted_sessions import FORWARDED_HEADER, HostedSessions, SessionOwners
+from .owners import FORWARDED_HEADER, SessionOwners
 
 __all__ = ["add_mcp_route"]
 

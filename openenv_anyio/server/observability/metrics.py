@@ -102,6 +102,18 @@ class ServerMetrics:
             ["code"],
             registry=registry,
         )
+        self.sessions_opened = Counter(
+            "openenv_sessions_opened",
+            "Sessions opened, by kind (plain: /ws or WS /mcp; resumable; hosted: POST /mcp).",
+            ["kind"],
+            registry=registry,
+        )
+        self.sessions_ended = Counter(
+            "openenv_sessions_ended",
+            "Sessions ended for good, by kind and outcome (closed, expired, shutdown).",
+            ["kind", "outcome"],
+            registry=registry,
+        )
         self.resets = Counter("openenv_resets", "reset requests answered with an observation.", registry=registry)
         self.errors = Counter("openenv_errors", "Error frames sent, by error code.", ["code"], registry=registry)
         self.resumes = Counter(

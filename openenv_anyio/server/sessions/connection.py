@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import MutableMapping
-from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import trio
@@ -45,9 +44,9 @@ from ..execution.faults import EnvironmentAborted
 from ..hypercorn_adapter.events import HELD_TEXT, PEER_CLOSE_EVENT, HeldText
 from ..ping_schedule import PingSchedule
 from ..session_registry import Slot
-from ..ui.hub import EpisodeView
 from .accept import Accepted
 from .ends import SessionEnd, peer_end
+from .session import SessionIdentity
 
 __all__ = ["FrameHandler", "Liveness", "SessionConnection", "SessionIdentity"]
 
@@ -99,19 +98,6 @@ class FrameHandler(Protocol):
     def aborted(self) -> EnvironmentAborted | None:
         """The environment aborted while answering (``SRV-FAULT-1``): the session ends."""
         ...
-
-
-@dataclass(eq=False, slots=True)
-class SessionIdentity:
-    """Who a session is, as logs, metrics, spans and error frames name it."""
-
-    session_id: str
-    peer: str | None
-    view: EpisodeView
-
-    @property
-    def episode_id(self) -> str | None:
-        return self.view.episode_id
 
 
 class _NoHandler:

@@ -28,23 +28,24 @@ from ...core import (
     ErrorCode,
     Mcp,
     Reset,
-    Session,
+    SessionOutcome,
     StateRequest,
     Step,
     token_hint,
 )
+from ...core import Session as SessionFrame
 from ...core.errors import clip_message
 from ..asgi import AsgiReceive, AsgiSend, close_websocket
 from ..context import ServerContext, log
 from ..execution.faults import EnvironmentAborted
 from ..observability import peer_of
-from ..ui.hub import EpisodeView
 from .accept import Accepted, Capacity, serve_connection
-from .answers import Answers, EnvAnswers, Request
-from .base import ProtocolFrames, open_env
-from .connection import SessionConnection, SessionIdentity
+from .answers import Answers, EnvAnswers, Request, RpcDispatch
+from .base import ProtocolFrames, open_session
+from .connection import SessionConnection
 from .ends import SessionEnd
 from .resumable_store import ResumableSession, ResumableSessions
+from .session import Session, SessionIdentity, SessionKind
 
 __all__ = ["negotiated", "serve_resumable"]
 
@@ -147,9 +148,10 @@ class ResumableConnection:
     """One negotiated connection attached to a :class:`ResumableSession`: its owner while
     it serves, and the one that keeps it through a lost link (the registry's connection)."""
 
-    def __init__(self, ctx: ServerContext, accepted: Accepted, session: ResumableSession) -> None:
+    def __init__(self, ctx: ServerContext, accepted: Accepted, session: ResumableSession, rpc: RpcDispatch) -> None:
         self.ctx = ctx
         self.session = session
+        self.rpc = rpc
         self.send = accepted.send
         self.identity = SessionIdentity(session.session_id, peer_of(accepted.scope), session.view)
         self.connection = SessionConnection(ctx, accepted, self.identity, slot=session.slot, lives_on=True)
@@ -188,7 +190,7 @@ class ResumableConnection:
     async def greet(self, resumed: bool) -> None:
         """The ``session`` frame, first on every negotiated connection (``EXT-SES-1``)."""
         session = self.session
-        frame = Session(
+        frame = SessionFrame(
             session.session_id,
             str(session.token),
             resumed,
@@ -198,26 +200,26 @@ class ResumableConnection:
         )
         await self.send({"type": "websocket.send", "text": self.ctx.encode(frame)})
 
-    async def attend(self) -> bool:
-        """Serve until this connection ends; ``True`` when the session ends with it."""
+    async def attend(self) -> tuple[SessionOutcome, SessionEnd | None, int | None] | None:
+        """Serve until this connection ends; how the session ends with it (its outcome, and
+        the connection's end and close code when the session ended with it), or ``None``
+        when the session lives on (taken over)."""
         ctx, session, connection = self.ctx, self.session, self.connection
         registry, instruments = ctx.registry, ctx.instruments
         registry.attach(self)
         try:
-            answers = OnceAnswers(ctx, session, self.identity, EnvAnswers(ctx, self.identity, session.env))
+            answers = OnceAnswers(ctx, session, self.identity, EnvAnswers(ctx, self.identity, session.env, self.rpc))
             end = await connection.serve(session.env, ProtocolFrames(ctx, self.identity, answers, self.send))
             if end.rule.resumable:  # EXT-RES-2: a lost link, keep the session
                 instruments.session_parked(connection, ctx.config.resume_grace_s, connection.close_code)
                 if await self._park():
-                    return False
-                stopped = connection.stop_requested is SessionEnd.SHUTDOWN
-                instruments.session_expired(connection, "shutdown" if stopped else "resume grace ended")
-                return True
+                    return None
+                stopped = connection.stop_requested is SessionEnd.SHUTDOWN or registry.closing
+                return (SessionOutcome.SHUTDOWN if stopped else SessionOutcome.EXPIRED), None, None
             if end is SessionEnd.TAKEOVER:
                 instruments.session_handed_over(connection, connection.close_code)
-                return False
-            instruments.session_closed(connection, connection.close_code, end.value)
-            return True
+                return None
+            return session.session.closing_outcome(), end, connection.close_code
         finally:
             registry.detach(self)
 
@@ -253,23 +255,27 @@ async def _refuse_token(ctx: ServerContext, scope: dict[str, Any], send: AsgiSen
     await close_websocket(send, CloseCode.SESSION_NOT_FOUND, "session not found")
 
 
-async def _end(ctx: ServerContext, store: ResumableSessions, session: ResumableSession) -> None:
-    """End a session for good: its env closed, its UI view and capacity slot freed."""
-    session.ended = True
+async def _end(
+    store: ResumableSessions,
+    session: ResumableSession,
+    outcome: SessionOutcome,
+    last: SessionEnd | None = None,
+    close_code: int | None = None,
+) -> None:
+    """End a session for good (:meth:`Session.end`): no longer found by its token."""
     store.discard(session)
-    reason = "shutdown" if ctx.registry.closing else "expired" if session.view.dropped else "closed"
-    ctx.hub.remove_session(session.session_id, reason)  # UI-8
-    await ctx.close_env(session.env, f"session {session.session_id}")
-    session.slot.release()
+    await session.session.end(outcome, last=last, close_code=close_code)
 
 
-async def _resume(ctx: ServerContext, store: ResumableSessions, presented: str, accepted: Accepted) -> None:
+async def _resume(
+    ctx: ServerContext, store: ResumableSessions, rpc: RpcDispatch, presented: str, accepted: Accepted
+) -> None:
     """A connection presenting a resume token (``EXT-RES-1``): take the session over."""
     session = store.find(presented)
     if session is None:
         await _refuse_token(ctx, accepted.scope, accepted.send, presented)
         return
-    connection = ResumableConnection(ctx, accepted, session)
+    connection = ResumableConnection(ctx, accepted, session, rpc)
     taken = False
     try:
         taken = await connection.take_over()
@@ -284,24 +290,22 @@ async def _resume(ctx: ServerContext, store: ResumableSessions, presented: str, 
     await _drive(ctx, store, session, connection, accepted, resumed=True)
 
 
-async def _start(ctx: ServerContext, store: ResumableSessions, accepted: Accepted) -> None:
+async def _start(ctx: ServerContext, store: ResumableSessions, rpc: RpcDispatch, accepted: Accepted) -> None:
     """A new negotiated session: it holds the slot until it ends, not just its connection."""
     slot = accepted.slot
     assert slot is not None
-    session_id = ctx.new_session_id()
-    identity = SessionIdentity(session_id, peer_of(accepted.scope), EpisodeView(session_id, ctx.config.action_log_size))
+    identity = Session.new_identity(ctx, peer_of(accepted.scope))
     try:
-        env = await open_env(ctx, identity, accepted.send)
+        opened = await open_session(ctx, SessionKind.RESUMABLE, identity, accepted, slot)
     except BaseException:
         slot.release()
         raise
-    if env is None:
+    if opened is None:
         slot.release()
         return
-    session = ResumableSession(session_id, env, identity.view, slot)
+    session = ResumableSession(opened)
     store.add(session)
-    ctx.hub.add_session(session.view)
-    connection = ResumableConnection(ctx, accepted, session)
+    connection = ResumableConnection(ctx, accepted, session, rpc)
     session.owner = connection
     await _drive(ctx, store, session, connection, accepted, resumed=False)
 
@@ -316,31 +320,43 @@ async def _drive(
     resumed: bool,
 ) -> None:
     """Serve ``session`` on ``connection``; end it when it ends with the connection."""
-    ends = True
+    ending: tuple[SessionOutcome, SessionEnd | None, int | None] | None = None
     try:
         await connection.connection.watch_peer_close()
         await connection.greet(resumed)
         if resumed:
             ctx.instruments.session_resumed(connection.connection, accepted.accepted_at)
-        else:
-            ctx.instruments.session_opened(connection.connection, accepted.accepted_at, resumable=True)
-        ends = await connection.attend()
+        ending = await connection.attend()
+    except BaseException:
+        ending = session.session.closing_outcome(), None, None
+        raise
     finally:
         if session.owner is connection:
             session.owner = None
-        if ends and not session.ended:
-            await _end(ctx, store, session)
+        if ending is not None and not session.ended:
+            await _end(store, session, *ending)
         connection.released.set()
 
 
 async def serve_resumable(
-    ctx: ServerContext, store: ResumableSessions, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend
+    ctx: ServerContext,
+    store: ResumableSessions,
+    rpc: RpcDispatch,
+    scope: dict[str, Any],
+    receive: AsgiReceive,
+    send: AsgiSend,
 ) -> None:
-    """ASGI handler of one negotiated ``/ws`` connection."""
+    """ASGI handler of one negotiated ``/ws`` connection (``rpc`` answers its ``mcp`` frames)."""
     presented = _presented_token(scope)
     if presented is None:
         await serve_connection(
-            ctx, scope, receive, send, partial(_start, ctx, store), capacity=Capacity.SESSION, subprotocol=SUBPROTOCOL
+            ctx,
+            scope,
+            receive,
+            send,
+            partial(_start, ctx, store, rpc),
+            capacity=Capacity.SESSION,
+            subprotocol=SUBPROTOCOL,
         )
     else:
         await serve_connection(
@@ -348,7 +364,7 @@ async def serve_resumable(
             scope,
             receive,
             send,
-            partial(_resume, ctx, store, presented),
+            partial(_resume, ctx, store, rpc, presented),
             capacity=Capacity.BROUGHT,
             subprotocol=SUBPROTOCOL,
         )

@@ -10,6 +10,7 @@ from ...core import RequestLedger, ResumeToken, new_resume_token
 from ..execution.bound_env import BoundEnv
 from ..session_registry import Slot
 from ..ui.hub import EpisodeView
+from .session import Session
 
 __all__ = ["Owner", "ResumableSession", "ResumableSessions"]
 
@@ -28,18 +29,36 @@ class Owner(Protocol):
 
 
 class ResumableSession:
-    """One negotiated session: environment, UI view, ledger, and who drives it now."""
+    """One negotiated session (its :class:`~.session.Session`), its token, its ledger, and
+    who drives it now."""
 
-    def __init__(self, session_id: str, env: BoundEnv, view: EpisodeView, slot: Slot) -> None:
-        self.session_id = session_id
-        self.slot = slot  # held until the session ends, not just its connection (EXT-RES-3)
-        self.token = new_resume_token(session_id)
-        self.env = env
-        self.view = view
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.token = new_resume_token(session.session_id)
         self.ledger: RequestLedger[str] = RequestLedger()
         self.answered = trio.Event()
         self.owner: Owner | None = None
-        self.ended = False
+
+    @property
+    def session_id(self) -> str:
+        return self.session.session_id
+
+    @property
+    def env(self) -> BoundEnv:
+        return self.session.env
+
+    @property
+    def view(self) -> EpisodeView:
+        return self.session.view
+
+    @property
+    def slot(self) -> Slot | None:
+        """Held until the session ends, not just its connection (``EXT-RES-3``)."""
+        return self.session.slot
+
+    @property
+    def ended(self) -> bool:
+        return self.session.ended
 
     def answer_stored(self) -> None:
         self.answered.set()

@@ -21,7 +21,7 @@ from typing import Final
 import h11
 import trio
 
-from ..mcp.hosted_sessions import FORWARDED_HEADER
+from ..mcp.owners import FORWARDED_HEADER
 from .routing import OwnerRouter
 
 __all__ = ["OwnerForwarding"]

@@ -3,7 +3,7 @@
 Each text frame is one JSON-RPC request and is answered with one response frame, in order
 (``MCP-WS-3``). Capacity, idle timeout, pings and shutdown are those of a ``/ws`` session:
 the connection is a plain session (:mod:`..sessions.base`) whose frames :class:`RpcFrames`
-answers.
+answers: the MCP surface stands above the session layer and hands it its frame handler.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from ..context import ServerContext
 from ..execution.bound_env import BoundEnv
 from ..execution.faults import EnvironmentAborted
 from ..hypercorn_adapter.events import HeldText
-from ..mcp.dispatch import SessionAborted, answer_rpc
 from ..memory.large_frames import LARGE_FRAME_CHARS
-from .base import AsgiHandler, session_endpoint
-from .connection import SessionIdentity
-from .ends import SessionEnd
+from ..sessions.base import AsgiHandler, session_endpoint
+from ..sessions.ends import SessionEnd
+from ..sessions.session import SessionIdentity
+from .dispatch import SessionAborted, answer_rpc
 
 __all__ = ["RpcFrames", "serve_mcp_socket"]
 

@@ -20,8 +20,10 @@ States and transitions (anything else is a bug and raises)::
     CLOSING   --detach-->        ENDED
     OPEN      --close/idle/shutdown--> ENDED
 
-The store is the owner of every session's environment: ending closes it (``close()`` once)
-and frees the slot. The idle reaper is a task of the server's nursery.
+The store is the owner of every session: ending it (:meth:`~.session.Session.end`, with the
+outcome: closed, expired when idle, shutdown) closes its environment (``close()`` once), frees
+the slot, and logs and counts it as every session is. The idle reaper is a task of the
+server's nursery.
 """
 
 from __future__ import annotations
@@ -30,17 +32,17 @@ import enum
 import hashlib
 import math
 import secrets
-from collections.abc import Sequence
 from typing import Final, Protocol
 
 import trio
 
-from ..context import ServerContext
+from ...core import SessionOutcome
 from ..execution.bound_env import BoundEnv
 from ..session_registry import Slot
 from ..ui.hub import EpisodeView
+from .session import Session, SessionKind, SessionServer
 
-__all__ = ["FORWARDED_HEADER", "HostedSession", "HostedSessions", "SessionOwners", "SessionState", "SocketHolder"]
+__all__ = ["HostedSession", "HostedSessions", "SessionState", "SocketHolder"]
 
 #: Random bytes in a session id (256 bits; an id grants the session).
 SESSION_ID_BYTES: Final = 32
@@ -62,30 +64,18 @@ _TRANSITIONS: Final[dict[tuple[SessionState, str], SessionState]] = {
 }
 
 
+class HostedServer(SessionServer, Protocol):
+    """What the hosted sessions use of their server: a session's life, and the prefix that
+    names this worker in their ids."""
+
+    @property
+    def session_prefix(self) -> str: ...
+
+
 class SocketHolder(Protocol):
     """The WebSocket attached to a session (asked to end at shutdown or on close)."""
 
     def request_shutdown(self) -> None: ...
-
-
-#: Marks a request one worker forwarded to the owner of the session it names (served there,
-#: never forwarded again: ``workers.forwarding``).
-FORWARDED_HEADER: Final = b"openenv-anyio-forwarded"
-
-
-class SessionOwners(Protocol):
-    """Where the hosted sessions of the other workers of a ``serve --workers N`` server live
-    (their ids carry their worker: ``workers.routing``), and the way to ask them."""
-
-    def owner_of(self, session_id: str) -> int | None:
-        """The other worker's slot holding ``session_id``; None when it is not another's."""
-        ...
-
-    async def forward(
-        self, slot: int, method: str, target: str, headers: Sequence[tuple[bytes, bytes]], body: bytes
-    ) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
-        """That worker's answer (status, headers, body) to the request; None without one."""
-        ...
 
 
 def _digest(session_id: str) -> bytes:
@@ -93,16 +83,29 @@ def _digest(session_id: str) -> bytes:
 
 
 class HostedSession:
-    """One HTTP-created session: its environment, UI view, state and last use."""
+    """One HTTP-created session (its :class:`~.session.Session`, shown under a public id),
+    its secret id, state and last use."""
 
-    def __init__(self, session_id: str, env: BoundEnv, view: EpisodeView, slot: Slot) -> None:
+    def __init__(self, session_id: str, session: Session) -> None:
         self.session_id = session_id
-        self.env = env
-        self.view = view
-        self.slot = slot
+        self.session = session
         self.state = SessionState.OPEN
         self.socket: SocketHolder | None = None
         self.last_used = trio.current_time()
+        #: how it ends once its socket detaches (a close asked while one was attached)
+        self.closing_outcome = SessionOutcome.CLOSED
+
+    @property
+    def env(self) -> BoundEnv:
+        return self.session.env
+
+    @property
+    def view(self) -> EpisodeView:
+        return self.session.view
+
+    @property
+    def slot(self) -> Slot | None:
+        return self.session.slot
 
     @property
     def attachable(self) -> bool:
@@ -112,7 +115,7 @@ class HostedSession:
     @property
     def public_id(self) -> str:
         """The id dashboards and logs see (never the secret)."""
-        return self.view.session_id
+        return self.session.session_id
 
     def touch(self) -> None:
         self.last_used = trio.current_time()
@@ -128,8 +131,8 @@ class HostedSession:
 class HostedSessions:
     """The HTTP-created sessions of one server, found by their secret id."""
 
-    def __init__(self, ctx: ServerContext) -> None:
-        self._ctx = ctx
+    def __init__(self, server: HostedServer) -> None:
+        self._server = server
         self._by_digest: dict[bytes, HostedSession] = {}
         #: shutdown has begun: no new sessions (set by :meth:`end_all`)
         self.closed = False
@@ -142,17 +145,13 @@ class HostedSessions:
 
         Raises :class:`~openenv_anyio.server.execution.bound_env.FactoryFailure` (the slot is still the caller's).
         """
-        ctx = self._ctx
-        env = await ctx.create_env()
-        ctx.registry.env_opened()
+        server = self._server
+        identity = Session.new_identity(server, None)  # its public id, as dashboards and logs name it
+        opened = await Session.open(server, SessionKind.HOSTED, identity, slot)
         session = HostedSession(
-            ctx.session_prefix + secrets.token_urlsafe(SESSION_ID_BYTES),  # the prefix names this worker
-            env,
-            EpisodeView(ctx.new_session_id(), ctx.config.action_log_size),
-            slot,
-        )
+            server.session_prefix + secrets.token_urlsafe(SESSION_ID_BYTES), opened
+        )  # the prefix names this worker
         self._by_digest[_digest(session.session_id)] = session
-        ctx.hub.add_session(session.view)
         return session
 
     def find(self, session_id: str) -> HostedSession | None:
@@ -170,40 +169,36 @@ class HostedSessions:
         session.socket = None
         session.touch()
         if session._move("detach") is SessionState.ENDED:
-            await self._end(session)
+            await self._end(session, session.closing_outcome)
 
-    async def close(self, session: HostedSession) -> bool:
-        """``openenv/session/close``: ``True`` when ended now, ``False`` when it ends on detach."""
+    async def close(self, session: HostedSession, outcome: SessionOutcome = SessionOutcome.CLOSED) -> bool:
+        """``openenv/session/close`` (or ``outcome``'s reason): ``True`` when ended now,
+        ``False`` when it ends on detach."""
         if session._move("close") is SessionState.ENDED:
-            await self._end(session)
+            await self._end(session, outcome)
             return True
         assert session.socket is not None
+        session.closing_outcome = outcome
         session.socket.request_shutdown()
         return False
 
-    async def _end(self, session: HostedSession) -> None:
+    async def _end(self, session: HostedSession, outcome: SessionOutcome) -> None:
         session.state = SessionState.ENDED
-        ctx = self._ctx
         self._by_digest.pop(_digest(session.session_id), None)
-        ctx.hub.remove_session(session.public_id)
-        await ctx.close_env(session.env, f"hosted session {session.public_id}")
-        session.slot.release()
+        await session.session.end(outcome)
 
     async def end_all(self) -> None:
         """Shutdown: refuse new sessions and end every session (an attached one when its
         socket has closed)."""
         self.closed = True
         for session in list(self._by_digest.values()):
-            if session.state is SessionState.OPEN:
-                session._move("close")
-                await self._end(session)
-            elif session.state is SessionState.ATTACHED:
-                await self.close(session)
+            if session.state in (SessionState.OPEN, SessionState.ATTACHED):
+                await self.close(session, SessionOutcome.SHUTDOWN)
 
     async def reap_idle(self) -> None:
         """End sessions with no socket and no request for ``session_timeout_s``, else
         ``hosted_session_idle_s`` (runs until cancelled)."""
-        config = self._ctx.config
+        config = self._server.config
         timeout = config.session_timeout_s if config.session_timeout_s is not None else config.hosted_session_idle_s
         if timeout is None:
             await trio.sleep_forever()
@@ -216,8 +211,7 @@ class HostedSessions:
                     continue
                 due = session.last_used + timeout
                 if due <= now:
-                    session._move("close")
-                    await self._end(session)
+                    await self.close(session, SessionOutcome.EXPIRED)
                 else:
                     next_due = min(next_due, due)
             await trio.sleep(min(next_due - now, timeout) if math.isfinite(next_due) else timeout)
