@@ -41,7 +41,7 @@ from .sessions.base import serve_ws
 from .sessions.hosted import HostedSessions
 from .sessions.resumable import negotiated, serve_resumable
 from .sessions.resumable_store import ResumableSessions
-from .ui.endpoint import serve_ui
+from .ui.endpoint import OtherWorkers, serve_ui
 
 __all__ = ["EnvServer", "LISTEN_BACKLOG", "RunningServer", "WorkerSeat"]
 
@@ -78,6 +78,11 @@ class WorkerSeat(Protocol):
         """The other workers' hosted sessions (``POST /mcp`` naming one is forwarded there)."""
         ...
 
+    @property
+    def other_dashboards(self) -> OtherWorkers:
+        """The other workers' ``/ws/ui`` updates (a subscriber here sees every worker's sessions)."""
+        ...
+
 
 #: Pending connections the listening socket queues (the kernel caps it at ``somaxconn``).
 #: Hypercorn's default of 100 refuses connections when thousands of sessions connect at
@@ -90,7 +95,14 @@ class _Router:
     (:mod:`.access`); then WebSocket scopes for ``/ws`` and ``/ws/ui`` go to the raw
     handlers, the rest to the Quart app (HTTP routes, lifespan)."""
 
-    def __init__(self, ctx: ServerContext, http_app: Any, resumable: ResumableSessions, hosted: HostedSessions) -> None:
+    def __init__(
+        self,
+        ctx: ServerContext,
+        http_app: Any,
+        resumable: ResumableSessions,
+        hosted: HostedSessions,
+        others: OtherWorkers | None,
+    ) -> None:
         self._ctx = ctx
         self._http_app = http_app
         # Who serves a /ws connection: a hosted session's (?session_id=), a negotiated one
@@ -101,7 +113,7 @@ class _Router:
         self._resumable = partial(serve_resumable, ctx, resumable, rpc)
         self._plain = serve_ws(ctx, rpc)
         self._mcp = serve_mcp_socket(ctx)
-        self._ui = partial(serve_ui, ctx, resumable)
+        self._ui = partial(serve_ui, ctx, resumable, others)
         #: whether ``/ws`` sessions may run in their connection's task (the adapter is engaged)
         self.direct = True
 
@@ -175,7 +187,8 @@ class EnvServer:
         self.resumable = ResumableSessions()
         self.hosted = HostedSessions(self.ctx)
         owners = worker.session_owners if worker is not None else None
-        self.asgi = _Router(self.ctx, create_app(self.ctx, self.hosted, owners), self.resumable, self.hosted)
+        others = worker.other_dashboards if worker is not None else None
+        self.asgi = _Router(self.ctx, create_app(self.ctx, self.hosted, owners), self.resumable, self.hosted, others)
         self.url: str | None = None
         self._stop = trio.Event()
 
