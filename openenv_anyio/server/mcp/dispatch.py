@@ -27,7 +27,7 @@ from ..execution.bound_env import BoundEnv, EnvironmentAborted, EnvironmentLost,
 from ..execution.error_text import printable, public_error
 from ..execution.tools import EnvTools
 from ..sessions.answers import RpcDispatch
-from ..sessions.hosted import HostedSession, HostedSessions, SessionState
+from ..sessions.kept import KeptSession, KeptSessions, KeptState
 from ..ui.hub import EpisodeView
 
 __all__ = ["SessionAborted", "answer_rpc", "session_rpc"]
@@ -46,7 +46,7 @@ class SessionAborted(Exception):
 async def answer_rpc(
     ctx: ServerContext,
     request: RpcRequest,
-    hosted: HostedSessions | None = None,
+    hosted: KeptSessions | None = None,
     *,
     own_env: BoundEnv | None = None,
     own_view: EpisodeView | None = None,
@@ -102,10 +102,10 @@ def _fault(ctx: ServerContext, request: RpcRequest, exc: Exception) -> dict[str,
 class _Sessions:
     """The hosted sessions a request may name (none on the WebSocket paths)."""
 
-    def __init__(self, hosted: HostedSessions | None) -> None:
+    def __init__(self, hosted: KeptSessions | None) -> None:
         self._hosted = hosted
 
-    def store(self) -> HostedSessions:
+    def store(self) -> KeptSessions:
         if self._hosted is None:  # a WebSocket connection is its own session
             raise RpcFailure(RpcCode.METHOD_NOT_FOUND, "hosted sessions are served on POST /mcp")
         return self._hosted
@@ -129,7 +129,7 @@ async def _dispatch(
             hosted = sessions.store()
             session = _hosted(hosted, request)
             closed = await hosted.close(session)
-            return {"session_id": session.session_id, "closed": closed, "closing": not closed}
+            return {"session_id": session.key, "closed": closed, "closing": not closed}
         case McpMethod.TOOLS_LIST:
             async with _env_for(ctx, sessions, request, own_env, own_view) as (env, _):
                 return {"tools": await _tools(env).listing()}
@@ -147,11 +147,11 @@ def _tools(env: BoundEnv) -> EnvTools:
     return tools
 
 
-def _hosted(hosted: HostedSessions, request: RpcRequest) -> HostedSession:
+def _hosted(hosted: KeptSessions, request: RpcRequest) -> KeptSession:
     session_id = request.session_id()
     if session_id is None:
         raise RpcFailure(RpcCode.INVALID_PARAMS, "Invalid params: 'session_id' is required")
-    session = hosted.find(session_id)
+    session = hosted.find_hosted(session_id)
     if session is None:
         raise RpcFailure(RpcCode.INVALID_PARAMS, "Unknown session_id (never created, closed or expired)")
     session.touch()
@@ -183,7 +183,7 @@ async def _env_for(
         try:
             yield session.env, session.view
         except EnvironmentAborted:  # SRV-FAULT-1: the session ends (at once, or when its socket closes)
-            if session.state in (SessionState.OPEN, SessionState.ATTACHED):
+            if session.state is KeptState.WAITING or session.state is KeptState.HELD:
                 await sessions.store().close(session)
             raise
         finally:
@@ -200,7 +200,7 @@ async def _env_for(
             ) from None
 
 
-async def _create_session(ctx: ServerContext, hosted: HostedSessions) -> dict[str, Any]:
+async def _create_session(ctx: ServerContext, hosted: KeptSessions) -> dict[str, Any]:
     registry = ctx.registry
     if hosted.closed:
         raise RpcFailure(RpcCode.SERVER_ERROR, "The server is shutting down")
@@ -213,11 +213,11 @@ async def _create_session(ctx: ServerContext, hosted: HostedSessions) -> dict[st
             {"active_sessions": active, "max_sessions": registry.max_sessions},
         )
     try:
-        session = await hosted.create(slot)
+        session = await hosted.open_hosted(slot)
     except FactoryFailure as failure:
         slot.release()
         raise RpcFailure(RpcCode.SERVER_ERROR, str(failure), {"factory_name": failure.factory_name}) from None
     except BaseException:
         slot.release()
         raise
-    return {"session_id": session.session_id}
+    return {"session_id": session.key}

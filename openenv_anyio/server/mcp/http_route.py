@@ -11,7 +11,7 @@ from quart_trio import QuartTrio
 from ...core import ProtocolError, RpcCode, RpcFailure, dumps, read_rpc_request
 from ..context import ServerContext
 from ..memory.http_body import busy_response, parse_request_body
-from ..sessions.hosted import HostedSessions
+from ..sessions.kept import KeptSessions
 from .dispatch import answer_rpc
 from .owners import FORWARDED_HEADER, SessionOwners
 
@@ -22,7 +22,7 @@ _RELAYED = frozenset({b"content-type", b"retry-after"})
 
 
 def add_mcp_route(
-    app: QuartTrio, ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners | None = None
+    app: QuartTrio, ctx: ServerContext, hosted: KeptSessions, owners: SessionOwners | None = None
 ) -> None:
     """Register ``POST /mcp`` on ``app``; ``owners``: the other workers' hosted sessions, when
     this process is one worker of several."""

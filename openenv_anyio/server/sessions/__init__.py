@@ -8,9 +8,10 @@
 - :mod:`.session`: :class:`~.session.Session`, one session's identity, environment and
   slot, opened one way and ended one way (with a :class:`~openenv_anyio.core.SessionOutcome`);
 - :mod:`.answers`, :mod:`.base`: the base protocol's answers and frames, plain sessions;
-- :mod:`.resumable` (with :mod:`.resumable_store`), :mod:`.hosted` (sessions created over
-  ``POST /mcp``) and :mod:`.attached` (a socket on one): the variants, composed of the same
-  parts.
+- :mod:`.kept`: the one store of sessions that outlive a connection (resumable ones by
+  token, hosted ones by id): who holds each, their waiting and reaping, their records;
+- :mod:`.resumable` and :mod:`.attached` (a socket on a session created over ``POST
+  /mcp``): the variants, composed of the same parts.
 
 This layer does not import the MCP surface (:mod:`..mcp`), which stands above it: the
 JSON-RPC answers of ``mcp`` frames are handed in (:data:`~.answers.RpcDispatch`), and ``WS

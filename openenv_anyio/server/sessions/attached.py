@@ -14,6 +14,8 @@ from functools import partial
 from typing import Any
 from urllib.parse import parse_qs
 
+import trio
+
 from ...core import CloseCode, Error, ErrorCode
 from ..asgi import AsgiReceive, AsgiSend, close_websocket
 from ..context import ServerContext
@@ -23,7 +25,7 @@ from .answers import RpcDispatch
 from .base import ProtocolFrames
 from .connection import SessionConnection
 from .ends import SessionEnd
-from .hosted import HostedSessions
+from .kept import KeptSessions
 from .session import SessionIdentity
 
 __all__ = ["requested_session", "serve_attached"]
@@ -48,10 +50,22 @@ async def _refuse(ctx: ServerContext, accepted: Accepted, code: ErrorCode, messa
     await close_websocket(send, close_code, message[:120])
 
 
-async def _attach(ctx: ServerContext, store: HostedSessions, rpc: RpcDispatch, accepted: Accepted) -> None:
+class _AttachedSocket:
+    """The socket holding a hosted session (a :class:`~.kept.Holder`)."""
+
+    def __init__(self, connection: SessionConnection) -> None:
+        self.connection = connection
+        self.released = trio.Event()
+
+    def let_go(self, end: SessionEnd) -> None:
+        """The session closes (or the server stops): end after the request being executed."""
+        self.connection.stop(end)
+
+
+async def _attach(ctx: ServerContext, store: KeptSessions, rpc: RpcDispatch, accepted: Accepted) -> None:
     """Serve the named hosted session's environment until the socket ends; the session
     goes on (``MCP-SES-4``: the slot is the session's, not the socket's)."""
-    session = store.find(requested_session(accepted.scope) or "")
+    session = store.find_hosted(requested_session(accepted.scope) or "")
     if session is None:
         await _refuse(
             ctx,
@@ -61,7 +75,7 @@ async def _attach(ctx: ServerContext, store: HostedSessions, rpc: RpcDispatch, a
             CloseCode.SESSION_NOT_FOUND,
         )
         return
-    if not session.attachable:
+    if session.held:
         await _refuse(
             ctx,
             accepted,
@@ -70,9 +84,10 @@ async def _attach(ctx: ServerContext, store: HostedSessions, rpc: RpcDispatch, a
             CloseCode.TAKEN_OVER,
         )
         return
-    identity = SessionIdentity(session.public_id, peer_of(accepted.scope), session.view)
+    identity = SessionIdentity(session.session_id, peer_of(accepted.scope), session.view)
     connection = SessionConnection(ctx, accepted, identity, slot=None)
-    store.attach(session, connection)
+    socket = _AttachedSocket(connection)
+    await store.take(session, socket)  # nobody held it: at once
     ctx.registry.attach(connection)
     end = SessionEnd.ERROR
     try:
@@ -82,12 +97,12 @@ async def _attach(ctx: ServerContext, store: HostedSessions, rpc: RpcDispatch, a
     finally:
         ctx.registry.detach(connection)
         ctx.instruments.session_detached(identity, connection.close_code, end.value)
-        await store.detach(session)
+        await store.release(session, socket, end, connection.close_code)
 
 
 async def serve_attached(
     ctx: ServerContext,
-    store: HostedSessions,
+    store: KeptSessions,
     rpc: RpcDispatch,
     scope: dict[str, Any],
     receive: AsgiReceive,

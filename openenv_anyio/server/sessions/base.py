@@ -8,7 +8,7 @@ their meaning: :class:`ProtocolFrames` (the base protocol, its requests answered
 :class:`~.answers.Answers`) here, JSON-RPC on ``WS /mcp`` (:mod:`..mcp.websocket`). The MCP
 surface stands above this layer: the JSON-RPC answers of ``mcp`` frames are handed in
 (:data:`~.answers.RpcDispatch`), as the stores are. The resume extension
-(:mod:`.resumable`), hosted sessions (:mod:`.hosted`) and attached sockets
+(:mod:`.resumable`), the sessions kept beyond a connection (:mod:`.kept`) and attached sockets
 (:mod:`.attached`) are built of the same parts.
 """
 

@@ -7,7 +7,7 @@ only place that takes it off the dashboards (``UI-8``, with its
 releases its capacity slot, logs ``session_closed`` and counts it. Every variant is built on
 it: a plain ``/ws`` or ``WS /mcp`` session that ends with its connection, a resumable one
 that outlives a dropped link (:mod:`.resumable`), a hosted one created over ``POST /mcp``
-(:mod:`.hosted`).
+(kept, as resumable ones are, in :mod:`.kept`).
 
 States: ``LIVE --end(outcome)--> ENDED``; a second ``end`` is a no-op (the first outcome stands).
 """

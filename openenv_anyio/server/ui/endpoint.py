@@ -116,7 +116,7 @@ class TokenHolder(Protocol):
 class SessionsByToken(Protocol):
     """Where a subscriber's resume tokens are looked up (the resumable sessions)."""
 
-    def find(self, presented: str) -> TokenHolder | None: ...
+    def find_resumable(self, presented: str) -> TokenHolder | None: ...
 
 
 def readable_sessions(sessions: SessionsByToken, scope: dict[str, Any]) -> frozenset[str] | None:
@@ -128,7 +128,7 @@ def readable_sessions(sessions: SessionsByToken, scope: dict[str, Any]) -> froze
         if name.lower() != _TOKEN_HEADER:
             continue
         for presented in value.decode("latin-1").split(",")[:_MAX_PRESENTED]:
-            session = sessions.find(presented.strip())
+            session = sessions.find_resumable(presented.strip())
             if session is not None:
                 readable.add(session.session_id)
     return frozenset(readable)
