@@ -110,7 +110,7 @@ class _Router:
         self._attached = partial(serve_attached, ctx, kept, rpc)
         self._resumable = partial(serve_resumable, ctx, kept, rpc)
         self._plain = serve_ws(ctx, rpc)
-        self._mcp = serve_mcp_socket(ctx)
+        self._mcp = serve_mcp_socket(ctx, rpc)
         self._ui = partial(serve_ui, ctx, kept, others)
         #: whether ``/ws`` sessions may run in their connection's task (the adapter is engaged)
         self.direct = True

@@ -19,18 +19,35 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
 from ...core import McpMethod, RpcCode, RpcFailure, RpcRequest, dumps, rpc_result
-from ..context import AtCapacity, ServerContext, log
+from ..config import ServerConfig
+from ..context import AtCapacity, log
 from ..execution.bound_env import BoundEnv, EnvironmentAborted, EnvironmentLost, FactoryFailure
 from ..execution.error_text import printable, public_error
 from ..execution.tools import EnvTools
+from ..session_registry import SessionRegistry
 from ..sessions.answers import RpcDispatch
 from ..sessions.kept import KeptSession, KeptSessions, KeptState
 from ..ui.hub import EpisodeView
 
-__all__ = ["SessionAborted", "answer_rpc", "session_rpc"]
+__all__ = ["McpServer", "SessionAborted", "answer_rpc", "session_rpc"]
+
+
+class McpServer(Protocol):
+    """What answering the MCP surface's requests uses of its server."""
+
+    @property
+    def config(self) -> ServerConfig: ...
+
+    @property
+    def registry(self) -> SessionRegistry: ...
+
+    def fresh_env(self, *, counted: bool = True) -> AbstractAsyncContextManager[BoundEnv]:
+        """A new environment for one request, closed afterwards (``HTTP-6``: it holds a slot)."""
+        ...
 
 
 class SessionAborted(Exception):
@@ -44,7 +61,7 @@ class SessionAborted(Exception):
 
 
 async def answer_rpc(
-    ctx: ServerContext,
+    ctx: McpServer,
     request: RpcRequest,
     hosted: KeptSessions | None = None,
     *,
@@ -70,7 +87,7 @@ async def answer_rpc(
         return _fault(ctx, request, exc)
 
 
-def session_rpc(ctx: ServerContext) -> RpcDispatch:
+def session_rpc(ctx: McpServer) -> RpcDispatch:
     """The JSON-RPC answers of ``mcp`` frames on ``/ws``, on the session's own environment, as
     the session layer asks them (:data:`~..sessions.answers.RpcDispatch`)."""
 
@@ -85,7 +102,7 @@ def session_rpc(ctx: ServerContext) -> RpcDispatch:
     return answer
 
 
-def _fault(ctx: ServerContext, request: RpcRequest, exc: Exception) -> dict[str, Any]:
+def _fault(ctx: McpServer, request: RpcRequest, exc: Exception) -> dict[str, Any]:
     """The -32603 answer for ``exc``, by the rules an ``EXECUTION_ERROR`` follows (``SEC-ERR-1``)."""
     cause = exc.cause if isinstance(exc, EnvironmentAborted) else exc
     expose = ctx.config.errors_exposed or isinstance(exc, EnvironmentLost)  # the server's own words
@@ -112,7 +129,7 @@ class _Sessions:
 
 
 async def _dispatch(
-    ctx: ServerContext, sessions: _Sessions, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None
+    ctx: McpServer, sessions: _Sessions, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None
 ) -> Any:
     method = request.method
     if method not in McpMethod.__members__.values():
@@ -172,7 +189,7 @@ def _check_episode(request: RpcRequest, view: EpisodeView | None) -> None:
 
 @contextlib.asynccontextmanager
 async def _env_for(
-    ctx: ServerContext, sessions: _Sessions, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None
+    ctx: McpServer, sessions: _Sessions, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None
 ) -> AsyncIterator[tuple[BoundEnv, EpisodeView | None]]:
     """The connection's env, the named hosted session's, or a fresh one closed afterwards
     (with the episode it is in; a fresh environment is in none)."""
@@ -200,7 +217,7 @@ async def _env_for(
             ) from None
 
 
-async def _create_session(ctx: ServerContext, hosted: KeptSessions) -> dict[str, Any]:
+async def _create_session(ctx: McpServer, hosted: KeptSessions) -> dict[str, Any]:
     registry = ctx.registry
     if hosted.closed:
         raise RpcFailure(RpcCode.SERVER_ERROR, "The server is shutting down")

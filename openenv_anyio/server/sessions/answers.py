@@ -8,6 +8,7 @@ at-most-once layer (:mod:`.resumable`) wraps it.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -16,6 +17,7 @@ from typing import Any, Protocol, TypeAlias, assert_never
 from ...core import (
     Error,
     ErrorCode,
+    Frame,
     Mcp,
     Observation,
     ProtocolError,
@@ -27,15 +29,19 @@ from ...core import (
     Step,
     decode_rpc_request,
 )
-from ..context import ServerContext, log
+from ..config import ServerConfig
 from ..execution.action_check import relocate
 from ..execution.bound_env import BoundEnv
 from ..execution.error_text import public_error
 from ..execution.faults import EnvironmentAborted, EnvironmentLost
-from ..ui.hub import EpisodeView
+from ..observability import Instruments
+from ..observability.events import SessionIdentity as Identity
+from ..ui.hub import EpisodeView, UiHub
 from .session import SessionIdentity
 
-__all__ = ["Answers", "EnvAnswers", "Request", "RpcDispatch"]
+log = logging.getLogger("openenv_anyio.server")
+
+__all__ = ["AnswerServer", "Answers", "EnvAnswers", "Request", "RpcDispatch"]
 
 #: The client frames that are answered (``WS-ORDER-1``, ``MCP-WS-1``); ``close`` is not.
 Request: TypeAlias = Reset | Step | StateRequest | Mcp
@@ -48,6 +54,24 @@ Request: TypeAlias = Reset | Step | StateRequest | Mcp
 RpcDispatch: TypeAlias = Callable[
     [RpcRequest, BoundEnv, EpisodeView], Awaitable[tuple[dict[str, Any], EnvironmentAborted | None]]
 ]
+
+
+class AnswerServer(Protocol):
+    """What answering a session's requests uses of its server."""
+
+    @property
+    def config(self) -> ServerConfig: ...
+
+    @property
+    def hub(self) -> UiHub: ...
+
+    @property
+    def instruments(self) -> Instruments: ...
+
+    def encode(self, frame: Frame, *, session: Identity | None = None) -> str:
+        """The frame's text, checked as the server checks what it sends (an error frame
+        counted and logged with ``session``'s identity)."""
+        ...
 
 
 class Answers(Protocol):
@@ -72,7 +96,7 @@ def _refusal(error: ProtocolError, request_id: str | None) -> Error:
 class EnvAnswers:
     """The requests of one session's connection, run on its environment."""
 
-    def __init__(self, ctx: ServerContext, identity: SessionIdentity, env: BoundEnv, rpc: RpcDispatch) -> None:
+    def __init__(self, ctx: AnswerServer, identity: SessionIdentity, env: BoundEnv, rpc: RpcDispatch) -> None:
         self.ctx = ctx
         self.identity = identity
         self.env = env

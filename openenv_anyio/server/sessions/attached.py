@@ -18,7 +18,6 @@ import trio
 
 from ...core import CloseCode, Error, ErrorCode
 from ..asgi import AsgiReceive, AsgiSend, close_websocket
-from ..context import ServerContext
 from ..observability import peer_of
 from .accept import Accepted, Capacity, serve_connection
 from .answers import RpcDispatch
@@ -26,6 +25,7 @@ from .base import ProtocolFrames
 from .connection import SessionConnection
 from .ends import SessionEnd
 from .kept import KeptSessions
+from .server import SessionsServer
 from .session import SessionIdentity
 
 __all__ = ["requested_session", "serve_attached"]
@@ -42,7 +42,9 @@ def requested_session(scope: dict[str, Any]) -> str | None:
     return values[0][:_MAX_ID_CHARS] if values else None
 
 
-async def _refuse(ctx: ServerContext, accepted: Accepted, code: ErrorCode, message: str, close_code: CloseCode) -> None:
+async def _refuse(
+    ctx: SessionsServer, accepted: Accepted, code: ErrorCode, message: str, close_code: CloseCode
+) -> None:
     """The error frame, then the close: counted and logged as every refused connection is."""
     send = accepted.send
     await send({"type": "websocket.send", "text": ctx.encode(Error(code.value, message))})
@@ -62,7 +64,7 @@ class _AttachedSocket:
         self.connection.stop(end)
 
 
-async def _attach(ctx: ServerContext, store: KeptSessions, rpc: RpcDispatch, accepted: Accepted) -> None:
+async def _attach(ctx: SessionsServer, store: KeptSessions, rpc: RpcDispatch, accepted: Accepted) -> None:
     """Serve the named hosted session's environment until the socket ends; the session
     goes on (``MCP-SES-4``: the slot is the session's, not the socket's)."""
     session = store.find_hosted(requested_session(accepted.scope) or "")
@@ -101,7 +103,7 @@ async def _attach(ctx: ServerContext, store: KeptSessions, rpc: RpcDispatch, acc
 
 
 async def serve_attached(
-    ctx: ServerContext,
+    ctx: SessionsServer,
     store: KeptSessions,
     rpc: RpcDispatch,
     scope: dict[str, Any],

@@ -32,7 +32,6 @@ from ...core import (
     decode_client_frame,
 )
 from ..asgi import AsgiReceive, AsgiSend, close_websocket
-from ..context import ServerContext
 from ..execution.bound_env import BoundEnv, FactoryFailure
 from ..execution.error_text import public_error
 from ..execution.faults import EnvironmentAborted
@@ -44,6 +43,7 @@ from .accept import Accepted, serve_connection
 from .answers import Answers, EnvAnswers, Request, RpcDispatch
 from .connection import FrameHandler, SessionConnection
 from .ends import SessionEnd
+from .server import SessionsServer
 from .session import Session, SessionIdentity, SessionKind
 
 __all__ = ["AsgiHandler", "HandlerFactory", "ProtocolFrames", "open_session", "serve_ws", "session_endpoint"]
@@ -52,7 +52,7 @@ __all__ = ["AsgiHandler", "HandlerFactory", "ProtocolFrames", "open_session", "s
 AsgiHandler = Callable[[dict[str, Any], AsgiReceive, AsgiSend], Awaitable[None]]
 
 #: Makes the frame handler of a new session: from the server, the session and its environment.
-HandlerFactory = Callable[[ServerContext, SessionIdentity, BoundEnv, AsgiSend], FrameHandler]
+HandlerFactory = Callable[[SessionsServer, SessionIdentity, BoundEnv, AsgiSend], FrameHandler]
 
 
 class ProtocolFrames:
@@ -60,7 +60,7 @@ class ProtocolFrames:
     state and mcp are answered in order (``WS-ORDER-1``); a frame that is not one is answered
     with its error and the session goes on."""
 
-    def __init__(self, ctx: ServerContext, identity: SessionIdentity, answers: Answers, send: AsgiSend) -> None:
+    def __init__(self, ctx: SessionsServer, identity: SessionIdentity, answers: Answers, send: AsgiSend) -> None:
         self.ctx = ctx
         self.identity = identity
         self.answers = answers
@@ -68,7 +68,7 @@ class ProtocolFrames:
 
     @classmethod
     def for_env(
-        cls, ctx: ServerContext, identity: SessionIdentity, env: BoundEnv, send: AsgiSend, *, rpc: RpcDispatch
+        cls, ctx: SessionsServer, identity: SessionIdentity, env: BoundEnv, send: AsgiSend, *, rpc: RpcDispatch
     ) -> ProtocolFrames:
         """The handler of a plain session (with ``rpc`` bound, a :data:`HandlerFactory`)."""
         return cls(ctx, identity, EnvAnswers(ctx, identity, env, rpc), send)
@@ -122,7 +122,7 @@ class ProtocolFrames:
 
 
 async def open_session(
-    ctx: ServerContext, kind: SessionKind, identity: SessionIdentity, accepted: Accepted, slot: Slot | None
+    ctx: SessionsServer, kind: SessionKind, identity: SessionIdentity, accepted: Accepted, slot: Slot | None
 ) -> Session | None:
     """A new session on an accepted connection (:meth:`Session.open`); ``None`` after telling
     the client its environment could not be built and closing with 1011 (``WS-FACT-1``)."""
@@ -142,7 +142,7 @@ async def open_session(
         return None
 
 
-async def _run_session(ctx: ServerContext, handlers: HandlerFactory, accepted: Accepted) -> None:
+async def _run_session(ctx: SessionsServer, handlers: HandlerFactory, accepted: Accepted) -> None:
     """Serve a new session on ``accepted`` until it ends, then end it (its connection's slot
     is the connection's: let go as the end is known, ``WS-CAP-2``)."""
     identity = Session.new_identity(ctx, peer_of(accepted.scope))
@@ -161,12 +161,12 @@ async def _run_session(ctx: ServerContext, handlers: HandlerFactory, accepted: A
         await session.end(session.closing_outcome(), last=end, close_code=connection.close_code)
 
 
-def session_endpoint(ctx: ServerContext, handlers: HandlerFactory) -> AsgiHandler:
+def session_endpoint(ctx: SessionsServer, handlers: HandlerFactory) -> AsgiHandler:
     """The ASGI handler of connections that each serve a new session whose frames
     ``handlers`` answer (``/ws``, and ``WS /mcp`` whose sessions speak JSON-RPC)."""
     return partial(serve_connection, ctx, open_session=partial(_run_session, ctx, handlers))
 
 
-def serve_ws(ctx: ServerContext, rpc: RpcDispatch) -> AsgiHandler:
+def serve_ws(ctx: SessionsServer, rpc: RpcDispatch) -> AsgiHandler:
     """The ASGI handler of plain ``/ws`` connections (``rpc`` answers their ``mcp`` frames)."""
     return session_endpoint(ctx, partial(ProtocolFrames.for_env, rpc=rpc))

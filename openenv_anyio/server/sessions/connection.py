@@ -30,6 +30,7 @@ that outlives its connection (resumable) keeps it for the ends whose rule says s
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import MutableMapping
 from typing import Any, Final, Protocol
@@ -38,17 +39,20 @@ import trio
 
 from ...core import CloseCode
 from ..asgi import AsgiReceive, AsgiSend, close_websocket
-from ..context import ServerContext, log
+from ..config import ServerConfig
 from ..execution.bound_env import BoundEnv
 from ..execution.faults import EnvironmentAborted
 from ..hypercorn_adapter.events import HELD_TEXT, PEER_CLOSE_EVENT, HeldText
+from ..observability import Instruments
 from ..ping_schedule import PingSchedule
 from ..session_registry import Slot
 from .accept import Accepted
 from .ends import SessionEnd, peer_end
 from .session import SessionIdentity
 
-__all__ = ["FrameHandler", "Liveness", "SessionConnection", "SessionIdentity"]
+log = logging.getLogger("openenv_anyio.server")
+
+__all__ = ["ConnectionServer", "FrameHandler", "Liveness", "SessionConnection", "SessionIdentity"]
 
 #: the longest close reason a close frame carries (RFC 6455: 125 bytes of payload, 2 of them the code)
 _CLOSE_REASON_MAX: Final = 123
@@ -84,6 +88,16 @@ class Liveness:
         alive = await self.pings.on_deadline(send, now)  # WS-PING-1: pings, or judges the pong
         self.deadline = min(self._idle_deadline, self.pings.deadline())
         return None if alive else SessionEnd.PING
+
+
+class ConnectionServer(Protocol):
+    """What a session's connection uses of its server: the deadlines and the spans."""
+
+    @property
+    def config(self) -> ServerConfig: ...
+
+    @property
+    def instruments(self) -> Instruments: ...
 
 
 class FrameHandler(Protocol):
@@ -122,7 +136,7 @@ class SessionConnection:
 
     def __init__(
         self,
-        ctx: ServerContext,
+        ctx: ConnectionServer,
         accepted: Accepted,
         identity: SessionIdentity,
         *,

@@ -14,6 +14,7 @@ ledger and the environment never runs a request twice.
 
 from __future__ import annotations
 
+import logging
 from functools import partial
 from typing import Any, assert_never
 
@@ -35,7 +36,6 @@ from ...core import (
 from ...core import Session as SessionFrame
 from ...core.errors import clip_message
 from ..asgi import AsgiReceive, AsgiSend, close_websocket
-from ..context import ServerContext, log
 from ..execution.faults import EnvironmentAborted
 from ..observability import peer_of
 from .accept import Accepted, Capacity, serve_connection
@@ -44,7 +44,10 @@ from .base import ProtocolFrames, open_session
 from .connection import SessionConnection
 from .ends import SessionEnd
 from .kept import KeptSession, KeptSessions, KeptState
+from .server import SessionsServer
 from .session import Session, SessionIdentity, SessionKind
+
+log = logging.getLogger("openenv_anyio.server")
 
 __all__ = ["negotiated", "serve_resumable"]
 
@@ -68,7 +71,7 @@ class OnceAnswers:
     """Requests with a ``request_id`` (reset, step) run at most once (``EXT-REQ-1``); the
     rest are answered by ``inner``."""
 
-    def __init__(self, ctx: ServerContext, session: KeptSession, identity: SessionIdentity, inner: Answers) -> None:
+    def __init__(self, ctx: SessionsServer, session: KeptSession, identity: SessionIdentity, inner: Answers) -> None:
         self.ctx = ctx
         self.session = session
         self.identity = identity
@@ -145,7 +148,7 @@ class ResumableConnection:
     """One negotiated connection holding a resumable session while it serves (a
     :class:`~.kept.Holder`)."""
 
-    def __init__(self, ctx: ServerContext, accepted: Accepted, session: KeptSession, rpc: RpcDispatch) -> None:
+    def __init__(self, ctx: SessionsServer, accepted: Accepted, session: KeptSession, rpc: RpcDispatch) -> None:
         self.ctx = ctx
         self.session = session
         self.rpc = rpc
@@ -179,7 +182,7 @@ class ResumableConnection:
         return await connection.serve(session.env, ProtocolFrames(ctx, self.identity, answers, self.send))
 
 
-async def _refuse_token(ctx: ServerContext, scope: dict[str, Any], send: AsgiSend, presented: str) -> None:
+async def _refuse_token(ctx: SessionsServer, scope: dict[str, Any], send: AsgiSend, presented: str) -> None:
     """``SESSION_NOT_FOUND`` then close 4404 (``EXT-RES-4``)."""
     log.info("resume refused: no session for token %s", token_hint(presented))
     error = Error(
@@ -192,7 +195,7 @@ async def _refuse_token(ctx: ServerContext, scope: dict[str, Any], send: AsgiSen
 
 
 async def _resume(
-    ctx: ServerContext, store: KeptSessions, rpc: RpcDispatch, presented: str, accepted: Accepted
+    ctx: SessionsServer, store: KeptSessions, rpc: RpcDispatch, presented: str, accepted: Accepted
 ) -> None:
     """A connection presenting a resume token (``EXT-RES-1``): take the session over."""
     session = store.find_resumable(presented)
@@ -213,7 +216,7 @@ async def _resume(
     await _drive(ctx, store, connection, accepted, resumed=True)
 
 
-async def _start(ctx: ServerContext, store: KeptSessions, rpc: RpcDispatch, accepted: Accepted) -> None:
+async def _start(ctx: SessionsServer, store: KeptSessions, rpc: RpcDispatch, accepted: Accepted) -> None:
     """A new negotiated session: it holds the slot until it ends, not just its connection."""
     slot = accepted.slot
     assert slot is not None
@@ -233,7 +236,7 @@ async def _start(ctx: ServerContext, store: KeptSessions, rpc: RpcDispatch, acce
 
 
 async def _drive(
-    ctx: ServerContext, store: KeptSessions, connection: ResumableConnection, accepted: Accepted, *, resumed: bool
+    ctx: SessionsServer, store: KeptSessions, connection: ResumableConnection, accepted: Accepted, *, resumed: bool
 ) -> None:
     """Serve the session on ``connection`` until it ends; then the store keeps the session
     for a new connection (a lost link, ``EXT-RES-2``) or ends it."""
@@ -258,7 +261,7 @@ async def _drive(
 
 
 async def serve_resumable(
-    ctx: ServerContext,
+    ctx: SessionsServer,
     store: KeptSessions,
     rpc: RpcDispatch,
     scope: dict[str, Any],
