@@ -21,10 +21,8 @@ from openenv_anyio.conformance.verdicts import Verdict
 from openenv_anyio.core import SUBPROTOCOL
 from openenv_anyio.server.workers.routing import session_owner
 
-TARGET = "mcp_surface.tool_envs:NotesEnv"
-TIMEOUT_S = 30.0
-#: sessions opened at once, each on a connection of its own (the kernel spreads them)
-BATCH = 8
+from .test_hosted_sessions import BATCH, TARGET, TIMEOUT_S
+
 #: dashboards opened, each on a new connection (the kernel picks the worker that accepts each)
 DASHBOARDS = 8
 

@@ -144,6 +144,8 @@ class KeptSession:
 
     def __init__(self, session: Session, key: str, expires_after: float | None) -> None:
         self.session = session
+        #: the session's dashboard view (read on every step of a resumable session: kept at hand)
+        self.view: EpisodeView = session.view
         #: a resumable session's resume token, a hosted session's secret id
         self.key = key
         #: how long it waits with nobody holding it (``None``: until closed or shutdown)
@@ -169,10 +171,6 @@ class KeptSession:
     @property
     def env(self) -> BoundEnv:
         return self.session.env
-
-    @property
-    def view(self) -> EpisodeView:
-        return self.session.view
 
     @property
     def slot(self) -> Slot | None:

@@ -21,7 +21,6 @@ seen until the subscriber reconnects.
 from __future__ import annotations
 
 import logging
-import socket
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
@@ -81,16 +80,10 @@ class DashboardRelay:
                 nursery.start_soon(self._relay_one, slot, scope, deliver)
 
     async def _relay_one(self, slot: int, scope: dict[str, Any], deliver: Callable[[str], Awaitable[None]]) -> None:
-        ours, theirs = socket.socketpair()
-        try:
-            sent = await self._router.send_connection(theirs.fileno(), slot)
-        finally:
-            theirs.close()
-        if not sent:
-            ours.close()
+        stream = await self._router.open_channel(slot)
+        if stream is None:
             return
-        ours.setblocking(False)
-        async with trio.SocketStream(trio.socket.from_stdlib_socket(ours)) as stream:
+        async with stream:
             try:
                 await _subscribe(stream, scope, deliver)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
