@@ -14,7 +14,8 @@ from openenv_anyio.server import ServerConfig
 from openenv_anyio.server.context import ServerContext
 from openenv_anyio.server.sessions.ends import SessionEnd
 from openenv_anyio.server.sessions.kept import KeptSessions, KeptState
-from openenv_anyio.server.sessions.session import Session, SessionKind
+from openenv_anyio.server.sessions.session import Session, SessionIdentity, SessionKind
+from openenv_anyio.server.ui.hub import EpisodeView
 
 pytestmark = pytest.mark.trio
 
@@ -59,16 +60,22 @@ async def test_a_kept_sessions_record_is_written_out_and_read_back() -> None:
     assert record.ledger.last_request_id == "s1" and record.ledger.answer == '{"type":"observation"}'
     assert hosted_record.key != hosted_record.public_id  # the secret id, never shown
 
-    # read back into a new session of a new store (as after a restart): the same record
+    # read back into new sessions of a new store (as after a restart): the same records, found
+    # by the same token and secret id
     restarted = ServerContext(EchoEnv, ServerConfig())
     again = KeptSessions(restarted)
-    await _resumable(restarted, again)
-    (restored,) = again
-    restored.restore(record)
-    assert restored.record().ledger == record.ledger
-    assert (restored.view.episode_id, restored.view.step_count) == ("ep-1", 1)
+    for each in records:
+        identity = SessionIdentity(each.public_id, None, EpisodeView(each.public_id, 10))
+        again.readmit(each, await Session.open(restarted, each.kind, identity, restarted.registry.try_reserve()))
+    assert again.records() == records
+    resumed = again.find_resumable(record.key)
+    assert resumed is not None and (resumed.view.episode_id, resumed.view.step_count) == ("ep-1", 1)
+    assert again.find_hosted(hosted_record.key) is not None
+    forged = record.key[:-1] + ("y" if record.key.endswith("x") else "x")
+    assert again.find_resumable(forged) is None
     await store.end_all()
     await again.end_all()
+    assert len(again) == 0 and restarted.registry.sessions == 0
 
 
 async def test_taking_a_session_over_and_shutting_its_holder_down_are_one_act() -> None:

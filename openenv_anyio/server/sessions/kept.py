@@ -268,6 +268,26 @@ class KeptSessions:
         self._wake()
         return kept
 
+    def readmit(self, record: KeptRecord, session: Session) -> KeptSession:
+        """Keep ``session`` (opened anew under ``record``'s public id and kind) as the session
+        ``record`` describes: found by the same token or secret id, in the same episode, with
+        the same ledger; waiting for a connection (a session read back from a
+        :class:`RecordStore`)."""
+        if session.kind is not record.kind or session.session_id != record.public_id:
+            raise ValueError(f"session {session.session_id} ({session.kind.value}) is not the one the record describes")
+        config = self._server.config
+        if record.kind is SessionKind.RESUMABLE:
+            kept = KeptSession(session, record.key, config.resume_grace_s)
+            self._resumable[session.session_id] = kept
+        else:
+            idle = config.session_timeout_s if config.session_timeout_s is not None else config.hosted_session_idle_s
+            kept = KeptSession(session, record.key, idle)
+            self._hosted[_digest(record.key)] = kept
+        kept.state = KeptState.WAITING
+        kept.restore(record)
+        self._wake()
+        return kept
+
     def find_resumable(self, presented: str) -> KeptSession | None:
         """The live resumable session the resume token ``presented`` names, or None
         (unknown, malformed, wrong secret, ending)."""

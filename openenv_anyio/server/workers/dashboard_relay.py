@@ -27,8 +27,6 @@ from typing import Any, Final
 import trio
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import (
-    AcceptConnection,
-    BytesMessage,
     CloseConnection,
     Ping,
     RejectConnection,
@@ -36,6 +34,7 @@ from wsproto.events import (
     Request,
     TextMessage,
 )
+from wsproto.utilities import ProtocolError
 
 from ..ui.endpoint import RELAYED_HEADER
 from .routing import OwnerRouter
@@ -86,7 +85,7 @@ class DashboardRelay:
         async with stream:
             try:
                 await _subscribe(stream, scope, deliver)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ProtocolError) as exc:
                 log.info("dashboard relay from worker %d ended: %s", slot, exc)
 
 
@@ -130,7 +129,5 @@ async def _subscribe(
                     return
                 case RejectConnection() | RejectData():
                     return
-                case AcceptConnection() | BytesMessage():
-                    pass
-                case _:
+                case _:  # the handshake's acceptance; nothing else comes on the UI channel (text only)
                     pass
