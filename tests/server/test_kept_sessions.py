@@ -37,7 +37,7 @@ async def _resumable(ctx: ServerContext, store: KeptSessions) -> tuple[Session, 
     session = await Session.open(ctx, SessionKind.RESUMABLE, identity, slot)
     kept = store.keep_resumable(session)
     holding = Holding()
-    kept.holder = holding
+    store.hold_first(kept, holding)
     return session, holding
 
 

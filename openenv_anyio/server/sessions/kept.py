@@ -247,10 +247,17 @@ class KeptSessions:
     # -- opening and finding -----------------------------------------------------------------
 
     def keep_resumable(self, session: Session) -> KeptSession:
-        """Keep a new resumable session (held by the connection that opened it)."""
+        """Keep a new resumable session, held by the connection that opened it (which
+        :meth:`hold_first` names once it exists)."""
         kept = KeptSession(session, str(new_resume_token(session.session_id)), self._server.config.resume_grace_s)
         self._resumable[session.session_id] = kept
         return kept
+
+    @staticmethod
+    def hold_first(kept: KeptSession, holder: Holder) -> None:
+        """``holder`` is the connection that opened ``kept`` (nobody held it before)."""
+        assert kept.holder is None and kept.state is KeptState.HELD
+        kept.holder = holder
 
     async def open_hosted(self, slot: Slot) -> KeptSession:
         """A new hosted session holding ``slot`` (released when it ends).

@@ -231,7 +231,7 @@ async def _start(ctx: SessionsServer, store: KeptSessions, rpc: RpcDispatch, acc
         return
     session = store.keep_resumable(opened)
     connection = ResumableConnection(ctx, accepted, session, rpc)
-    session.holder = connection
+    store.hold_first(session, connection)
     await _drive(ctx, store, connection, accepted, resumed=False)
 
 
