@@ -118,7 +118,7 @@ class Instruments:
         """A session is ready to serve (``kind``: plain, resumable or hosted); ``accepted_at`` is
         the ``perf_counter()`` of its connection's upgrade (``None``: opened over HTTP)."""
         if self.metrics is not None:
-            self.metrics.sessions_opened.labels(kind).inc()
+            self.metrics.session_opened(kind)
             if accepted_at is not None:
                 self.metrics.handshake_duration.observe(perf_counter() - accepted_at)
         log_event(logging.INFO, "session_opened", session, kind=kind, resumable=kind == "resumable")
@@ -158,7 +158,7 @@ class Instruments:
         """A session ended for good with ``outcome``; ``close_code`` and ``reason`` (a
         ``SessionEnd``'s value): how its last connection ended, when it ended with it."""
         if self.metrics is not None:
-            self.metrics.sessions_ended.labels(kind, outcome.value).inc()
+            self.metrics.session_ended(kind, outcome.value)
             if close_code is not None:
                 self.metrics.session_closed(close_code)
         fields: dict[str, Any] = {"kind": kind, "outcome": outcome.value, "reason": reason or outcome.value}
