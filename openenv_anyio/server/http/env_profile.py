@@ -10,11 +10,12 @@ back to permissive ones; an undeclared reset observation schema is the observati
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
-from ...environment import env_metadata, has_web_hooks, schema_of
+from ...environment import EnvFactory, env_metadata, has_web_hooks, schema_of
 from ...restoration import restore_way
-from ..context import ServerContext
+from ..execution.bound_env import BoundEnv
 
 __all__ = ["DEFAULT_SCHEMAS", "EnvProfile"]
 
@@ -49,10 +50,19 @@ def _describe(source: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return metadata, schemas
 
 
+class ProfiledServer(Protocol):
+    """What the profile reads of its server: the factory, and an environment to ask."""
+
+    @property
+    def factory(self) -> EnvFactory: ...
+
+    def fresh_env(self, *, counted: bool = True) -> AbstractAsyncContextManager[BoundEnv]: ...
+
+
 class EnvProfile:
     """The served environment's metadata and schemas (computed once)."""
 
-    def __init__(self, ctx: ServerContext) -> None:
+    def __init__(self, ctx: ProfiledServer) -> None:
         self._ctx = ctx
         self._cached: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._web_hooks = False
