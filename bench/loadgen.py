@@ -11,8 +11,9 @@ not become the bottleneck.
 With ``--phased PREFIX`` (``bench.scale``) the sessions run ``sessions.run_phased_burst``
 with episode ids ``PREFIX-0``, ``PREFIX-1``, ...: after each phase the worker creates
 ``D/at-<phase>-<pid>`` and waits for ``D/go-<phase>``, and FILE's ``sessions`` are
-``SessionRecord`` objects. ``fd_limit`` in FILE is the open-file limit it ran with (raised
-to the hard limit).
+``SessionRecord`` objects; with ``--free`` the sessions do not wait for each other (a
+phase's files then mark when the worker's last session passed it). ``fd_limit`` in FILE is
+the open-file limit it ran with (raised to the hard limit).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--phased", metavar="PREFIX", help="a phased burst whose episode ids start with PREFIX")
+    parser.add_argument("--free", action="store_true", help="phased: the sessions do not wait for each other")
     args = parser.parse_args(argv)
     fd_limit = raise_fd_limit()
     try:
@@ -101,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             start_at=start_at,
             cap_s=args.cap,
             between=functools.partial(_barrier, args.dir, timeout_s=args.cap + 60.0),
+            hold=not args.free,
         )
     else:
         burst = functools.partial(

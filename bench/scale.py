@@ -135,9 +135,12 @@ def burst(
     cap_s: float = 120.0,
     connect_timeout_s: float | None = None,
     loaders: int | None = None,
+    gated: bool = True,
 ) -> dict[str, Any]:
     """One phased burst of ``n`` sessions against a fresh server of ``variant``: the figures
-    (``summarise``), or ``{"unavailable": why}`` when the server or the load never started."""
+    (``summarise``), or ``{"unavailable": why}`` when the server or the load never started.
+    ``gated=False``: the sessions run straight through (the wall time of a free burst, as
+    scenario 9 has it); the CPU and RSS by phase are then not reported."""
     if variant.python is not None and not Path(variant.python).exists():
         return {"variant": variant.name, "sessions": n, "unavailable": f"{variant.python} is missing"}
     count = loaders or max(1, math.ceil(n / SESSIONS_PER_WORKER))
@@ -160,7 +163,7 @@ def burst(
             for i, share in enumerate(shares):
                 argv = ["-m", "bench.loadgen", variant.client, server.url, "--sessions", str(share)]
                 argv += ["--steps", str(steps), "--dir", tmp, "--cap", repr(cap_s), "--phased", f"s{i}"]
-                argv += ["--out", str(folder / f"out-{i}.json")]
+                argv += ["--out", str(folder / f"out-{i}.json")] + ([] if gated else ["--free"])
                 if connect_timeout_s is not None:
                     argv += ["--connect-timeout", repr(connect_timeout_s)]
                 procs.append(spawn(argv, python=variant.python)[0])
@@ -194,7 +197,7 @@ def burst(
             alive = server.proc.poll() is None
             tail = server.stderr_tail(5)
             server.stop()
-    figures = summarise(variant, n, kind, steps, run, outputs, counted)
+    figures = summarise(variant, n, kind, steps, run, outputs, counted, gated=gated)
     if not alive:
         figures["server_died"] = tail
     return figures
@@ -229,8 +232,11 @@ def summarise(
     run: _Run,
     outputs: list[dict[str, Any]],
     counted: dict[str, tuple[int, int]],
+    *,
+    gated: bool = True,
 ) -> dict[str, Any]:
-    """The figures of one burst (see the module docstring)."""
+    """The figures of one burst (see the module docstring); of a free one (not ``gated``),
+    none that need the phases apart: CPU only in all, no idle RSS, no stepping rate."""
     records = [record for output in outputs for record in output["sessions"]]
     ok = [r for r in records if r["ok"]]
     step_s = [s for r in records for s in r["step_s"]]
@@ -251,8 +257,12 @@ def summarise(
         for r in ok
         if r["episode"] in counted and counted[r["episode"]] != (1, steps)
     ]
+    if not gated:
+        cpu_ms = dict.fromkeys(PHASES, None) | {"total": cpu_ms["total"]}
+        stepping_s = stepping_cpu_s = 0.0
     return {
         "variant": variant.name,
+        "gated": gated,
         "env": kind,
         "sessions": n,
         "steps_per_session": steps,
@@ -272,7 +282,9 @@ def summarise(
             "peak": round(run.peak_rss_kb / 1024, 1),
         },
         "server_rss_kb_per_session": round((run.peak_rss_kb - run.rss_kb["start"]) / n, 1),
-        "server_rss_kb_per_idle_session": round((run.rss_kb["reset"] - run.rss_kb["start"]) / max(1, len(ok)), 1),
+        "server_rss_kb_per_idle_session": round((run.rss_kb["reset"] - run.rss_kb["start"]) / max(1, len(ok)), 1)
+        if gated
+        else None,
         "server_threads_peak": run.peak_threads,
         "steps_per_s": round(len(step_s) / stepping_s, 1) if stepping_s > 0 else None,
         "steps_per_server_cpu_s": round(len(step_s) / stepping_cpu_s, 1) if stepping_cpu_s > 0 else None,
@@ -325,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=None, help="steps per session (burst: 3; zero-sleep: 20,000 / N)")
     parser.add_argument("--cap", type=float, default=120.0, help="each session's bound, from the common start (s)")
     parser.add_argument("--connect-timeout", type=float, help="our client's connect + handshake bound (s)")
+    parser.add_argument(
+        "--free", action="store_true", help="burst: sessions run straight through, not held at each phase (wall time)"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     names = args.variants or (["ours", "ours-x2", "upstream"] if args.mode == "burst" else ["ours"])
@@ -342,7 +357,13 @@ def main(argv: list[str] | None = None) -> int:
             steps = args.steps or (3 if args.mode == "burst" else zero_sleep_steps(n))
             for name in names:
                 found = burst(
-                    VARIANTS[name], n, kind=kind, steps=steps, cap_s=args.cap, connect_timeout_s=args.connect_timeout
+                    VARIANTS[name],
+                    n,
+                    kind=kind,
+                    steps=steps,
+                    cap_s=args.cap,
+                    connect_timeout_s=args.connect_timeout,
+                    gated=not args.free,
                 )
                 found["load_average"] = os.getloadavg()
                 figures["runs"].append(found)

@@ -220,10 +220,11 @@ class PhaseGate:
     runs once (in ``bench.scale``: a barrier across the load processes while the harness
     reads the server's counters), then every session goes on to the next phase."""
 
-    def __init__(self, sessions: int, between: Callable[[str], Awaitable[None]]) -> None:
+    def __init__(self, sessions: int, between: Callable[[str], Awaitable[None]], *, hold: bool = True) -> None:
         self._left = dict.fromkeys(PHASES, sessions)
         self._open = {phase: anyio.Event() for phase in PHASES}
         self._between = between
+        self._hold = hold  # False: nobody waits; ``between`` still runs when the last one passes
 
     async def _arrive(self, phase: str) -> bool:
         """Count one arrival; the last one runs ``between`` and opens the phase."""
@@ -236,7 +237,7 @@ class PhaseGate:
 
     async def passed(self, phase: str) -> None:
         """This session is done with ``phase``: wait until every session is."""
-        if not await self._arrive(phase):
+        if not await self._arrive(phase) and self._hold:
             await self._open[phase].wait()
 
     async def failed(self, arrived: int) -> None:
@@ -304,12 +305,14 @@ async def run_phased_burst(
     start_at: float,
     cap_s: float,
     between: Callable[[str], Awaitable[None]],
+    hold: bool = True,
 ) -> list[SessionRecord]:
     """One session per episode id, all starting at wall-clock ``start_at``: connect, reset
     (with that ``episode_id``, which the env side's step ledger names), ``steps`` steps,
-    close; ``PhaseGate`` holds them between the phases. A session not done within ``cap_s``
+    close; ``PhaseGate`` holds them between the phases (with ``hold``; without, each session
+    runs straight through and ``between`` only marks when the last one passed). A session not done within ``cap_s``
     of the start fails with the cause ``cap reached``."""
-    gate = PhaseGate(len(episodes), between)
+    gate = PhaseGate(len(episodes), between, hold=hold)
     records = [SessionRecord(episode) for episode in episodes]
 
     async def one_session(record: SessionRecord) -> None:

@@ -50,6 +50,16 @@ def test_ours_burst_of_64_sessions_gets_every_step_on_the_env_side() -> None:
     assert figures["steps_per_s"] is not None and figures["steps_per_s"] > 0
 
 
+def test_free_burst_runs_straight_through_and_reports_cpu_in_all_only() -> None:
+    ours.check_available()
+    figures = scale.burst(scale.VARIANTS["ours"], 32, kind="echo", steps=2, cap_s=60.0, gated=False)
+    _check_complete(figures, 32, 2)
+    assert figures["gated"] is False
+    cpu = figures["server_cpu_ms_per_session"]
+    assert isinstance(cpu, dict) and [cpu[phase] for phase in sorted(PHASE_KEYS)] == [None] * 4
+    assert cpu["total"] is not None and figures["server_rss_kb_per_idle_session"] is None
+
+
 def test_upstream_burst_of_16_sessions_gets_every_step_on_the_env_side() -> None:
     if not scale.UPSTREAM_PYTHON.exists():
         pytest.skip(f"upstream OpenEnv 0.10's peer venv is not installed ({scale.UPSTREAM_PYTHON})")
