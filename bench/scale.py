@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.compat_clients import UPSTREAM_PYTHON
+from bench.envs import STEP_LEDGER_ENV
 from bench.fleet import preflight
 from bench.procs import (
     START_TIMEOUT_S,
@@ -154,7 +155,7 @@ def burst(
             [*variant.serve[:1], kind, *variant.serve[1:], "--max-concurrent-envs", str(max(n, 1))],
             wait=False,
             python=variant.python,
-            environ={"BENCH_STEP_LEDGER": str(ledger)},
+            environ={STEP_LEDGER_ENV: str(ledger)},
         )
         run = _Run(server)
         procs = []
@@ -188,7 +189,7 @@ def burst(
                 proc.wait(timeout=60.0)
             for path in sorted(folder.glob("out-*.json")):
                 outputs.append(json.loads(path.read_text()))
-            counted = _read_ledger(ledger, sum(1 for o in outputs for s in o["sessions"] if s["ok"]))
+            counted = _read_ledger(ledger, {s["episode"] for o in outputs for s in o["sessions"] if s["ok"]})
         except (RuntimeError, TimeoutError, OSError) as exc:
             return {"variant": variant.name, "sessions": n, "unavailable": str(exc)[:300]}
         finally:
@@ -203,9 +204,10 @@ def burst(
     return figures
 
 
-def _read_ledger(folder: Path, expected: int) -> dict[str, tuple[int, int]]:
-    """The env side's count per episode id: (resets, steps), once ``expected`` sessions have
-    been recorded or ``LEDGER_WAIT_S`` has passed (the server closes envs after their sessions)."""
+def _read_ledger(folder: Path, expected: set[str]) -> dict[str, tuple[int, int]]:
+    """The env side's count per episode id: (resets, steps), once every episode of
+    ``expected`` has been recorded or ``LEDGER_WAIT_S`` has passed (the server closes envs
+    after their sessions)."""
     deadline = time.monotonic() + LEDGER_WAIT_S
     while True:
         found: dict[str, tuple[int, int]] = {}
@@ -217,7 +219,7 @@ def _read_ledger(folder: Path, expected: int) -> dict[str, tuple[int, int]]:
                     continue  # an env closed without a reset
                 duplicates += episode in found
                 found[episode] = (int(resets), int(steps))
-        if len(found) >= expected or time.monotonic() > deadline:
+        if expected <= found.keys() or time.monotonic() > deadline:
             if duplicates:
                 found["<closed more than once>"] = (duplicates, 0)
             return found
