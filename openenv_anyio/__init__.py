@@ -44,6 +44,7 @@ from .client import (
     ToolFailed,
     UnknownTypeError,
     WebSocketAddress,
+    http_base_url,
     proxy_url_for,
     websocket_address,
 )
@@ -100,6 +101,7 @@ __all__ = [
     "Tool",
     "ToolFailed",
     "UnknownTypeError",
+    "http_base_url",
     "websocket_address",
     "WebSocketAddress",
 ]
