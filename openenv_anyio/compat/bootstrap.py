@@ -127,12 +127,29 @@ class Bootstrap(Coroutine[Any, Any, _Client]):
 
 def started(cls: Callable[..., _Client], image: str, provider: Any, options: dict[str, Any]) -> _Client:
     """A client of ``cls`` on a server ``provider`` started from ``image`` (stopped again on failure)."""
-    url = provider.start_container(image, **options)
+    return _launched(
+        cls,
+        provider,
+        lambda: provider.start_container(image, **options),
+        provider.wait_for_ready,
+        provider.stop_container,
+    )
+
+
+def _launched(
+    cls: Callable[..., _Client],
+    provider: Any,
+    start: Callable[[], str],
+    ready: Callable[[str], object],
+    stop: Callable[[], object],
+) -> _Client:
+    """A client of ``cls`` on the server ``start`` starts, once ``ready``; ``stop`` on failure."""
+    url = start()
     try:
-        provider.wait_for_ready(url)
+        ready(url)
         client = cls(base_url=url, provider=provider)
     except BaseException:
-        provider.stop_container()
+        stop()
         raise
     client._provider_running = True
     return client
@@ -158,12 +175,6 @@ def space_started(
         provider = uv_provider(repo_id, options)
     elif options:
         raise ValueError(f"from_env: {', '.join(sorted(options))} cannot be used with a provider instance")
-    url = provider.start(**start)
-    try:
-        provider.wait_for_ready()
-        client = cls(base_url=url, provider=provider)
-    except BaseException:
-        provider.stop()
-        raise
-    client._provider_running = True
-    return client
+    return _launched(
+        cls, provider, lambda: provider.start(**start), lambda _url: provider.wait_for_ready(), provider.stop
+    )

@@ -28,149 +28,80 @@ def _with(parameter: object) -> dict[str, Any]:
     return _tool(schema={"type": "object", "properties": {"value": parameter}})
 
 
-#: (what it is, the tools/list result, the error's class name, the start of its message)
-HOSTILE: list[tuple[str, Any, str, str]] = [
-    ("result not an object", "tools", "EnvironmentUnavailable", "cannot list the tools of"),
-    ("no tools member", {}, "EnvironmentUnavailable", "cannot list the tools of"),
-    ("tools not a list", {"tools": "probe"}, "EnvironmentUnavailable", "cannot list the tools of"),
-    ("a tool that is a number", {"tools": [5]}, "EnvironmentUnavailable", "cannot list the tools of"),
-    ("a tool without a name", {"tools": [{"description": "x"}]}, "EnvironmentUnavailable", "cannot list"),
-    ("a name that is a number", {"tools": [_tool(5)]}, "EnvironmentUnavailable", "cannot list the tools of"),
-    ("a schema that is a list", {"tools": [_tool(schema=[1, 2])]}, "EnvironmentUnavailable", "cannot list"),
-    ("a schema that is a string", {"tools": [_tool(schema="object")]}, "EnvironmentUnavailable", "cannot list"),
-    ("two tools, one name", {"tools": [_tool(), _tool()]}, "UnexpressibleSchema", "http://"),
-    ("a name with a dash", {"tools": [_tool("pro-be")]}, "UnexpressibleSchema", "tool name 'pro-be'"),
-    ("a private name", {"tools": [_tool("_probe")]}, "UnexpressibleSchema", "tool name '_probe'"),
-    ("a keyword name", {"tools": [_tool("class")]}, "UnexpressibleSchema", "tool name 'class'"),
-    ("the instance's reset", {"tools": [_tool("reset")]}, "UnexpressibleSchema", "tool 'reset' would hide"),
-    ("the instance's get_reward", {"tools": [_tool("get_reward")]}, "UnexpressibleSchema", "tool 'get_reward'"),
-    (
-        "properties a list",
-        {"tools": [_tool(schema={"type": "object", "properties": []})]},
-        "UnexpressibleSchema",
-        "tool 'probe'",
-    ),
-    (
-        "properties null",
-        {"tools": [_tool(schema={"type": "object", "properties": None})]},
-        "UnexpressibleSchema",
-        "tool 'probe'",
-    ),
-    ("top type array", {"tools": [_tool(schema={"type": "array"})]}, "UnexpressibleSchema", "tool 'probe'"),
-    ("top type an object", {"tools": [_tool(schema={"type": {"x": 1}})]}, "UnexpressibleSchema", "tool 'probe'"),
-    ("top anyOf", {"tools": [_tool(schema={"anyOf": [{"type": "object"}]})]}, "UnexpressibleSchema", "tool 'probe'"),
-    (
-        "required a number",
-        {"tools": [_tool(schema={"type": "object", "properties": {}, "required": 5})]},
-        "UnexpressibleSchema",
-        "tool 'probe'",
-    ),
-    (
-        "required a string",
-        {"tools": [_tool(schema={"type": "object", "properties": {}, "required": "value"})]},
-        "UnexpressibleSchema",
-        "tool 'probe'",
-    ),
-    (
-        "required of objects",
-        {"tools": [_tool(schema={"type": "object", "properties": {}, "required": [{}]})]},
-        "UnexpressibleSchema",
-        "tool 'probe'",
-    ),
-    ("a parameter schema a number", {"tools": [_with(5)]}, "UnexpressibleSchema", "tool 'probe' parameter 'value'"),
+#: answers that are no list of named tools (EnvironmentUnavailable)
+_NOT_A_LISTING: list[tuple[str, Any]] = [
+    ("result not an object", "tools"),
+    ("no tools member", {}),
+    ("tools not a list", {"tools": "probe"}),
+    ("a tool that is a number", {"tools": [5]}),
+    ("a tool without a name", {"tools": [{"description": "x"}]}),
+    ("a name that is a number", {"tools": [_tool(5)]}),
+    ("a schema that is a list", {"tools": [_tool(schema=[1, 2])]}),
+    ("a schema that is a string", {"tools": [_tool(schema="object")]}),
+]
+
+#: tools no method can carry (UnexpressibleSchema), with the start of the message
+_NO_METHOD: list[tuple[str, list[Any], str]] = [
+    ("two tools, one name", [_tool(), _tool()], "http://"),
+    ("a name with a dash", [_tool("pro-be")], "tool name 'pro-be'"),
+    ("a private name", [_tool("_probe")], "tool name '_probe'"),
+    ("a keyword name", [_tool("class")], "tool name 'class'"),
+    ("the instance's reset", [_tool("reset")], "tool 'reset' would hide"),
+    ("the instance's get_reward", [_tool("get_reward")], "tool 'get_reward' would hide"),
+    ("properties a list", [_tool(schema={"type": "object", "properties": []})], "tool 'probe'"),
+    ("properties null", [_tool(schema={"type": "object", "properties": None})], "tool 'probe'"),
+    ("top type array", [_tool(schema={"type": "array"})], "tool 'probe'"),
+    ("top type an object", [_tool(schema={"type": {"x": 1}})], "tool 'probe'"),
+    ("top anyOf", [_tool(schema={"anyOf": [{"type": "object"}]})], "tool 'probe'"),
+    ("required a number", [_tool(schema={"type": "object", "properties": {}, "required": 5})], "tool 'probe'"),
+    ("required a string", [_tool(schema={"type": "object", "properties": {}, "required": "value"})], "tool 'probe'"),
+    ("required of objects", [_tool(schema={"type": "object", "properties": {}, "required": [{}]})], "tool 'probe'"),
     (
         "a parameter named self",
-        {"tools": [_tool(schema={"type": "object", "properties": {"self": {}}})]},
-        "UnexpressibleSchema",
+        [_tool(schema={"type": "object", "properties": {"self": {}}})],
         "tool 'probe' parameter 'self'",
     ),
     (
-        "a parameter named with a dash",
-        {"tools": [_tool(schema={"type": "object", "properties": {"a-b": {}}})]},
-        "UnexpressibleSchema",
+        "a parameter with a dash",
+        [_tool(schema={"type": "object", "properties": {"a-b": {}}})],
         "tool 'probe' parameter 'a-b'",
     ),
     (
-        "a type that is an object",
-        {"tools": [_with({"type": {"x": 1}})]},
-        "UnexpressibleSchema",
-        "tool 'probe' parameter 'value'",
-    ),
-    (
-        "a type that is a number",
-        {"tools": [_with({"type": 5})]},
-        "UnexpressibleSchema",
-        "tool 'probe' parameter 'value'",
-    ),
-    (
-        "a type JSON Schema lacks",
-        {"tools": [_with({"type": "tuple"})]},
-        "UnexpressibleSchema",
-        "tool 'probe' parameter 'value'",
-    ),
-    (
-        "types with an object",
-        {"tools": [_with({"type": ["string", {"a": 1}]})]},
-        "UnexpressibleSchema",
-        "tool 'probe' parameter 'value'",
-    ),
-    (
-        "an enum that is a number",
-        {"tools": [_with({"enum": 5})]},
-        "UnexpressibleSchema",
-        "tool 'probe' parameter 'value'",
-    ),
-    (
-        "an enum that is a string",
-        {"tools": [_with({"enum": "abc"})]},
-        "UnexpressibleSchema",
-        "tool 'probe' parameter 'value'",
-    ),
-    ("an empty enum", {"tools": [_with({"enum": []})]}, "UnexpressibleSchema", "tool 'probe' parameter 'value'"),
-    ("an enum of lists", {"tools": [_with({"enum": [[1]]})]}, "UnexpressibleSchema", "tool 'probe' parameter 'value'"),
-    (
-        "a const object",
-        {"tools": [_with({"const": {"a": 1}})]},
-        "UnexpressibleSchema",
-        "tool 'probe' parameter 'value'",
-    ),
-    ("anyOf a number", {"tools": [_with({"anyOf": 5})]}, "UnexpressibleSchema", "tool 'probe' parameter 'value'"),
-    ("anyOf of numbers", {"tools": [_with({"anyOf": [5]})]}, "UnexpressibleSchema", "tool 'probe' parameter 'value'"),
-    (
-        "oneOf an object",
-        {"tools": [_with({"oneOf": {"a": {}}})]},
-        "UnexpressibleSchema",
-        "tool 'probe' parameter 'value'",
-    ),
-    ("allOf a number", {"tools": [_with({"allOf": 5})]}, "UnexpressibleSchema", "tool 'probe' parameter 'value'"),
-    (
-        "a $ref that is a number",
-        {"tools": [_with({"$ref": 5})]},
-        "UnexpressibleSchema",
-        "tool 'probe' parameter 'value'",
-    ),
-    (
-        "a $ref elsewhere",
-        {"tools": [_with({"$ref": "http://x/y"})]},
-        "UnexpressibleSchema",
-        "tool 'probe' parameter 'value'",
-    ),
-    (
         "a $ref to a number",
-        {
-            "tools": [
-                _tool(schema={"type": "object", "properties": {"value": {"$ref": "#/$defs/A"}}, "$defs": {"A": 5}})
-            ]
-        },
-        "UnexpressibleSchema",
+        [_tool(schema={"type": "object", "properties": {"value": {"$ref": "#/$defs/A"}}, "$defs": {"A": 5}})],
         "tool 'probe' parameter 'value'",
     ),
-    (
-        "items of numbers",
-        {"tools": [_with({"type": "array", "items": {"anyOf": [1]}})]},
-        "UnexpressibleSchema",
-        "tool 'probe' parameter 'value'",
-    ),
+]
+
+#: parameter schemas no annotation can carry (UnexpressibleSchema naming the parameter)
+_BAD_PARAMETER: list[tuple[str, object]] = [
+    ("a parameter schema a number", 5),
+    ("a type that is an object", {"type": {"x": 1}}),
+    ("a type that is a number", {"type": 5}),
+    ("a type JSON Schema lacks", {"type": "tuple"}),
+    ("types with an object", {"type": ["string", {"a": 1}]}),
+    ("an enum that is a number", {"enum": 5}),
+    ("an enum that is a string", {"enum": "abc"}),
+    ("an empty enum", {"enum": []}),
+    ("an enum of lists", {"enum": [[1]]}),
+    ("a const object", {"const": {"a": 1}}),
+    ("anyOf a number", {"anyOf": 5}),
+    ("anyOf of numbers", {"anyOf": [5]}),
+    ("oneOf an object", {"oneOf": {"a": {}}}),
+    ("allOf a number", {"allOf": 5}),
+    ("a $ref that is a number", {"$ref": 5}),
+    ("a $ref elsewhere", {"$ref": "http://x/y"}),
+    ("items of numbers", {"type": "array", "items": {"anyOf": [1]}}),
+]
+
+#: (what it is, the tools/list result, the error's class name, the start of its message)
+HOSTILE: list[tuple[str, Any, str, str]] = [
+    *[(what, result, "EnvironmentUnavailable", "cannot list the tools of") for what, result in _NOT_A_LISTING],
+    *[(what, {"tools": tools}, "UnexpressibleSchema", start) for what, tools, start in _NO_METHOD],
+    *[
+        (what, {"tools": [_with(schema)]}, "UnexpressibleSchema", "tool 'probe' parameter 'value'")
+        for what, schema in _BAD_PARAMETER
+    ],
 ]
 
 
