@@ -330,9 +330,10 @@ def _lifted(observation: Any, split: tuple[bool, bool]) -> LiftedObservation:
     (numpy arrays) falls back to :func:`to_jsonable` (WS-OBS-2).
 
     Runs once per step, on the session's thread: the serializer is looked up in a plain dict
-    (``functools.cache`` cost three times as much), a reward that is already a frame's value
-    skips :func:`plain_reward` (which returns it unchanged), and the tuple is built by
-    ``tuple.__new__`` (a NamedTuple's ``__new__`` is a Python function: twice the cost).
+    (not ``functools.cache``), a reward that is already a frame's value skips
+    :func:`plain_reward` (which returns it unchanged), and the tuple is built by
+    ``tuple.__new__`` (a NamedTuple's ``__new__`` is a Python function): bench/README.md,
+    "Server CPU per step".
     """
     inside, beside = split
     exclude = _EXCLUDE_KEEPING_METADATA if inside else _EXCLUDE
@@ -358,7 +359,7 @@ def _lifted(observation: Any, split: tuple[bool, bool]) -> LiftedObservation:
 
 
 # Sets, not frozensets: pydantic-core takes a set's members directly and converts any other
-# collection on every call (measured: a frozenset costs a third more per dump). Never mutated.
+# collection on every call (bench/README.md, "Server CPU per step"). Never mutated.
 _EXCLUDE: Final[set[str]] = {"reward", "done", "metadata"}
 _EXCLUDE_KEEPING_METADATA: Final[set[str]] = {"reward", "done"}
 #: the reward types a frame carries as they are (:func:`plain_reward` returns them unchanged)
@@ -371,7 +372,7 @@ _json_dumps: dict[type, Callable[..., Any] | None] = {}
 def _json_dump(model: type) -> Callable[..., Any] | None:
     """The ``to_python`` of ``model``'s pydantic serializer when its ``model_dump`` is
     pydantic's own (which calls it with the same arguments, after a round of argument
-    handling that cost a third of a step's dump), else None: a model that overrides
+    handling: bench/README.md, "Server CPU per step"), else None: a model that overrides
     ``model_dump`` is dumped through its override, as upstream's server does."""
     from pydantic import BaseModel
 
@@ -409,7 +410,7 @@ def _action_validator(action: Any) -> Callable[[dict[str, Any]], Any]:
     actions only when the Action model is the generic base or an MCP action; otherwise it is
     the model's ``model_validate``. So the model's own validator does the work for every
     other model (the same call ``model_validate`` makes, without its round of argument
-    handling, which cost as much as the validation), unless the model overrides
+    handling: bench/README.md, "Server CPU per step"), unless the model overrides
     ``model_validate``; upstream's function is kept wherever its routing can apply.
     """
     from openenv.core.env_server.serialization import deserialize_action

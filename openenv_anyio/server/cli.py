@@ -148,8 +148,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="where each session's environment runs. thread (default): in the server process, on a worker thread "
         "per session (or inline): cheapest per step, but a segfault, os._exit or busy loop in environment code "
         "takes the whole server (every session) with it. process: in a process of its own per session: such a "
-        "fault ends only that session (EXECUTION_ERROR, close 4410); costs a process per session, a few ms to "
-        "start one, and an inter-process round trip per call (see bench/README.md for the measured ratio)",
+        "fault ends only that session (EXECUTION_ERROR, close 4410); costs a process per session, started as it "
+        "opens, and an inter-process round trip per call (the user guide's docs/scaling.md has what they cost)",
     )
     parser.add_argument(
         "--step-timeout",

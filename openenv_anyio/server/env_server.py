@@ -79,7 +79,7 @@ class WorkerSeat(Protocol):
 
 #: Pending connections the listening socket queues (the kernel caps it at ``somaxconn``).
 #: Hypercorn's default of 100 refuses connections when thousands of sessions connect at
-#: once (kernel ``ListenOverflows``; bench/README.md, scenario 9); uvicorn uses 2,048.
+#: once (kernel ``ListenOverflows``; bench/README.md, "Server CPU per connection"); uvicorn uses 2,048.
 LISTEN_BACKLOG = 4096
 
 

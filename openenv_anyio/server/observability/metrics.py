@@ -7,8 +7,8 @@ values to that directory and :func:`exposition` reads all of them, so one scrape
 worker sees the whole server.
 
 The hot path (one step) costs one counter increment and two histogram observations. In one
-process these three are plain numbers read at scrape time (:mod:`.request_counts`, several
-times cheaper than prometheus-client's locked values); under multi-process serving they are
+process these three are plain numbers read at scrape time (:mod:`.request_counts`, cheaper
+than prometheus-client's locked values); under multi-process serving they are
 prometheus-client's own, whose labelled children are looked up once, here, never per request.
 """
 
