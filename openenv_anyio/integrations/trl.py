@@ -98,7 +98,7 @@ def environment_factory(
     if not step_name.isidentifier() or keyword.iskeyword(step_name) or step_name.startswith("_"):
         raise ValueError(f"step_name {step_name!r} cannot be a Python method name")
     options = {**client_options, "token": token}
-    listed, metadata = _discover(url, options, backend)
+    listed, metadata, no_tools = _discover(url, options, backend)
     reward_tool = None
     if listed is not None:
         offered = [(tool.name, tool.description, tool.input_schema, _tool_call) for tool in listed]
@@ -130,7 +130,7 @@ def environment_factory(
         calls[signature.name] = make_call(signature)
     class_name = name or _class_name(str(metadata.get("name") or "Environment"))
     attributes: dict[str, Any] = {
-        "__doc__": _class_doc(url, metadata, [s.name for s in signatures]),
+        "__doc__": _class_doc(url, metadata, [s.name for s in signatures], None if listed is not None else no_tools),
         "__module__": __name__,
         "__init__": _make_init(url, options, backend, reset_keys, reset_text),
         "reset": _reset,
@@ -248,19 +248,20 @@ def _text(value: Any) -> str:
 # -- asking the server ------------------------------------------------------------------
 
 
-def _discover(url: str, options: Mapping[str, Any], backend: str) -> tuple[list[Any] | None, dict[str, Any]]:
-    """The server's MCP tools (None when it has none) and its ``/metadata``."""
+def _discover(url: str, options: Mapping[str, Any], backend: str) -> tuple[list[Any] | None, dict[str, Any], str]:
+    """The server's MCP tools (None when it has none), its ``/metadata``, and why it has none."""
+    why = "it lists no tools"
     try:
         client = EnvClient(url, **{"connect_timeout_s": 10.0, "message_timeout_s": DISCOVERY_TIMEOUT_S, **options})
         with client.sync(backend=backend) as env:
             try:
                 listed = env.list_tools()
-            except (RpcMethodNotFound, ToolFailed):  # "no tools here": ours -32601, upstream's -32603
-                listed = []
+            except (RpcMethodNotFound, ToolFailed) as exc:  # "no tools here": ours -32601, upstream's -32603
+                listed, why = [], f"tools/list answered {exc.code}: {_one_line(exc.message)}"
     except EnvClientError as exc:
         raise EnvironmentUnavailable(f"cannot list the tools of {url}: {_one_line(exc)}") from exc
     metadata = _http_json(url, "/metadata", options, required=False)
-    return (listed or None), metadata if isinstance(metadata, dict) else {}
+    return (listed or None), metadata if isinstance(metadata, dict) else {}, why
 
 
 def _action_schema(url: str, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -315,9 +316,12 @@ def _class_name(name: str) -> str:
     return cleaned if cleaned.endswith("Tools") else cleaned + "Tools"
 
 
-def _class_doc(url: str, metadata: Mapping[str, Any], names: list[str]) -> str:
+def _class_doc(url: str, metadata: Mapping[str, Any], names: list[str], stepped_because: str | None) -> str:
     what = _one_line(metadata.get("description") or metadata.get("name") or "the environment")
-    return f"{what} (served at {url}), one session per instance; tools: {', '.join(names) or 'none'}."
+    doc = f"{what} (served at {url}), one session per instance; tools: {', '.join(names) or 'none'}."
+    if stepped_because is not None:
+        doc += f" Stepped through its action schema: no MCP tools ({stepped_because})."
+    return doc
 
 
 def _one_line(text: object) -> str:

@@ -129,6 +129,9 @@ def test_methods_drive_the_instance_s_own_session(ledger_url: str, backend: str)
 def test_a_non_mcp_env_is_stepped_through_its_action_schema(board_url: str, backend: str) -> None:
     Tools = environment_factory(board_url, backend=backend)
     assert Tools.tools == ("step",)
+    assert Tools.__doc__.endswith(
+        "Stepped through its action schema: no MCP tools (tools/list answered -32601: This environment has no tools)."
+    )
     env = Tools()
     try:
         described = _described(env.step)
@@ -320,6 +323,10 @@ def test_upstream_s_env_without_mcp_is_stepped(backend: str, upstream_template: 
     with serve_upstream(peer, upstream_template(peer)) as url:
         Tools = environment_factory(url, backend=backend)
         assert Tools.tools == ("step",)
+        assert Tools.__doc__.endswith(
+            "Stepped through its action schema: no MCP tools "
+            "(tools/list answered -32603: Environment does not support MCP)."
+        )
         env = Tools()
         try:
             env.reset()
