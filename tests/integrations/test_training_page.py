@@ -22,6 +22,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from transformers.utils import get_json_schema
 
@@ -91,10 +92,39 @@ def test_the_class_is_what_trl_offers_and_describes(tmp_path: Path) -> None:
             assert offered_by_trl(env) == ["step"]
             described = get_json_schema(env.step)["function"]
             assert described["parameters"]["properties"] == {"guess": {"type": "integer", "description": "Your guess."}}
-            rows = namespace["rows"]
-            assert isinstance(rows, list) and len(rows) == 64 and set(rows[0]) == {"prompt", "seed"}
+            # the trainer renders each prompt with its instance's tools through the chat template
+            rendered = _chat_template().apply_chat_template(
+                rows_of(namespace)[0]["prompt"], tools=[env.step], tokenize=False
+            )
+            tool_line, user_line = rendered.splitlines()
+            assert json.loads(tool_line.removeprefix("TOOL "))["function"] == described
+            assert user_line.startswith("user: Find the secret number")
+            rows = rows_of(namespace)
+            assert len(rows) == 64 and set(rows[0]) == {"prompt", "seed"}
         finally:
             close(env)
+
+
+def rows_of(namespace: dict[str, object]) -> list[dict[str, Any]]:
+    rows = namespace["rows"]
+    assert isinstance(rows, list)
+    return rows
+
+
+def _chat_template() -> Any:
+    """A tokenizer built here (no download) whose chat template renders tools one JSON line each."""
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(WordLevel({"[UNK]": 0}, unk_token="[UNK]")), unk_token="[UNK]"
+    )
+    tokenizer.chat_template = (
+        "{% for tool in tools %}TOOL {{ tool | tojson }}\n{% endfor %}"
+        "{% for message in messages %}{{ message.role }}: {{ message.content }}\n{% endfor %}"
+    )
+    return tokenizer
 
 
 def test_the_model_block_is_marked_and_uses_only_the_script_s_names() -> None:
