@@ -29,7 +29,8 @@ def test_demo_takes_the_agent_channel_s_url(guess_url: str, form: str) -> None:
     assert summary_rows(done.stdout)["all"][-1] == "0"  # no agent errors
 
 
-@pytest.mark.parametrize("suffix", ["/ws", "/ws/"])
-def test_check_takes_the_agent_channel_s_url(guess_url: str, suffix: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["check", guess_url + suffix, "--only", "WS-CONN-01", "HTTP-01"]) == 0
+@pytest.mark.parametrize("form", ["http", "http/", "bare"])
+def test_check_takes_the_agent_channel_s_url(guess_url: str, form: str, capsys: pytest.CaptureFixture[str]) -> None:
+    channel = {"http": guess_url + "/ws", "http/": guess_url + "/ws/", "bare": guess_url.split("://")[1] + "/ws"}[form]
+    assert main(["check", channel, "--only", "WS-CONN-01", "HTTP-01"]) == 0
     assert capsys.readouterr().out.rstrip().endswith("PASSED")

@@ -120,6 +120,7 @@ async def test_no_agent_channel_is_one_line_without_the_page(server_url: str) ->
 )
 def test_every_entry_point_reads_a_url_by_one_rule(url: str) -> None:
     """The client, ``check``, ``demo`` and the TRL factory agree on the server a URL names."""
+    from openenv_anyio.conformance.cli import _with_scheme
     from openenv_anyio.conformance.driver import Target
     from openenv_anyio.demo.cli import _server_base
     from openenv_anyio.integrations.trl import _http_base
@@ -128,5 +129,4 @@ def test_every_entry_point_reads_a_url_by_one_rule(url: str) -> None:
     assert base == ("https://h/p" if url.startswith("https") else "http://h:8000")
     assert websocket_address(url).url == "ws" + base.removeprefix("http") + "/ws"
     assert _server_base(url) == _http_base(url) == base
-    if "://" in url:  # check takes schemed URLs only
-        assert Target.from_url(url).http_base == base
+    assert Target.from_url(_with_scheme(url)).http_base == base  # check reads HOST:PORT as the client does
