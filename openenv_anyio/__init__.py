@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         ToolFailed,
         UnknownTypeError,
         WebSocketAddress,
+        http_base_url,
         proxy_url_for,
         websocket_address,
     )
@@ -78,6 +79,7 @@ __all__ = [
     "EpisodeMismatch",
     "ErrorCode",
     "HandshakeRejected",
+    "http_base_url",
     "InvalidJsonError",
     "MessageTimeout",
     "MessageTooLarge",
