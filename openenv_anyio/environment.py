@@ -56,6 +56,13 @@ class Environment:
       class name).
     - ``MAX_CONCURRENT_SESSIONS``: ``None`` (no limit of its own) or the most sessions the
       environment supports at once; a server caps ``max_concurrent_envs`` at it.
+    - ``DETERMINISTIC``: ``True`` promises that the same ``reset`` arguments and the same
+      actions always give the same answers, so an episode can be brought back in another
+      server process by replaying them (``openenv_anyio.restoration``; each replayed answer is
+      checked against the recorded one).
+
+    An environment may also define ``snapshot()`` (its episode as a JSON-able value or bytes)
+    and ``restore(snapshot)``: the exact way back (``openenv_anyio.restoration``).
 
     Two optional methods serve the dashboard's playground (``/web``), as in OpenEnv 0.10:
     :meth:`render_web` draws an observation, :meth:`web_actions` offers one-click actions.
@@ -68,6 +75,7 @@ class Environment:
     reset_observation_schema: ClassVar[SchemaLike] = None
     metadata: ClassVar[Mapping[str, Any]] = {}
     MAX_CONCURRENT_SESSIONS: ClassVar[int | None] = None
+    DETERMINISTIC: ClassVar[bool] = False
 
     def reset(self, **kwargs: Any) -> Any:
         """Start a new episode and return the first observation-like value."""

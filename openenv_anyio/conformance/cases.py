@@ -87,12 +87,18 @@ async def _reset(ctx: CaseContext, conn: WsConnection, episode_id: str) -> str |
     (:func:`expect_alive`). An environment that keeps no episode id (``WS-RESET-3`` is
     checked by ``WS-RESET-03``) is a note about the environment, not a dead session.
     """
-    await expect_observation(conn, {"type": "reset", "data": {"episode_id": episode_id}}, "reset")
-    seen = (await expect_state(conn, "state after reset")).get("episode_id")
+    seen = await _reset_reported(conn, episode_id)
     if seen == episode_id:
         return episode_id
     ctx.note(ENV_KEEPS_NO_EPISODE.format(seen=seen))
     return None
+
+
+async def _reset_reported(conn: WsConnection, episode_id: str) -> Any:
+    """Reset with ``episode_id``; the episode id ``state`` then reports (the environment's own
+    when it ignores the one given)."""
+    await expect_observation(conn, {"type": "reset", "data": {"episode_id": episode_id}}, "reset")
+    return (await expect_state(conn, "state after reset")).get("episode_id")
 
 
 # --- connection ------------------------------------------------------------------------
@@ -693,7 +699,7 @@ async def _next_update(ui: WsConnection, ctx: CaseContext, episode_id: str | Non
 @case("UI-01", "/ws/ui sends state_update on connect and after a step", ("UI-1", "UI-2"), required=False)
 async def _ui(ctx: CaseContext) -> None:
     async with ctx.ws() as agent:
-        episode_id = await _reset(ctx, agent, _episode("UI-01"))
+        episode_id = await _reset_reported(agent, _episode("UI-01"))  # the server's, which updates name
         try:
             async with ctx.ws("/ws/ui") as ui:
                 await _next_update(ui, ctx, episode_id, "on connect")
@@ -703,9 +709,7 @@ async def _ui(ctx: CaseContext) -> None:
                     if update.get("step_count") != 1:
                         ctx.note(f"step_count in the update after one step: {update.get('step_count')!r}")
                 else:
-                    await expect_observation(
-                        agent, {"type": "reset", "data": {"episode_id": _episode("UI-01")}}, "reset"
-                    )
+                    episode_id = await _reset_reported(agent, _episode("UI-01"))
                     await _next_update(ui, ctx, episode_id, "after a reset")
         except HandshakeRejected as rejected:
             raise NotApplicable(f"the server has no /ws/ui ({rejected})") from None
@@ -896,14 +900,22 @@ CASES: tuple[Case, ...] = tuple(_registry)
 
 
 def select_cases(only: list[str] | None) -> list[Case]:
-    """The cases named by ``only`` (exact IDs or group prefixes like ``WS-ERR``), in run order.
+    """The cases named by ``only`` (exact IDs, or groups: ID prefixes up to a dash, like
+    ``WS-ERR`` or ``WS``), in run order.
 
-    Raises ValueError naming any selector that matches no case.
+    Raises ValueError naming any selector that matches no case, and the groups there are.
     """
     if not only:
         return list(CASES)
-    unknown = [s for s in only if not any(c.id == s.upper() or c.group == s.upper() for c in CASES)]
+
+    def matches(case: Case, selector: str) -> bool:
+        return case.id == selector.upper() or case.id.startswith(selector.upper() + "-")
+
+    unknown = [s for s in only if not any(matches(c, s) for c in CASES)]
     if unknown:
-        raise ValueError(f"unknown case ID(s): {', '.join(unknown)} (known: {', '.join(c.id for c in CASES)})")
-    wanted = {s.upper() for s in only}
-    return [c for c in CASES if c.id in wanted or c.group in wanted]
+        groups = " ".join(sorted({c.id.split("-", 1)[0] for c in CASES}))
+        raise ValueError(
+            f"unknown case ID(s): {', '.join(unknown)} "
+            f"(groups: {groups}, or narrower ones like WS-ERR; --list shows every case ID)"
+        )
+    return [c for c in CASES if any(matches(c, s) for s in only)]

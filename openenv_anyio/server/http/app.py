@@ -8,11 +8,13 @@ schemas as the WebSocket frames; a bad body or action is HTTP 422 ``{"detail": [
 from __future__ import annotations
 
 from functools import partial
+from http import HTTPStatus
 from typing import Any
 
 import trio
 from quart import Response, request
 from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException
 
 from ...core import ErrorCode, FrameCodec, ProtocolError, Reset, dumps, parse_json
 from ...core.openapi import STEP_REQUEST_OPTIONS, openapi_document
@@ -23,10 +25,11 @@ from ..context import AtCapacity, ServerContext, session_limit_lowered
 from ..execution.bound_env import EnvironmentAborted, FactoryFailure
 from ..execution.error_text import public_error
 from ..lifecycle import ServerPhase
-from ..mcp.hosted_sessions import HostedSessions, SessionOwners
 from ..mcp.http_route import add_mcp_route
+from ..mcp.owners import SessionOwners
 from ..memory.http_body import busy_response, parse_request_body
 from ..observability.metrics import CONTENT_TYPE, exposition
+from ..sessions.kept import KeptSessions
 from ..ui.web_page import WEB_VIEW_ROUTE, add_web_routes
 from .env_profile import EnvProfile
 from .stateless_envs import StatelessEnvs
@@ -59,6 +62,18 @@ _SIMULATION_ROUTES = frozenset({"/reset", "/step", "/state"})
 
 def _json(value: Any, status: int = 200) -> Response:
     return Response(dumps(value), status=status, content_type="application/json")
+
+
+def _body_problem(body: Any) -> dict[str, Any]:
+    """What is wrong with a request body that is no object, or a ``POST /step`` body whose
+    ``action`` is none, in the ``type`` and ``msg`` upstream's server (pydantic) gives, which
+    callers match on."""
+    if not isinstance(body, dict):
+        msg = "Input should be a valid dictionary or object to extract fields from"
+        return {"loc": ["body"], "msg": msg, "type": "model_attributes_type"}
+    if "action" not in body:
+        return {"loc": ["body", "action"], "msg": "Field required", "type": "missing"}
+    return {"loc": ["body", "action"], "msg": "Input should be a valid dictionary", "type": "dict_type"}
 
 
 def _unprocessable(error: ProtocolError, *, strip: str = "", prefix: tuple[str, ...] = ("body",)) -> Response:
@@ -105,7 +120,7 @@ def _server_error(ctx: ServerContext, exc: BaseException) -> Response:
     return _json({"detail": public.message, "error_id": public.error_id}, 500)
 
 
-def create_app(ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners | None = None) -> QuartTrio:
+def create_app(ctx: ServerContext, hosted: KeptSessions, owners: SessionOwners | None = None) -> QuartTrio:
     """The HTTP side of one server."""
     app = QuartTrio("openenv_anyio.server")
     app.config["MAX_CONTENT_LENGTH"] = ctx.config.max_message_bytes
@@ -121,6 +136,15 @@ def create_app(ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners
     @app.errorhandler(FactoryFailure)
     async def factory_failed(error: FactoryFailure) -> Response:
         return _server_error(ctx, error)
+
+    @app.errorhandler(HTTPException)
+    async def http_error(error: HTTPException) -> Response:
+        """404, 405, ...: JSON in upstream's words (``{"detail": "Not Found"}``), not an HTML page."""
+        response = _json({"detail": HTTPStatus(error.code or 500).phrase}, error.code or 500)
+        allowed = getattr(error, "valid_methods", None)  # a 405 keeps its Allow header
+        if allowed:
+            response.headers["Allow"] = ", ".join(allowed)
+        return response
 
     @app.errorhandler(AtCapacity)
     async def at_capacity(error: AtCapacity) -> Response:  # HTTP-6
@@ -207,6 +231,8 @@ def create_app(ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners
     @app.post("/reset")
     async def reset() -> Response:  # HTTP-4
         body = await _json_body(ctx, default={})
+        if not isinstance(body, dict):
+            return _json({"detail": [_body_problem(body)]}, 422)
         try:
             frame = codec.decode_value({"type": "reset", "data": body})
         except ProtocolError as error:
@@ -223,8 +249,7 @@ def create_app(ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners
     async def step() -> Response:  # HTTP-4
         body = await _json_body(ctx, default=None)
         if not isinstance(body, dict) or not isinstance(body.get("action"), dict):
-            missing = {"loc": ["body", "action"], "msg": "Field required: an object", "type": "missing"}
-            return _json({"detail": [missing]}, 422)
+            return _json({"detail": [_body_problem(body)]}, 422)
         try:
             step_options.check({key: body[key] for key in STEP_REQUEST_OPTIONS if key in body}, what="step request")
         except ProtocolError as error:
