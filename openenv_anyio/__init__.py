@@ -43,6 +43,7 @@ from .client import (
     Tool,
     ToolFailed,
     UnknownTypeError,
+    ValidationRefused,
     WebSocketAddress,
     proxy_url_for,
     websocket_address,
@@ -100,6 +101,7 @@ __all__ = [
     "Tool",
     "ToolFailed",
     "UnknownTypeError",
+    "ValidationRefused",
     "websocket_address",
     "WebSocketAddress",
 ]

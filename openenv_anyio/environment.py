@@ -14,6 +14,7 @@ No I/O happens here: the server decides where and how the calls run.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple, TypeAlias
 
@@ -31,6 +32,7 @@ __all__ = [
     "normalise_state",
     "plain_reward",
     "schema_of",
+    "takes_seed",
     "to_plain_dict",
 ]
 
@@ -56,6 +58,10 @@ class Environment:
       class name).
     - ``MAX_CONCURRENT_SESSIONS``: ``None`` (no limit of its own) or the most sessions the
       environment supports at once; a server caps ``max_concurrent_envs`` at it.
+    - ``SEEDED``: whether ``reset`` applies the ``seed`` it is given: ``True``, ``False``, or
+      ``None`` (the default) for "as its signature says": a ``seed`` parameter or ``**kwargs``
+      takes it. An environment that takes a seed and ignores it says ``False``; validation
+      telemetry reports it (``VAL-SEED-1``, :func:`takes_seed`).
 
     Two optional methods serve the dashboard's playground (``/web``), as in OpenEnv 0.10:
     :meth:`render_web` draws an observation, :meth:`web_actions` offers one-click actions.
@@ -68,6 +74,7 @@ class Environment:
     reset_observation_schema: ClassVar[SchemaLike] = None
     metadata: ClassVar[Mapping[str, Any]] = {}
     MAX_CONCURRENT_SESSIONS: ClassVar[int | None] = None
+    SEEDED: ClassVar[bool | None] = None
 
     def reset(self, **kwargs: Any) -> Any:
         """Start a new episode and return the first observation-like value."""
@@ -204,6 +211,23 @@ def normalise_state(value: Any) -> dict[str, Any]:
     if isinstance(step_count, bool) or not isinstance(step_count, int) or step_count < 0:
         raise TypeError(f"state step_count must be an integer >= 0, not {step_count!r}")
     return data
+
+
+def takes_seed(env: Any) -> bool:
+    """Whether ``env`` (instance or class) applies the ``seed`` a reset gives it: its
+    ``SEEDED`` when a boolean, else whether its ``reset`` has a ``seed`` parameter or takes
+    ``**kwargs`` (a reset the server cannot inspect is taken at its word: ``True``)."""
+    declared = getattr(env, "SEEDED", None)
+    if isinstance(declared, bool):
+        return declared
+    reset = getattr(env, "reset", None)
+    if not callable(reset):
+        return False
+    try:
+        parameters = inspect.signature(reset).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD or p.name == "seed" for p in parameters)
 
 
 def schema_of(declared: Any) -> dict[str, Any] | None:

@@ -31,6 +31,7 @@ class ErrorCode(enum.StrEnum):
     MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE"
     REQUEST_ID_REUSED = "REQUEST_ID_REUSED"
     SERVER_BUSY = "SERVER_BUSY"
+    VALIDATION_REFUSED = "VALIDATION_REFUSED"
 
 
 class ProtocolError(Exception):

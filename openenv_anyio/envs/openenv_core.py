@@ -152,6 +152,8 @@ class OpenEnvCoreEnv:
             "__doc__": env_class.__doc__,
             "_factory": staticmethod(env),
             "MAX_CONCURRENT_SESSIONS": max_concurrent_sessions or (None if concurrent else 1),
+            # the wrapper's reset takes **kwargs and passes on what the env's own accepts
+            "SEEDED": _takes_keyword(env_class.reset_async if overridden_reset else env_class.reset, "seed"),
             "REQUIRES_SINGLE_THREAD_EXECUTOR": bool(getattr(env_class, "REQUIRES_SINGLE_THREAD_EXECUTOR", False)),
             "action_model": action,
             "observation_model": observation,
@@ -509,6 +511,12 @@ def _keywords(method: Callable[..., Any]) -> frozenset[str] | None:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return None
     return frozenset(p.name for p in parameters)
+
+
+def _takes_keyword(method: Callable[..., Any], name: str) -> bool:
+    """Whether ``method`` accepts the keyword ``name`` (by name or by ``**kwargs``)."""
+    keywords = _keywords(method)
+    return keywords is None or name in keywords
 
 
 def _rejection(exc: Any) -> ActionRejected:

@@ -40,6 +40,7 @@ from .sessions.mcp_socket import serve_mcp_socket
 from .sessions.resumable import negotiated, serve_resumable
 from .sessions.resumable_store import ResumableSessions
 from .ui.endpoint import serve_ui
+from .validation import validation_handlers
 
 __all__ = ["EnvServer", "LISTEN_BACKLOG", "RunningServer", "WorkerSeat"]
 
@@ -95,7 +96,7 @@ class _Router:
         # (EXT-NEG-1, decided once per connection) or a plain one; each given the store it uses.
         self._attached = partial(serve_attached, ctx, hosted)
         self._resumable = partial(serve_resumable, ctx, resumable)
-        self._plain = serve_ws(ctx)
+        self._plain = serve_ws(ctx, validation_handlers(ctx))  # VAL-OPEN-1: telemetry when on
         self._mcp = serve_mcp_socket(ctx)
         self._ui = partial(serve_ui, ctx, resumable)
         #: whether ``/ws`` sessions may run in their connection's task (the adapter is engaged)

@@ -33,7 +33,7 @@ from typing import Any, Final, assert_never
 import trio
 
 from ...core import ProtocolError, RpcFailure
-from ...environment import env_metadata, schema_of
+from ...environment import env_metadata, schema_of, takes_seed
 from ...envs.loading import EnvTargetError, resolve_env_target
 from ..execution.bound_env import EnvironmentAborted, FactoryFailure, InProcessEnv
 from ..execution.error_text import exception_text, printable
@@ -137,6 +137,7 @@ def describe(bound: InProcessEnv, tools: EnvTools) -> dict[str, Any]:
             for key in ("action", "observation", "reset_observation", "state")
         },
         "tools": tools.available(),
+        "seeded": takes_seed(env),
     }
 
 

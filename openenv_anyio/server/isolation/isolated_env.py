@@ -89,6 +89,8 @@ class _Description:
         self.reset_observation_schema = schemas.get("reset_observation")
         self.metadata = ready.get("metadata")
         self.name = str(ready.get("name") or "environment")
+        #: whether its reset applies a seed (read by :func:`~openenv_anyio.environment.takes_seed`)
+        self.SEEDED = bool(ready.get("seeded", True))
         if ready.get("tools"):
             self.list_tools = env.list_tools
             self.call_tool = env.call_tool
