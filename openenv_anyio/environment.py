@@ -16,13 +16,15 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, NamedTuple, TypeAlias
+from typing import Any, ClassVar, NamedTuple, Protocol, TypeAlias
 
 __all__ = [
     "EnvFactory",
     "Environment",
     "LiftedObservation",
     "SchemaLike",
+    "TASK_METHODS",
+    "TaskProvider",
     "WEB_HOOKS",
     "has_web_hooks",
     "web_view",
@@ -103,6 +105,43 @@ class Environment:
         """One-click actions for the playground, as ``(label, action)`` pairs (the legal
         moves of a game); each action is what ``step`` receives. Not asked once ``done``."""
         return []
+
+
+class TaskProvider(Protocol):
+    """The optional task methods of a dataset-backed environment (the Task API, ``TASK-1``).
+
+    Declare any of them on the environment (sync or ``async def``); a server answers
+    ``GET /{env}/splits``, ``POST /{env}/num_tasks``, ``/task``, ``/tasks`` and ``/task_range``
+    from them, and 501 for a method the environment lacks or that raises
+    ``NotImplementedError``. They read, never change the episode, and work on a freshly
+    made instance (each request makes one). An unknown split raises ``KeyError``, an index
+    out of range ``IndexError``. A task is chosen by the reset: ``reset(split=..., index=...,
+    seed=...)``; the environment's reset takes those keywords.
+    """
+
+    def list_splits(self) -> list[Any]:
+        """The splits: names (``"train"``) or ``{"name": ..., "type": ...}`` mappings."""
+        ...
+
+    def num_tasks(self, split: str) -> int:
+        """How many tasks ``split`` holds."""
+        ...
+
+    def get_task(self, split: str, index: int) -> Any:
+        """Task ``index`` (from 0) of ``split``, as JSON values."""
+        ...
+
+    def list_tasks(self, split: str) -> list[Any]:
+        """The tasks of ``split`` (a bounded preview for a large split)."""
+        ...
+
+    def get_task_range(self, split: str, start: int | None, stop: int | None) -> list[Any]:
+        """Tasks ``start`` to ``stop`` (excluded) of ``split``, as a slice takes them."""
+        ...
+
+
+#: The task methods a server looks for (:class:`TaskProvider`).
+TASK_METHODS = ("list_splits", "num_tasks", "get_task", "list_tasks", "get_task_range")
 
 
 #: A class or a zero-argument callable that builds one environment instance.

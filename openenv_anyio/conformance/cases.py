@@ -1034,6 +1034,68 @@ async def _episode_isolation(ctx: CaseContext) -> None:
             )
 
 
+# --- the Task API (PROTOCOL.md section 9.1) ----------------------------------------------
+
+_TASK_ANSWER_BYTES = 1024 * 1024
+
+
+async def _task_env_name(ctx: CaseContext) -> str:
+    """The served environment's name for ``/{env}/...``: ``GET /list_environments``, else
+    the metadata's ``name``."""
+    listed = await ctx.http.request("GET", "/list_environments")
+    if listed.status == 200 and isinstance(listed.body, list) and listed.body and isinstance(listed.body[0], str):
+        return listed.body[0]
+    metadata = await ctx.http.request("GET", "/metadata")
+    name = metadata.body.get("name") if isinstance(metadata.body, Mapping) else None
+    if not isinstance(name, str) or not name:
+        raise NotApplicable("the environment's name is unknown (no /list_environments, no metadata name)")
+    return name
+
+
+def _task_answer(reply: Any, what: str, member: str) -> Any:
+    if reply.status != 200 or not isinstance(reply.body, Mapping) or member not in reply.body:
+        raise CaseFailed(f"{what}: expected 200 with {member!r}, got HTTP {reply.status} {reply.text[:160]!r}")
+    if len(reply.text.encode()) > _TASK_ANSWER_BYTES:
+        raise CaseFailed(f"{what}: the answer is over 1 MiB (TASK-4)")
+    return reply.body[member]
+
+
+@case(
+    "TASK-01",
+    "the Task API's splits, counts and tasks agree; bad requests are refused (not offered: 501)",
+    ("TASK-1", "TASK-2", "TASK-3", "TASK-4"),
+    required=False,
+)
+async def _task_api(ctx: CaseContext) -> None:
+    name = await _task_env_name(ctx)
+    splits = await ctx.http.request("GET", f"/{name}/splits")
+    if splits.status in (404, 405, 501):
+        raise NotApplicable(f"not offered: GET /{name}/splits answers HTTP {splits.status}")
+    if splits.status != 200 or not isinstance(splits.body, list):
+        raise CaseFailed(f"GET /{name}/splits: expected a list, got HTTP {splits.status} {splits.text[:160]!r}")
+    names = [entry.get("name") if isinstance(entry, Mapping) else None for entry in splits.body]
+    if not all(isinstance(split, str) and split for split in names) or len(set(names)) != len(names):
+        raise CaseFailed(f"GET /{name}/splits: every split needs a distinct name (TASK-1): {splits.text[:160]!r}")
+    for split in names[:8]:
+        count = _task_answer(
+            await ctx.http.request("POST", f"/{name}/num_tasks", {"split": split}), f"num_tasks {split}", "num_tasks"
+        )
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise CaseFailed(f"num_tasks {split}: {count!r} is not a count (TASK-2)")
+        for index in range(min(2, count)):
+            reply = await ctx.http.request("POST", f"/{name}/task", {"split": split, "index": index})
+            _task_answer(reply, f"task {split}[{index}]", "task")
+        beyond = await ctx.http.request("POST", f"/{name}/task", {"split": split, "index": count})
+        if beyond.status != 400:
+            ctx.non_strict(f"task {split}[{count}] (past the last) answered HTTP {beyond.status}, not 400 (TASK-3)")
+    for body, what in (({"split": names[0] if names else "train", "index": -1}, "a negative index"), ([], "a list")):
+        bad = await ctx.http.request("POST", f"/{name}/task", body)
+        if bad.status == 200:
+            raise CaseFailed(f"task with {what} was answered 200 (TASK-3)")
+        if bad.status != 422:
+            ctx.non_strict(f"task with {what} answered HTTP {bad.status}, not 422 (TASK-3)")
+
+
 # --- spec vectors ----------------------------------------------------------------------
 
 

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from ..core.jsonrpc import RpcCode, RpcFailure
-from ..environment import WEB_HOOKS, LiftedObservation, plain_reward
+from ..environment import TASK_METHODS, WEB_HOOKS, LiftedObservation, plain_reward
 from .errors import ActionRejected, EnvTargetError, json_pointer
 from .jsonable import to_jsonable
 
@@ -168,6 +168,10 @@ class OpenEnvCoreEnv:
             "reset": cls._reset_async if overridden_reset else cls._reset_sync,
             "step": cls._step_async if overridden_step else cls._step_sync,
         }
+        for method in TASK_METHODS:  # the Task API (TASK-1): the env's own task methods, passed through
+            own = getattr(env_class, method, None)
+            if callable(own):
+                attributes[method] = _task_method(method, inspect.iscoroutinefunction(own))
         for hook in WEB_HOOKS:  # openenv 0.10's /web hooks, where the environment draws itself
             own = getattr(env_class, hook, None)
             if callable(own) and own is not getattr(core_environment, hook, None):
@@ -511,6 +515,18 @@ def _keywords(method: Callable[..., Any]) -> frozenset[str] | None:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return None
     return frozenset(p.name for p in parameters)
+
+
+def _task_method(name: str, is_async: bool) -> Callable[..., Any]:
+    """A method calling the wrapped environment's task method ``name``, its answer as JSON values."""
+
+    def forward(self: OpenEnvCoreEnv, *args: Any) -> Any:
+        return to_jsonable(getattr(self._env, name)(*args))
+
+    async def forward_async(self: OpenEnvCoreEnv, *args: Any) -> Any:
+        return to_jsonable(await getattr(self._env, name)(*args))
+
+    return forward_async if is_async else forward
 
 
 def _takes_keyword(method: Callable[..., Any], name: str) -> bool:

@@ -38,6 +38,16 @@ class KitEchoEnv:
     def state(self) -> dict[str, Any]:
         return {"episode_id": self.episode_id, "step_count": self.step_count}
 
+    # the Task API (TASK-1): two prompts to echo
+    def list_splits(self) -> list[str]:
+        return ["train"]
+
+    def num_tasks(self, split: str) -> int:
+        return len({"train": ["hi", "hello"]}[split])
+
+    def get_task(self, split: str, index: int) -> dict[str, Any]:
+        return {"prompt": {"train": ["hi", "hello"]}[split][index]}
+
 
 def test_every_required_case_passes_against_our_server() -> None:
     """With validation telemetry on (the VAL cases need the server's token, VAL-OPEN-1)."""

@@ -120,3 +120,88 @@ class UnseededCountEnv(CountEnv):
 
     def reset(self, episode_id: str | None = None) -> CountObservation:  # type: ignore[override]
         return super().reset(seed=0, episode_id=episode_id)
+
+
+QUIZ = {
+    "train": [{"id": f"train-{n}", "question": f"{n} + {n}", "answer": 2 * n} for n in range(4)],
+    "test": [{"id": f"test-{n}", "question": f"{n} * {n}", "answer": n * n} for n in range(2)],
+}
+
+
+class QuizEnv(Environment):
+    """A dataset-backed environment with the task methods of the env API: a reset picks a
+    task by split and index."""
+
+    def __init__(self) -> None:
+        self._task: dict[str, Any] | None = None
+        self._episode_id: str | None = None
+        self._steps = 0
+
+    def list_splits(self) -> list[Any]:
+        return ["train", {"name": "test", "type": "test"}]
+
+    def num_tasks(self, split: str) -> int:
+        return len(QUIZ[split])
+
+    def get_task(self, split: str, index: int) -> dict[str, Any]:
+        return {key: value for key, value in QUIZ[split][index].items() if key != "answer"}
+
+    async def list_tasks(self, split: str) -> list[Any]:
+        return [self.get_task(split, 0)]  # a bounded preview
+
+    def reset(
+        self, split: str = "train", index: int = 0, seed: int | None = None, episode_id: str | None = None
+    ) -> dict[str, Any]:
+        self._task, self._episode_id, self._steps = QUIZ[split][index], episode_id, 0
+        return {"question": self._task["question"], "task_id": self._task["id"], "seed": seed}
+
+    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        assert self._task is not None
+        self._steps += 1
+        return {"reward": float(action.get("answer") == self._task["answer"]), "done": True}
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return {"episode_id": self._episode_id, "step_count": self._steps}
+
+
+class HugeTaskEnv(QuizEnv):
+    def get_task(self, split: str, index: int) -> dict[str, Any]:
+        return {"id": "huge", "blob": "x" * (1024 * 1024)}
+
+
+class BrokenTaskEnv(QuizEnv):
+    def num_tasks(self, split: str) -> int:
+        raise RuntimeError("the dataset is offline")
+
+    def list_tasks(self, split: str) -> list[Any]:  # type: ignore[override]
+        raise NotImplementedError
+
+
+class CoreQuizEnv(CountEnv):
+    """An openenv-core environment with upstream's task methods (TaskProvider)."""
+
+    def list_splits(self) -> list[str]:
+        return ["train", "test"]
+
+    def num_tasks(self, split: str) -> int:
+        return len(QUIZ[split])
+
+    def get_task(self, split: str, index: int) -> dict[str, Any]:
+        return {"id": QUIZ[split][index]["id"]}
+
+    async def get_task_range(self, split: str, start: int | None = None, stop: int | None = None) -> list[Any]:
+        return [{"id": task["id"]} for task in QUIZ[split][start:stop]]
+
+    def reset(  # type: ignore[override]
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        split: str = "train",
+        index: int = 0,
+        **kwargs: Any,
+    ) -> CountObservation:
+        observation = super().reset(seed=seed, episode_id=episode_id)
+        observation.total = index
+        observation.metadata = {"task": QUIZ[split][index]["id"]}
+        return observation

@@ -13,7 +13,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from openenv_anyio.server import RunningServer
 
-TIMEOUT = 10.0
+TIMEOUT = 30.0  # a bound on a wait, never a speed claim: a loaded machine starts processes slowly
 
 
 @dataclass(frozen=True)

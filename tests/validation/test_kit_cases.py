@@ -11,7 +11,7 @@ from openenv_anyio.conformance.reports import to_json
 from openenv_anyio.conformance.runner import CheckOptions, RunReport, run_checks_sync
 from openenv_anyio.conformance.verdicts import Verdict
 from tests.server.conftest import running
-from tests.validation.envs import DiceEnv
+from tests.validation.envs import DiceEnv, QuizEnv
 
 TOKEN = "kit-validation-token-" + "5" * 32
 ACTION = {"guess": 3}
@@ -74,3 +74,13 @@ def test_a_nondeterministic_or_leaky_environment_fails_the_replay_cases() -> Non
     assert coin["VAL-04"][0] is Verdict.FAIL and "differ" in str(coin["VAL-04"][1])
     assert leaky["VAL-04"][0] is Verdict.PASS  # each fresh session starts clean
     assert leaky["VAL-05"][0] is Verdict.FAIL and "episode A" in str(leaky["VAL-05"][1])
+
+
+def test_the_task_api_case_passes_on_our_server_and_says_not_offered_without_tasks() -> None:
+    with running(QuizEnv) as server:
+        report = run_checks_sync(CheckOptions(server.url, timeout_s=10, only=["TASK-01"]))
+    assert report.result("TASK-01").verdict is Verdict.PASS, report.result("TASK-01").reason
+    with running(DiceEnv) as server:
+        report = run_checks_sync(CheckOptions(server.url, timeout_s=10, only=["TASK-01"]))
+    result = report.result("TASK-01")
+    assert result.verdict is Verdict.NOT_APPLICABLE and "not offered" in (result.reason or "")
