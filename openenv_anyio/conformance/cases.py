@@ -8,6 +8,7 @@ last: it checks every frame the server sent during the run against the spec.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,7 @@ from .context import (
     expect_state,
     receive_within,
 )
-from .driver import HandshakeRejected, ServerClosed, WsConnection
+from .driver import HandshakeRejected, ServerClosed, WsConnection, open_ws
 from .evidence import Received, preview
 from .vectors import client_error_vectors, default_examples_dir
 from .verdicts import CaseFailed, NotApplicable
@@ -1094,6 +1095,48 @@ async def _task_api(ctx: CaseContext) -> None:
             raise CaseFailed(f"task with {what} was answered 200 (TASK-3)")
         if bad.status != 422:
             ctx.non_strict(f"task with {what} answered HTTP {bad.status}, not 422 (TASK-3)")
+
+
+# --- bearer tokens on the /ws upgrade (PROTOCOL.md section 12) ---------------------------
+
+
+async def _upgrade_status(ctx: CaseContext, authorization: str | None) -> int | None:
+    """The HTTP status refusing a ``/ws`` upgrade sent with ``authorization`` (none: without
+    the header), or ``None`` when the WebSocket opened and a state request was answered."""
+    target = dataclasses.replace(ctx.setup.target, headers=())
+    headers = (("Authorization", authorization),) if authorization is not None else ()
+    try:
+        async with open_ws(target, ctx.recorder, connect_timeout=ctx.setup.timeout_s, headers=headers) as conn:
+            await expect_state(conn, "state on a session opened with the token")
+    except HandshakeRejected as rejected:
+        return rejected.status
+    return None
+
+
+@case(
+    "SEC-01",
+    "with a token, the /ws upgrade of the orchestrator opens; without it or with a wrong one it is refused (401)",
+    ("SEC-TOKEN-1",),
+    required=False,
+)
+async def _ws_bearer_token(ctx: CaseContext) -> None:
+    token = ctx.setup.options.token
+    if token is None:
+        raise NotApplicable("not offered here: no token given (--token, $OPENENV_TOKEN)")
+    if await _upgrade_status(ctx, None) is None:
+        raise NotApplicable("not offered: the server opens /ws without a token (it requires none)")
+    for what, authorization in (
+        ("without Authorization", None),
+        ("with a wrong token", "Bearer conformance-wrong-token-" + "0" * 20),
+        ("with a malformed header", "Basic " + token),
+    ):
+        status = await _upgrade_status(ctx, authorization)
+        if status is None:
+            raise CaseFailed(f"the /ws upgrade {what} opened a session (SEC-TOKEN-1)")
+        if status != 401:
+            ctx.non_strict(f"the /ws upgrade {what} was refused with HTTP {status}, not 401")
+    if await _upgrade_status(ctx, f"Bearer {token}") is not None:
+        raise CaseFailed("the /ws upgrade with the token given was refused (SEC-TOKEN-1)")
 
 
 # --- spec vectors ----------------------------------------------------------------------

@@ -25,6 +25,7 @@ def test_correct_server_passes_every_case(minimal_url: str) -> None:
     # no validation telemetry (PROTOCOL.md section 13: an extension): not offered
     expected.update({case_id: "not-applicable" for case_id in ("VAL-01", "VAL-02", "VAL-03")})
     expected["TASK-01"] = "not-applicable"  # no Task API
+    expected["SEC-01"] = "not-applicable"  # no token given
     assert not_passed == expected
     assert report.passed
 

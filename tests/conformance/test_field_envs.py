@@ -58,6 +58,7 @@ OURS = {
     # question than B alone (the environment's cross-episode state, VAL-ISO-1)
     "VAL-05": "fail",
     "TASK-01": "not-applicable",  # no task methods: 501
+    "SEC-01": "not-applicable",  # no token given
     "SCHEMA-01": "pass",
 }
 

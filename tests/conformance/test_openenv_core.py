@@ -55,6 +55,7 @@ EXPECTED_VERDICTS = {
     "VAL-04": "pass",  # the echo env replays identically in fresh sessions
     "VAL-05": "pass",
     "TASK-01": "not-applicable",  # openenv-core 0.3 has no Task API (404)
+    "SEC-01": "not-applicable",  # no token given
     "SCHEMA-01": "pass",
 }
 

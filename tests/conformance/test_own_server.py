@@ -50,14 +50,22 @@ class KitEchoEnv:
 
 
 def test_every_required_case_passes_against_our_server() -> None:
-    """With validation telemetry on (the VAL cases need the server's token, VAL-OPEN-1)."""
-    token = "kit-validation-token-0123456789abcdef"
+    """With validation telemetry on (the VAL cases need the server's token, VAL-OPEN-1) and a
+    bearer token (SEC-01 needs one)."""
+    token, bearer = "kit-validation-token-0123456789abcdef", "kit-bearer-token-0123456789abcdef"
     config = server.ServerConfig(
-        host="127.0.0.1", port=0, max_message_size_mb=1.0, max_concurrent_envs=4, validation_token=token
+        host="127.0.0.1", port=0, max_message_size_mb=1.0, max_concurrent_envs=4, validation_token=token, token=bearer
     )
     with server.EnvServer(KitEchoEnv, config).run_in_thread() as running:
         report = run_checks_sync(
-            CheckOptions(running.url, timeout_s=10, frame_limit_mb=1.0, max_sessions=4, validation_token=token)
+            CheckOptions(
+                running.url,
+                timeout_s=10,
+                frame_limit_mb=1.0,
+                max_sessions=4,
+                validation_token=token,
+                token=bearer,
+            )
         )
     not_passed = {r.case_id: r.reason for r in report.results if r.verdict.value != "pass"}
     assert not_passed == {}

@@ -7,6 +7,8 @@ import json
 import random
 from typing import Any
 
+import httpx
+
 from openenv_anyio.conformance.reports import to_json
 from openenv_anyio.conformance.runner import CheckOptions, RunReport, run_checks_sync
 from openenv_anyio.conformance.verdicts import Verdict
@@ -84,3 +86,21 @@ def test_the_task_api_case_passes_on_our_server_and_says_not_offered_without_tas
         report = run_checks_sync(CheckOptions(server.url, timeout_s=10, only=["TASK-01"]))
     result = report.result("TASK-01")
     assert result.verdict is Verdict.NOT_APPLICABLE and "not offered" in (result.reason or "")
+
+
+def test_the_orchestrator_token_opens_ws_and_a_missing_or_wrong_one_is_refused() -> None:
+    """RFC 009's orchestrator (reset/step/state on /ws) is our agent token; the operator's
+    opens it too (docs/security.md); a server without tokens is 'not offered'."""
+    operator, orchestrator = "operator-token-" + "1" * 24, "orchestrator-token-" + "2" * 24
+    with running(DiceEnv, token=operator, agent_tokens=(orchestrator,)) as server:
+        for token in (orchestrator, operator):
+            report = run_checks_sync(CheckOptions(server.url, timeout_s=10, only=["SEC-01"], token=token))
+            assert report.result("SEC-01").verdict is Verdict.PASS, report.result("SEC-01").reason
+            assert token not in json.dumps(to_json(report))
+        with httpx.Client(base_url=server.url, timeout=10) as http:  # the orchestrator drives sessions only
+            assert http.get("/metrics", headers={"Authorization": f"Bearer {orchestrator}"}).status_code == 403
+            refused = http.get("/metadata")
+            assert refused.status_code == 401 and refused.headers["WWW-Authenticate"].startswith("Bearer")
+    with running(DiceEnv) as server:
+        report = run_checks_sync(CheckOptions(server.url, timeout_s=10, only=["SEC-01"], token=orchestrator))
+    assert report.result("SEC-01").verdict is Verdict.NOT_APPLICABLE

@@ -11,7 +11,6 @@ import httpx
 import pytest
 
 from openenv_anyio.envs.openenv_core import OpenEnvCoreEnv
-from openenv_anyio.server import RunningServer
 from tests.server.conftest import running
 from tests.validation.envs import BrokenTaskEnv, CoreQuizEnv, DiceEnv, HugeTaskEnv, QuizEnv
 from tests.validation.replay import TIMEOUT, Plan, replay
