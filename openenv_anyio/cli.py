@@ -1,16 +1,22 @@
 """The ``openenv-anyio`` command: one sub-command per job, each in the module that owns it.
 
 A sub-command module provides ``configure(parser)`` (add its arguments; keep imports light)
-and ``run(args) -> int`` (do the work; import what it needs there).
+and ``run(args) -> int`` (do the work; import what it needs there, then call
+:func:`openenv_anyio.startup.done` before starting anything that must be stopped cleanly).
+
+This module imports nothing at its top but ``sys`` (and the package's ``__init__`` imports
+nothing at all), so that a Ctrl-C in the first instant of any command lands inside
+:func:`main`'s handler: exit 130 with one line, never an import traceback.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import os
 import sys
-from collections.abc import Sequence
+
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing takes a while
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
 
 __all__ = ["main"]
 
@@ -25,6 +31,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every sub-command."""
+    import argparse
+    import importlib
+
     parser = argparse.ArgumentParser(
         prog="openenv-anyio",
         description="Serve, drive, check and document OpenEnv environments (protocol v1).",
@@ -50,16 +59,26 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
+    previous = None
     try:
+        from . import startup
+
+        previous = startup.begin()  # a Ctrl-C from here until the command starts: 130, one line
         args = build_parser().parse_args(argv)
+        args._argv = list(sys.argv[1:] if argv is None else argv)  # the words as typed (serve --reload passes them on)
         return int(args._module.run(args) or 0)
     except KeyboardInterrupt:
         print("openenv-anyio: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader of our output left (``| head``): end quietly
+        import os
+
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python's final flush must not fail again
         return 141  # as a shell reports a process ended by SIGPIPE
+    finally:
+        if previous is not None:
+            startup.restore(previous)
 
 
 if __name__ == "__main__":

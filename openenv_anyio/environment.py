@@ -64,6 +64,13 @@ class Environment:
       ``None`` (the default) for "as its signature says": a ``seed`` parameter or ``**kwargs``
       takes it. An environment that takes a seed and ignores it says ``False``; validation
       telemetry reports it (``VAL-SEED-1``, :func:`takes_seed`).
+    - ``DETERMINISTIC``: ``True`` promises that the same ``reset`` arguments and the same
+      actions always give the same answers, so an episode can be brought back in another
+      server process by replaying them (``openenv_anyio.restoration``; each replayed answer is
+      checked against the recorded one).
+
+    An environment may also define ``snapshot()`` (its episode as a JSON-able value or bytes)
+    and ``restore(snapshot)``: the exact way back (``openenv_anyio.restoration``).
 
     Two optional methods serve the dashboard's playground (``/web``), as in OpenEnv 0.10:
     :meth:`render_web` draws an observation, :meth:`web_actions` offers one-click actions.
@@ -77,6 +84,7 @@ class Environment:
     metadata: ClassVar[Mapping[str, Any]] = {}
     MAX_CONCURRENT_SESSIONS: ClassVar[int | None] = None
     SEEDED: ClassVar[bool | None] = None
+    DETERMINISTIC: ClassVar[bool] = False
 
     def reset(self, **kwargs: Any) -> Any:
         """Start a new episode and return the first observation-like value."""

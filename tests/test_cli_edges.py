@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -33,6 +34,27 @@ def _run(*args: str, cwd: Path | None = None, timeout: float = 120) -> subproces
     )
 
 
+@contextlib.contextmanager
+def _started(*args: str, cwd: Path | None = None) -> Iterator[subprocess.Popen[str]]:
+    """``openenv-anyio ARGS`` as a process of its own (standard output and error piped), killed
+    on the way out if it is still running."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "openenv_anyio", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        cwd=cwd,
+        env=serve_environment(),
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
 def _one_clean_line(done: subprocess.CompletedProcess[str]) -> str:
     assert "Traceback" not in done.stderr, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
@@ -53,6 +75,15 @@ def test_a_session_limit_lowered_by_the_environment_is_said_at_start_and_in_meta
     assert metadata["max_concurrent_envs"]["in_force"] == 1
     assert "lowered to 1" in metadata["max_concurrent_envs"]["why"]
     assert not any("limiting to" in line for line in served.lines)  # said once, not also as a log warning
+
+
+def test_the_banner_comes_before_the_server_started_event() -> None:
+    with serve_process("openenv_anyio.envs.echo:EchoEnv") as served:
+        served.wait_for_line(r"server_started")
+        lines = list(served.lines)
+    said = [i for i, line in enumerate(lines) if line.startswith("openenv-anyio: ")]
+    started = next(i for i, line in enumerate(lines) if "server_started" in line)
+    assert said and max(said) < started, lines
 
 
 def test_a_bad_flag_value_names_the_flag_not_the_setting() -> None:
@@ -125,23 +156,19 @@ def test_check_against_a_server_that_is_not_openenv_says_so_first(tmp_path: Path
     assert "not an OpenEnv server" in first, done.stdout + done.stderr
 
 
-def test_ctrl_c_during_check_says_so_and_shows_the_verdicts_so_far() -> None:
-    with serve_process("cli_edge_envs:SlowSteps") as served:
-        check = subprocess.Popen(
-            [sys.executable, "-m", "openenv_anyio", "check", served.url],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=serve_environment(),
-        )
+@pytest.mark.parametrize(
+    ("signum", "status", "said"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "SIGTERM")]
+)
+def test_ctrl_c_during_check_says_so_and_shows_the_verdicts_so_far(signum: int, status: int, said: str) -> None:
+    with serve_process("cli_edge_envs:SlowSteps") as served, _started("check", served.url) as check:
         deadline = time.monotonic() + 60
         while sum("session_closed" in line for line in served.lines) < 3:  # a few cases are done
             assert time.monotonic() < deadline and check.poll() is None
             time.sleep(0.05)
-        check.send_signal(signal.SIGINT)
+        check.send_signal(signum)
         out, err = check.communicate(timeout=60)
-    assert check.returncode == 130
-    assert "interrupted" in err and "Traceback" not in err, err
+    assert check.returncode == status
+    assert said in err and "Traceback" not in err, err
     assert "PASS" in out, out  # the verdicts of the cases that finished
 
 
@@ -230,3 +257,101 @@ def test_demo_against_a_server_that_is_not_openenv_says_so(tmp_path: Path) -> No
         done = _run("demo", "--url", f"http://127.0.0.1:{port}", "--agents", "1", "--episodes", "1", "--no-progress")
     assert done.returncode == 1
     assert "is not an OpenEnv server" in _one_clean_line(done) and "<html" not in done.stdout.lower()
+
+
+# --- Ctrl-C in the first instant --------------------------------------------------------------
+
+#: moments after the start at which a SIGINT is sent: through the interpreter's start, the
+#: imports and the command's own start (the commands take longer than the last on this machine)
+EARLY_MOMENTS_S = [i * 0.015 for i in range(20)]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["serve", "openenv_anyio.envs.echo:EchoEnv", "--port", "0"],
+        ["check", "http://127.0.0.1:9"],
+        ["demo", "--agents", "1", "--episodes", "1", "--no-progress"],
+    ],
+    ids=["serve", "check", "demo"],
+)
+def test_ctrl_c_in_the_first_instant_exits_quietly_with_130(command: list[str]) -> None:
+    # the bytecode compiled once, as installing the package does (pip compiles it)
+    assert _run(command[0], "--help").returncode == 0
+    outcomes = []
+    for moment in EARLY_MOMENTS_S:
+        with _started(*command) as process:
+            time.sleep(moment)
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=60)
+        if "Traceback" in err and "openenv_anyio" not in err:
+            # the interpreter's own start (its site module, runpy finding the package), before
+            # any line of the project runs: nothing a program can change
+            continue
+        outcomes.append((moment, process.returncode, err))
+        assert "Traceback" not in err and "panicked" not in err, (moment, err[-2000:])
+        assert process.returncode in (130, -signal.SIGINT), (moment, process.returncode, err[-2000:])
+        assert len([line for line in err.splitlines() if line.strip()]) <= 1 or "interrupted" in err, err
+    assert len(outcomes) >= len(EARLY_MOMENTS_S) // 2, outcomes
+
+
+# --- serve --reload --------------------------------------------------------------------------
+
+RELOADED_ENV = """
+class Versioned:
+    NON_BLOCKING = True
+
+    def reset(self, **kwargs):
+        return {"version": VERSION, "reward": 0.0, "done": False}
+
+    def step(self, action):
+        return {"version": VERSION, "reward": 0.0, "done": True}
+
+    @property
+    def state(self):
+        return {"episode_id": None, "step_count": 0}
+
+
+VERSION = 1
+"""
+
+
+def _version(url: str) -> int | None:
+    try:
+        request = urllib.request.Request(url + "/reset", data=b"{}", headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return int(json.load(response)["observation"]["version"])
+    except OSError:
+        return None  # between two servers
+
+
+def test_serve_reload_serves_the_changed_environment_and_stops_cleanly(tmp_path: Path) -> None:
+    import socket
+
+    (tmp_path / "versioned.py").write_text(RELOADED_ENV, encoding="utf-8")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    with _started("serve", "versioned:Versioned", "--port", str(port), "--reload", cwd=tmp_path) as watcher:
+        deadline = time.monotonic() + 60
+        while _version(url) != 1:
+            assert time.monotonic() < deadline and watcher.poll() is None, "the first server never answered"
+            time.sleep(0.1)
+        source = tmp_path / "versioned.py"
+        source.write_text(RELOADED_ENV.replace("VERSION = 1", "VERSION = 2"), encoding="utf-8")
+        later = time.time() + 2  # a modification time the first snapshot cannot have
+        os.utime(source, (later, later))
+        while _version(url) != 2:
+            assert time.monotonic() < deadline and watcher.poll() is None, "the changed environment was never served"
+            time.sleep(0.1)
+        watcher.send_signal(signal.SIGTERM)
+        _, err = watcher.communicate(timeout=60)
+    assert watcher.returncode == 0, err[-3000:]
+    assert "versioned.py changed: restarting" in err and "Traceback" not in err, err[-3000:]
+    assert _version(url) is None  # the server went with the watcher
+
+
+def test_serve_reload_with_workers_is_refused_in_one_line() -> None:
+    line = _one_clean_line(_run("serve", "openenv_anyio.envs.echo:EchoEnv", "--reload", "--workers", "2"))
+    assert "--reload" in line and "--workers" in line

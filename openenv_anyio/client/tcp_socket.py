@@ -1,12 +1,12 @@
 """What the lean per-backend streams share: a connected socket of their own, and its attributes.
 
 A host given as an IP address is connected directly: one non-blocking ``connect`` and a
-wait until the socket is writable (about a tenth of the client CPU of ``anyio.connect_tcp``,
-whose task group and happy-eyeballs machinery only pay off when a name resolves to several
-addresses; measured with ``python -m bench.fleet --only resume``: every new session and every
-resume connects). A host name goes through ``anyio.connect_tcp`` (address resolution, happy
-eyeballs, its errors), whose socket is then duplicated for the lean stream and anyio's
-stream, which has read nothing yet, is closed. Both set ``TCP_NODELAY``.
+wait until the socket is writable, without ``anyio.connect_tcp``'s task group and
+happy-eyeballs machinery, which only pay off when a name resolves to several addresses
+(bench/README.md, "Client CPU per session"). A host name goes through ``anyio.connect_tcp``
+(address resolution, happy eyeballs, its errors), whose socket is then duplicated for the
+lean stream and anyio's stream, which has read nothing yet, is closed. Both set
+``TCP_NODELAY``.
 """
 
 from __future__ import annotations

@@ -10,13 +10,31 @@ module reads and writes the socket for it and decides which task does. The byte 
 anyio's for TLS and proxies, and a leaner one per backend for plain ``ws://``
 (``asyncio_stream``, ``trio_stream``).
 
-Who reads the socket: while a request waits for its answer, the requesting task reads
-the socket itself (no hand-off between tasks on the hot path); it answers pings met on the
-way. Once no request has read for ``IDLE_TAKEOVER_S``, the connection's reader task (owned
-by the client's task group) takes over, so pings are answered while the client is idle;
-the next request stops it (a cancelled socket read loses no data) before reading itself.
-Two tasks never read at once. Complete messages nobody asked for yet wait in a small
-bounded inbox. Nothing is spawned per frame.
+Who reads the socket (:class:`ReadTurn`, transitions in :data:`TRANSITIONS`). While a
+request waits for its answer, the requesting task reads the socket itself (no hand-off
+between tasks on the hot path); it answers pings met on the way. Once no request has read
+for ``IDLE_TAKEOVER_S``, the connection's reader task (owned by the client's task group)
+takes over, so pings are answered while the client is idle; the next request stops it (a
+cancelled socket read loses no data) before reading itself. Two tasks never read at once.
+Complete messages nobody asked for yet wait in a small bounded inbox. Nothing is spawned
+per frame, and a request's turn is two plain stores (``IDLE`` to ``REQUEST`` and back): the
+reader is not told of quick requests, it looks at their count once per ``IDLE_TAKEOVER_S``.
+A request still reading at the reader's next look is a slow one: the reader sleeps until
+its read ends (the request wakes it), so waiting on slow steps costs no timer::
+
+    IDLE          --a request reads (receive)-->                        REQUEST
+    REQUEST       --its read ends-->                                    IDLE
+    REQUEST       --the reader finds it still reading, sleeps-->        SLOW_REQUEST
+    SLOW_REQUEST  --its read ends, waking the reader-->                 IDLE
+    SLOW_REQUEST  --the connection ends, waking the reader-->           REQUEST
+    IDLE          --no read for IDLE_TAKEOVER_S, or wanted now-->       READER
+    READER        --the connection ends, or the reader is cancelled-->  IDLE
+    READER        --a request reads: the reader's read is cancelled-->  HANDING_BACK
+    HANDING_BACK  --the reader lets go to the waiting request-->        REQUEST
+    HANDING_BACK  --the waiting request is cancelled first-->           READER (it reads on)
+
+The reader is "wanted now" (``_reader_wanted``) when the connection closes, ends or refused
+a message: it then reads without waiting for idleness.
 
 Replies in arrival order (see :mod:`openenv_anyio.ws.connection`): the connection's replies
 (pongs, close frames) are written before the messages of the same read are returned, and
@@ -28,6 +46,7 @@ server's messages no answer, and pongs and closes must not wait for the next req
 
 from __future__ import annotations
 
+import enum
 import ssl
 import time
 from collections import deque
@@ -65,7 +84,7 @@ from .proxy import HttpProxy, open_tunnel
 from .trio_stream import TrioTcpStream, connect_trio_tcp
 from .urls import WebSocketAddress
 
-__all__ = ["WebSocketTransport"]
+__all__ = ["ReadTurn", "TRANSITIONS", "WebSocketTransport"]
 
 READ_SIZE: Final = 256 * 1024
 INBOX_SIZE: Final = 8  # answers are one per request; more waiting frames is a broken peer
@@ -77,6 +96,31 @@ IDLE_TAKEOVER_S: Final = 0.02
 # off its class is a descriptor call on Python 3.11: bench/README.md, "Client CPU per step").
 _OPEN: Final = ConnectionState.OPEN
 _REFUSING: Final = ConnectionState.REFUSING
+
+
+class ReadTurn(enum.Enum):
+    """Who reads the socket (see the module doc)."""
+
+    IDLE = "idle"  # nobody: the client is between requests
+    REQUEST = "request"  # a request reads for its answer; the reader looks now and then
+    SLOW_REQUEST = "slow request"  # a request reads; the reader sleeps until its read ends
+    READER = "reader"  # the reader task reads: the client is idle
+    HANDING_BACK = "handing back"  # a request waits for the reading reader to let go
+
+
+TRANSITIONS: Final[dict[ReadTurn, frozenset[ReadTurn]]] = {
+    ReadTurn.IDLE: frozenset({ReadTurn.REQUEST, ReadTurn.READER}),
+    ReadTurn.REQUEST: frozenset({ReadTurn.IDLE, ReadTurn.SLOW_REQUEST}),
+    ReadTurn.SLOW_REQUEST: frozenset({ReadTurn.IDLE, ReadTurn.REQUEST}),
+    ReadTurn.READER: frozenset({ReadTurn.IDLE, ReadTurn.HANDING_BACK}),
+    ReadTurn.HANDING_BACK: frozenset({ReadTurn.REQUEST, ReadTurn.READER}),
+}
+
+# The turns receive() reads and writes on the per-step path, as module constants for the same
+# reason as the states above (bench/README.md, "Client CPU per step").
+_IDLE: Final = ReadTurn.IDLE
+_REQUEST: Final = ReadTurn.REQUEST
+_READER: Final = ReadTurn.READER
 
 
 async def _open_stream(
@@ -152,14 +196,14 @@ class WebSocketTransport:
         self._pong = anyio.Event()
         self._ping_count = 0
         self._reader_scope = anyio.CancelScope()
-        # reading hand-over between a requester and the reader task (see the module doc)
-        self._caller_reading = False
-        self._reads = 0  # bumped by every requester read; the reader watches it go still
-        self._reader_read_scope: anyio.CancelScope | None = None  # set while the reader reads
-        self._reader_stopped: anyio.Event | None = None  # set when the stopped reader let go
-        self._reader_must_stop = False  # a requester asked the reading reader to let go
+        #: who reads the socket (see the module doc)
+        self.read_turn = _IDLE
+        self._reads = 0  # bumped by every request's read; the reader watches it go still
+        # set when the turn's holder lets go, for the task waiting on it: the reader sleeping
+        # through a SLOW_REQUEST, or the request waiting while HANDING_BACK
+        self._let_go: anyio.Event | None = None
+        self._reader_read_scope: anyio.CancelScope | None = None  # set while the reader awaits a read
         self._reader_wanted = anyio.Event()  # wake the reader now (closing, ending, refusal)
-        self._read_ended: anyio.Event | None = None  # set when the current requester stops reading
 
     # -- opening -----------------------------------------------------------------------
 
@@ -216,9 +260,9 @@ class WebSocketTransport:
         """Return once no request has read for ``IDLE_TAKEOVER_S`` (or the reader is wanted now).
 
         A request that is still reading at the next look (a slow step) is not polled: the
-        reader sleeps until that request's read ends (the request wakes it), so a thousand
-        sessions waiting on one-second steps cost nothing meanwhile (bench/README.md,
-        "Client CPU per session"). When the read it slept
+        reader sleeps until that request's read ends (``SLOW_REQUEST``: the request wakes
+        it), so a thousand sessions waiting on one-second steps cost nothing meanwhile
+        (bench/README.md, "Client CPU per session"). When the read it slept
         through was slow (``IDLE_TAKEOVER_S`` or more) and the next request is reading
         already, it sleeps through that one too, without a look in between: slow requests
         in a row cost one wake-up each and no timer (a look that times out costs a cancel
@@ -230,38 +274,46 @@ class WebSocketTransport:
         seen = -1
         slept_through_slow = True  # the read the reader last slept through was slow (or none yet)
         while not self._ended.is_set():
-            if not self._caller_reading:
-                if seen == self._reads or self._reader_wanted.is_set():
-                    return
-            elif seen == self._reads or slept_through_slow:  # a slow request reads
-                # how long it slept, on the process's monotonic clock: a hint only (which
-                # way to wait next)
-                parked_at = time.monotonic()
-                read_ended = self._read_ended = anyio.Event()
-                await read_ended.wait()
-                slept_through_slow = time.monotonic() - parked_at >= IDLE_TAKEOVER_S
-                seen = -1  # nobody reading now is no idleness yet: look first
-                continue
+            turn = self.read_turn
+            match turn:
+                case ReadTurn.IDLE:
+                    if seen == self._reads or self._reader_wanted.is_set():
+                        return
+                case ReadTurn.REQUEST:
+                    if seen == self._reads or slept_through_slow:  # a slow request reads
+                        # how long it slept, on the process's monotonic clock: a hint only
+                        # (which way to wait next)
+                        parked_at = time.monotonic()
+                        read_ended = self._let_go = anyio.Event()
+                        self._to(ReadTurn.SLOW_REQUEST)
+                        await read_ended.wait()
+                        slept_through_slow = time.monotonic() - parked_at >= IDLE_TAKEOVER_S
+                        seen = -1  # nobody reading now is no idleness yet: look first
+                        continue
+                case ReadTurn.SLOW_REQUEST | ReadTurn.READER | ReadTurn.HANDING_BACK:
+                    raise AssertionError(f"the reader looks for idleness while the turn is {turn}")
+                case _:
+                    assert_never(turn)
             seen = self._reads
             slept_through_slow = False
             with anyio.move_on_after(IDLE_TAKEOVER_S):
-                if self._reader_wanted.is_set():  # wanted, but a requester reads: look again soon
+                if self._reader_wanted.is_set():  # wanted, but a request reads: look again soon
                     await anyio.sleep_forever()
                 await self._reader_wanted.wait()
 
     async def _read_while_idle(self) -> None:
-        """Read and react until the connection ends or a requester wants the socket."""
-        stopped = self._reader_stopped = anyio.Event()
-        self._reader_must_stop = False
+        """Read and react (IDLE -> READER) until the connection ends or a request wants the socket."""
+        self._to(_READER)
         try:
-            while not self._ended.is_set() and not self._reader_must_stop:
+            while not self._ended.is_set() and self.read_turn is _READER:
                 data: bytes | None = b""  # input the connection held back: read on without the socket
                 if not self._conn.input_held:
                     with anyio.CancelScope() as scope:
                         self._reader_read_scope = scope
                         data = await self._read()
                     self._reader_read_scope = None
-                # Cancelled by a requester: nothing was read. A read that completed before the
+                # The connection ended (``failure`` says why). A read cancelled by a request
+                # read nothing (``data`` stays empty); one that completed before the
                 # cancellation could land (trio) is still processed: no data is ever dropped.
                 if data is None:
                     return
@@ -270,8 +322,21 @@ class WebSocketTransport:
                     await self._flush()
         finally:
             self._reader_read_scope = None
-            self._reader_stopped = None
-            stopped.set()
+            self._reader_let_go()
+
+    def _reader_let_go(self) -> None:
+        """The reader stops reading: to the request waiting for the socket, if one does."""
+        turn = self.read_turn
+        match turn:
+            case ReadTurn.READER:
+                self._to(_IDLE)
+            case ReadTurn.HANDING_BACK:
+                self._to(_REQUEST)
+                self._wake_waiter()
+            case ReadTurn.IDLE | ReadTurn.REQUEST | ReadTurn.SLOW_REQUEST:
+                raise AssertionError(f"the reader lets go of a turn it does not hold: {turn}")
+            case _:
+                assert_never(turn)
 
     async def _read(self) -> bytes | None:
         """Bytes from the socket; None when the connection has ended (``failure`` says why)."""
@@ -291,8 +356,21 @@ class WebSocketTransport:
         waiting for its pong), so the connection's tasks end by themselves."""
         self._ended.set()
         self._reader_wanted.set()
-        self._wake_parked_reader()
+        if self.read_turn is ReadTurn.SLOW_REQUEST:  # the reader sleeps through a read: it ends now
+            self._to(_REQUEST)
+            self._wake_waiter()
         self._pong.set()
+
+    def _to(self, turn: ReadTurn) -> None:
+        """A change of turn off the per-step path (the request's own IDLE <-> REQUEST are plain stores)."""
+        assert turn in TRANSITIONS[self.read_turn], f"{self.read_turn} -> {turn}"
+        self.read_turn = turn
+
+    def _wake_waiter(self) -> None:
+        """Wake the task waiting for the turn's holder to let go."""
+        let_go, self._let_go = self._let_go, None
+        if let_go is not None:
+            let_go.set()
 
     def _receive(self, data: bytes) -> None:
         """React to ``data`` read from the socket (synchronously; control frames it calls for
@@ -438,16 +516,17 @@ class WebSocketTransport:
         """
         if self._inbox:
             return self._inbox.popleft()
-        if self._caller_reading:
-            raise RuntimeError("two tasks are receiving on one connection")
-        self._caller_reading = True
+        turn = self.read_turn
+        if turn is _IDLE:
+            self.read_turn = _REQUEST  # the per-step path: a plain store
+        else:
+            self._ask_reader_to_let_go(turn)
         try:
-            stopped = self._reader_stopped
-            if stopped is not None:  # the reader is reading while idle: stop it, then read here
-                self._reader_must_stop = True
+            if turn is _READER:  # the reader was reading while idle: it lets go, then read here
+                let_go = self._let_go = anyio.Event()
                 if self._reader_read_scope is not None:
                     self._reader_read_scope.cancel()
-                await stopped.wait()
+                await let_go.wait()
             while not self._inbox:
                 if self._ended.is_set() or self._conn.state is _REFUSING:
                     raise self.failure or ConnectionLost(self.address.url, "the connection has ended")
@@ -461,15 +540,40 @@ class WebSocketTransport:
                     await self._flush()
             return self._inbox.popleft()
         finally:
-            self._caller_reading = False
             self._reads += 1
-            self._wake_parked_reader()
+            if self.read_turn is _REQUEST:
+                self.read_turn = _IDLE  # the per-step path: a plain store
+            else:
+                self._request_let_go()
 
-    def _wake_parked_reader(self) -> None:
-        read_ended = self._read_ended
-        if read_ended is not None:
-            self._read_ended = None
-            read_ended.set()
+    def _ask_reader_to_let_go(self, turn: ReadTurn) -> None:
+        """A request finds the socket taken: the reader's (READER -> HANDING_BACK), or another
+        request's, which is a mistake of the caller."""
+        match turn:
+            case ReadTurn.READER:
+                self._to(ReadTurn.HANDING_BACK)
+            case ReadTurn.REQUEST | ReadTurn.SLOW_REQUEST | ReadTurn.HANDING_BACK:
+                raise RuntimeError("two tasks are receiving on one connection")
+            case ReadTurn.IDLE:
+                raise AssertionError("an idle socket is taken without asking")
+            case _:
+                assert_never(turn)
+
+    def _request_let_go(self) -> None:
+        """A request's read ends off the per-step path: it wakes the reader sleeping through
+        it, or, cancelled while it waited for the reader to let go, leaves the socket to it."""
+        turn = self.read_turn
+        match turn:
+            case ReadTurn.SLOW_REQUEST:
+                self._to(_IDLE)
+                self._wake_waiter()
+            case ReadTurn.HANDING_BACK:
+                self._let_go = None
+                self._to(_READER)
+            case ReadTurn.IDLE | ReadTurn.REQUEST | ReadTurn.READER:
+                raise AssertionError(f"a request lets go of a turn it does not hold: {turn}")
+            case _:
+                assert_never(turn)
 
     def receive_nowait(self) -> str | bytes | None:
         """A message already received, or None."""

@@ -1188,14 +1188,22 @@ CASES: tuple[Case, ...] = tuple(_registry)
 
 
 def select_cases(only: list[str] | None) -> list[Case]:
-    """The cases named by ``only`` (exact IDs or group prefixes like ``WS-ERR``), in run order.
+    """The cases named by ``only`` (exact IDs, or groups: ID prefixes up to a dash, like
+    ``WS-ERR`` or ``WS``), in run order.
 
-    Raises ValueError naming any selector that matches no case.
+    Raises ValueError naming any selector that matches no case, and the groups there are.
     """
     if not only:
         return list(CASES)
-    unknown = [s for s in only if not any(c.id == s.upper() or c.group == s.upper() for c in CASES)]
+
+    def matches(case: Case, selector: str) -> bool:
+        return case.id == selector.upper() or case.id.startswith(selector.upper() + "-")
+
+    unknown = [s for s in only if not any(matches(c, s) for c in CASES)]
     if unknown:
-        raise ValueError(f"unknown case ID(s): {', '.join(unknown)} (known: {', '.join(c.id for c in CASES)})")
-    wanted = {s.upper() for s in only}
-    return [c for c in CASES if c.id in wanted or c.group in wanted]
+        groups = " ".join(sorted({c.id.split("-", 1)[0] for c in CASES}))
+        raise ValueError(
+            f"unknown case ID(s): {', '.join(unknown)} "
+            f"(groups: {groups}, or narrower ones like WS-ERR; --list shows every case ID)"
+        )
+    return [c for c in CASES if any(matches(c, s) for s in only)]

@@ -1,8 +1,10 @@
 """``openenv-anyio check URL``: run the conformance cases against a server and report.
 
 Exit status: 0 when no required case fails beyond the expected-failures baseline and no
-baselined case passes; 1 otherwise; 2 for bad arguments, an unreachable server or one that
-is not an OpenEnv server; 130 when interrupted (Ctrl-C: the verdicts so far are shown).
+baselined case passes; 1 otherwise; 2 for bad arguments (an ``--action`` the server's
+``/schema`` refuses included), an unreachable server, one that is not an OpenEnv server or
+one that requires a bearer token the run lacks; 130 when interrupted (Ctrl-C), 143 when
+stopped by SIGTERM (either way the verdicts so far are shown).
 """
 
 from __future__ import annotations
@@ -55,13 +57,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "url",
         metavar="URL",
         nargs="?",
-        help="the server's base URL, http(s):// or ws(s):// (e.g. http://127.0.0.1:8000); not needed with --list",
+        help="the server's base URL: http(s)://, ws(s):// or HOST:PORT (e.g. http://127.0.0.1:8000); "
+        "not needed with --list",
     )
     parser.add_argument(
         "--action", metavar="JSON", help="a valid action as a JSON object (default: built from GET /schema)"
     )
     parser.add_argument(
-        "--only", metavar="ID", nargs="+", help="run only these case IDs or groups (e.g. WS-ERR-01 HTTP)"
+        "--only", metavar="ID", nargs="+", help="run only these case IDs or groups (e.g. WS-ERR-01 HTTP WS)"
     )
     parser.add_argument("--json", metavar="FILE", dest="json_file", help="write the JSON report to FILE")
     parser.add_argument("--junit", metavar="FILE", dest="junit_file", help="write a JUnit XML report to FILE")
@@ -112,6 +115,30 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _names_a_server(text: str) -> bool:
+    """Whether an ``--only`` value is the server's URL (``http://...``, ``HOST:PORT``): case
+    IDs and groups hold no ``:``, ``/`` or ``.``."""
+    from .cases import select_cases
+
+    try:
+        select_cases([text])
+    except ValueError:
+        return any(mark in text for mark in ":/.")
+    return False
+
+
+def _with_scheme(url: str) -> str:
+    """``HOST:PORT`` as the client reads it (its WebSocket address); a URL with a scheme as given."""
+    if "://" in url:
+        return url
+    from ..client.urls import websocket_address
+
+    try:
+        return websocket_address(url).url
+    except ValueError:
+        return url  # Target.from_url says what is wrong with it
+
+
 def _parse_action(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
@@ -124,10 +151,18 @@ def _parse_action(text: str | None) -> dict[str, Any] | None:
     return value
 
 
-async def _check_until_interrupted(options: CheckOptions, on_start: Callable[[RunReport], None]) -> RunReport | None:
-    """The run's report, or None when SIGINT (Ctrl-C) came first: the signal cancels the run
-    (the report given to ``on_start`` keeps the cases that finished) instead of raising
-    KeyboardInterrupt wherever the run happens to be."""
+class _Interrupted(Exception):
+    """SIGINT (Ctrl-C) or SIGTERM came before the run ended: ``signum`` is which."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+async def _check_until_interrupted(options: CheckOptions, on_start: Callable[[RunReport], None]) -> RunReport:
+    """The run's report; :class:`_Interrupted` when SIGINT (Ctrl-C) or SIGTERM came first:
+    the signal cancels the run (the report given to ``on_start`` keeps the cases that
+    finished) instead of raising KeyboardInterrupt wherever the run happens to be."""
     import signal
 
     import trio
@@ -137,6 +172,7 @@ async def _check_until_interrupted(options: CheckOptions, on_start: Callable[[Ru
 
     reports: list[RunReport] = []
     errors: list[DriverError] = []
+    received: list[int] = []
 
     async def check(cancel_scope: trio.CancelScope) -> None:
         try:
@@ -145,42 +181,51 @@ async def _check_until_interrupted(options: CheckOptions, on_start: Callable[[Ru
             errors.append(exc)
         cancel_scope.cancel()
 
-    with trio.open_signal_receiver(signal.SIGINT) as signals:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(check, nursery.cancel_scope)
-            async for _ in signals:
+            async for signum in signals:
+                received.append(signum)
                 nursery.cancel_scope.cancel()
                 break
     if errors:
         raise errors[0]
-    return reports[0] if reports else None
+    if received or not reports:
+        raise _Interrupted(received[0] if received else signal.SIGINT)
+    return reports[0]
 
 
-def _report_interrupted(report: RunReport | None) -> int:
-    """Ctrl-C: the verdicts of the cases that finished (no report files), then one line."""
+def _report_interrupted(report: RunReport | None, signum: int) -> int:
+    """Ctrl-C or SIGTERM: the verdicts of the cases that finished (no report files), then
+    one line; the exit status is the shell's for that signal (130, 143)."""
+    import signal
+
     from .reports import print_terminal
 
+    how = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
     if report is None:
-        print("openenv-anyio check: interrupted before the first case", file=sys.stderr)
-        return 130
+        print(f"openenv-anyio check: {how} before the first case", file=sys.stderr)
+        return 128 + signum
     print_terminal(report)
     print(
-        f"openenv-anyio check: interrupted after {len(report.results)} of {report.selected} cases "
+        f"openenv-anyio check: {how} after {len(report.results)} of {report.selected} cases "
         "(the verdicts above; no report file written)",
         file=sys.stderr,
     )
-    return 130
+    return 128 + signum
 
 
 def run(args: argparse.Namespace) -> int:
     import trio
 
+    from .. import startup
     from .baseline import BaselineError, apply_baseline, load_baseline
     from .cases import CASES, select_cases
     from .driver import DriverError, Target
     from .reports import print_terminal, write_json, write_junit
     from .runner import CheckOptions
 
+    startup.done()  # a run's Ctrl-C shows the verdicts so far
     if args.list:
         for case in CASES:
             print(
@@ -188,10 +233,16 @@ def run(args: argparse.Namespace) -> int:
                 f"[{', '.join(case.requirements)}]"
             )
         return 0
+    if args.url is None and args.only and _names_a_server(args.only[-1]):
+        args.url = args.only.pop()  # ``--only ID... URL``: the selectors end where the URL begins
     if args.url is None:
-        return _fail("the URL of the server to check is required (or --list to list the cases)")
+        return _fail(
+            "the URL of the server to check is required: openenv-anyio check URL [--only ID ...] "
+            "(or --list to list the cases)"
+        )
     try:
         action = _parse_action(args.action)
+        args.url = _with_scheme(args.url)
         Target.from_url(args.url)
         select_cases(args.only)
         baseline = load_baseline(args.expected_failures, (c.id for c in CASES)) if args.expected_failures else {}
@@ -213,8 +264,8 @@ def run(args: argparse.Namespace) -> int:
         report = trio.run(_check_until_interrupted, options, started.append)
     except DriverError as exc:
         return _fail(str(exc))
-    if report is None:
-        return _report_interrupted(started[0] if started else None)
+    except _Interrupted as stop:
+        return _report_interrupted(started[0] if started else None, stop.signum)
     apply_baseline(report.results, baseline)
     try:
         if args.json_file:

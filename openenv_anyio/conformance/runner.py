@@ -92,6 +92,8 @@ async def _learn_setup(options: CheckOptions, target: Target, http: HttpProbe) -
         reply = await http.request("GET", "/schema")
     except DriverError as exc:
         reply, schema_problem = None, str(exc)
+    if reply is not None and reply.status in (401, 403):
+        raise DriverError(_token_refused(options, f"GET /schema answered HTTP {reply.status}"))
     if reply is not None:
         if reply.status == 200 and isinstance(reply.body, Mapping) and isinstance(reply.body.get("action"), Mapping):
             schema = reply.body
@@ -105,6 +107,8 @@ async def _learn_setup(options: CheckOptions, target: Target, http: HttpProbe) -
         except ValueError as exc:
             schema_problem = f"the action schema does not compile: {exc}"
     action, source, problem = options.action, "option", None
+    if action is not None and validator is not None and not validator.is_valid(action):
+        raise DriverError(_action_refused(validator, action))
     if action is None:
         source = "schema" if validator else "none"
         if validator is None:
@@ -133,6 +137,21 @@ async def _learn_setup(options: CheckOptions, target: Target, http: HttpProbe) -
         action_problem=problem,
         invalid_action=invalid,
     )
+
+
+def _token_refused(options: CheckOptions, said: str) -> str:
+    """One line for a server that refuses the kit for want of the right bearer token."""
+    if options.token is None:
+        return f"the server requires a bearer token ({said}): pass --token or set OPENENV_TOKEN"
+    return f"the server refused the bearer token ({said}): check --token or OPENENV_TOKEN"
+
+
+def _action_refused(validator: Validator, action: Mapping[str, Any]) -> str:
+    """One line for an ``--action`` the server's own action schema refuses: the action is
+    wrong, so no case would say anything about the server."""
+    faults = validator.faults(action)
+    why = f" at {faults[0].pointer or '/'}: {faults[0].message}" if faults else ""
+    return f"--action is not a valid action for this server (its GET /schema refuses it{why})"
 
 
 async def _run_case(case: Case, setup: Setup, recorder: Recorder, http: HttpProbe) -> CaseResult:
@@ -216,10 +235,11 @@ def _not_run(case: Case, stopped: ServerStopped) -> CaseResult:
     )
 
 
-async def _check_openenv(target: Target, http: HttpProbe, timeout_s: float) -> None:
+async def _check_openenv(options: CheckOptions, target: Target, http: HttpProbe) -> None:
     """Raise :class:`DriverError` saying the target is not an OpenEnv server when it answers
-    neither ``GET /health`` with a JSON object nor a WebSocket handshake on ``/ws`` (a
-    refusal for want of a token counts as an answer: the cases say what the token changes)."""
+    neither ``GET /health`` with a JSON object nor a WebSocket handshake on ``/ws``, or that
+    it requires a bearer token the run does not have (no case could say more)."""
+    timeout_s = options.timeout_s
     with trio.move_on_after(timeout_s):
         try:
             health = await http.request("GET", "/health")
@@ -234,7 +254,9 @@ async def _check_openenv(target: Target, http: HttpProbe, timeout_s: float) -> N
                 return
         except HandshakeRejected as exc:
             if exc.status in (401, 403):
-                return
+                raise DriverError(
+                    _token_refused(options, f"the WebSocket handshake on /ws answered HTTP {exc.status}")
+                ) from None
             refused = f"the WebSocket handshake on /ws was refused (HTTP {exc.status})"
         except DriverError as exc:
             refused = str(exc)
@@ -268,7 +290,7 @@ async def run_checks(options: CheckOptions, *, on_start: Callable[[RunReport], N
     proxy = proxy_url_for(options.url, os.environ)
     async with httpx.AsyncClient(timeout=options.timeout_s, proxy=proxy, trust_env=False) as client:
         http = HttpProbe(client, target, recorder)
-        await _check_openenv(target, http, options.timeout_s)
+        await _check_openenv(options, target, http)
         setup = Setup(options, target, schema_problem="GET /schema did not answer in time")
         with trio.move_on_after(options.timeout_s):
             setup = await _learn_setup(options, target, http)

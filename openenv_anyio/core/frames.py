@@ -7,6 +7,7 @@ against the spec's schemas, never by hand.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, TypeAlias, assert_never
@@ -34,6 +35,7 @@ __all__ = [
     "State",
     "StateRequest",
     "SessionClosed",
+    "SessionOutcome",
     "StateUpdate",
     "Step",
     "Validation",
@@ -285,6 +287,15 @@ class StateUpdate:
 
     def to_wire(self) -> dict[str, Any]:
         return {"type": "state_update", "episode_state": self.episode_state}
+
+
+class SessionOutcome(enum.Enum):
+    """How a session ended, as dashboards (``session_closed``'s ``reason``, ``UI-8``), logs and
+    metrics name it: the one registry of session outcomes."""
+
+    CLOSED = "closed"  # the client closed it, or its connection's end ended it
+    EXPIRED = "expired"  # nobody came back in time: a dropped resumable session, an idle hosted one
+    SHUTDOWN = "shutdown"  # the server is stopping
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,6 +89,7 @@ def openapi_document(
         ),
         "State": _standalone(env_schemas["state"], "state"),
         "SchemaResponse": _spec_part(spec, "http/schema-response.json"),
+        "MetadataResponse": _spec_part(spec, "http/metadata-response.json"),
         "JsonRpcRequest": _spec_part(spec, "jsonrpc/request.json"),
         "JsonRpcResponse": _spec_part(spec, "jsonrpc/response.json"),
         "ValidationFailure": {
@@ -165,20 +166,7 @@ def openapi_document(
             "get": {
                 "summary": "The environment's name, description and version (HTTP-2)",
                 "operationId": "metadata",
-                "responses": {
-                    "200": _answer(
-                        "Metadata.",
-                        schema={
-                            "type": "object",
-                            "required": ["name", "description"],
-                            "properties": {
-                                "name": {"type": "string"},
-                                "description": {"type": "string"},
-                                "version": {"type": "string"},
-                            },
-                        },
-                    )
-                },
+                "responses": {"200": _answer("Metadata.", "MetadataResponse")},
             }
         },
         "/schema": {

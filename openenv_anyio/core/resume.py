@@ -131,6 +131,11 @@ class RequestLedger(Generic[Answer]):
     def in_flight(self) -> bool:
         return self._in_flight
 
+    @property
+    def asked(self) -> object:
+        """What the last request asked (as given to :meth:`begin`)."""
+        return self._request
+
     def stored_answer(self) -> Answer:
         """The answer to :attr:`last_request_id` (only after :meth:`complete`)."""
         if self._in_flight or self._answer is None:

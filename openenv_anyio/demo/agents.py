@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..client import EnvClient, EnvClientError
+from ..client import CapacityReached, EnvClient, EnvClientError
 from .policies import Policy
 
 __all__ = ["AgentTally", "run_agent"]
@@ -21,6 +21,8 @@ class AgentTally:
     returns: list[float] = field(default_factory=list)
     steps: int = 0
     errors: list[str] = field(default_factory=list)
+    #: the server refused this agent's session for want of room (CAPACITY_REACHED)
+    turned_away: bool = False
     started: float = field(default_factory=time.perf_counter)
     finished: float | None = None
 
@@ -68,6 +70,7 @@ async def run_agent(
                 on_progress()
     except EnvClientError as exc:
         tally.errors.append(f"{type(exc).__name__}: {exc}")
+        tally.turned_away = isinstance(exc, CapacityReached)
         on_progress()
     finally:
         tally.finished = time.perf_counter()

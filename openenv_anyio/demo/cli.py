@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -74,8 +75,10 @@ class _Summary:
 def run(args: argparse.Namespace) -> int:
     import trio
 
+    from .. import startup
     from ..envs.loading import EnvTargetError
 
+    startup.done()  # the run's own signal receiver stops the server and agents cleanly
     summary = _Summary()
 
     try:
@@ -89,11 +92,13 @@ def run(args: argparse.Namespace) -> int:
     except _DemoError as exc:
         print(f"openenv-anyio demo: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Interrupted) as stop:
         if summary.table is not None:  # what finished before Ctrl-C is not lost
             print(summary.table(), flush=True)
-        print("\nopenenv-anyio demo: interrupted", file=sys.stderr)
-        return 130
+        signum = stop.signum if isinstance(stop, _Interrupted) else signal.SIGINT
+        how = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+        print(f"\nopenenv-anyio demo: {how}", file=sys.stderr)
+        return 128 + signum  # as a shell reports a process ended by that signal
 
 
 def _only_leaf(group: BaseExceptionGroup) -> BaseException:
@@ -106,6 +111,14 @@ def _only_leaf(group: BaseExceptionGroup) -> BaseException:
 
 class _DemoError(Exception):
     """A failure the user should see as one line."""
+
+
+class _Interrupted(Exception):
+    """SIGINT or SIGTERM stopped the run (after its clean shutdown): ``signum`` is which."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def _server_base(url: str) -> str:
@@ -149,13 +162,14 @@ class _Stop:
     ``--watch`` once they are done."""
 
     signalled = False
+    #: the first signal received (SIGINT or SIGTERM)
+    signum = 0
     watching = False
     #: the exit status once the agents are done (a --watch ended by a signal returns it)
     code = 0
 
 
 async def _main(args: argparse.Namespace, summary: _Summary) -> int:
-    import signal
 
     import trio
 
@@ -171,14 +185,14 @@ async def _main(args: argparse.Namespace, summary: _Summary) -> int:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(demo, nursery.cancel_scope)
-            async for _ in signals:  # until the run is over, even while it shuts down
+            async for signum in signals:  # until the run is over, even while it shuts down
                 if stop.signalled:
                     print("openenv-anyio demo: stopping already", file=sys.stderr, flush=True)
                     continue
-                stop.signalled = True
+                stop.signalled, stop.signum = True, signum
                 run_scope.cancel()
     if stop.signalled and not stop.watching:
-        raise KeyboardInterrupt  # after the shutdown, outside the run's tasks: run() reports it
+        raise _Interrupted(stop.signum)  # after the shutdown, outside the run's tasks: run() reports it
     return codes[0] if codes else stop.code
 
 

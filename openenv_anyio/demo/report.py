@@ -100,4 +100,11 @@ def summary_table(tallies: Sequence[AgentTally], wall_seconds: float, heading: s
             first = " ".join(str(t.errors[0]).split())  # one line, even for a page of HTML
             shown = first if len(first) <= 300 else first[:299] + "…"
             body.append(f"agent {t.agent}: {len(t.errors)} error(s), the first: {shown}")
+    refused = [t for t in tallies if t.turned_away]
+    if refused:  # the server admits fewer sessions at a time than there are agents
+        admitted = max(1, len(tallies) - len(refused))
+        body.append(
+            f"the server admitted {admitted} of {len(tallies)} concurrent sessions: "
+            f"run with --agents {admitted} (or raise the server's session limit)"
+        )
     return "\n".join(body)

@@ -12,7 +12,6 @@ from .examples import Example
 from .fields import FieldRow
 from .model import FramePage, Reference, Registry
 from .wording import (
-    FIELD_COLUMNS,
     FLOW_INTRO,
     FLOW_LEGEND,
     FRAME_TYPE_COLUMNS,
@@ -21,6 +20,7 @@ from .wording import (
     REQUIRED_NOTE,
     constraints_text,
     example_caption,
+    field_columns,
     frame_type_rows,
     generated_notice,
     other_members_sentence,
@@ -234,12 +234,15 @@ def _frame(reference: Reference, frame: FramePage) -> list[str]:
 
 
 def _field_table(reference: Reference, rows: Sequence[FieldRow]) -> list[str]:
+    columns = field_columns(rows)
     lines = [
         '<div class="table"><table>',
-        "<thead><tr>" + "".join(f"<th>{h}</th>" for h in FIELD_COLUMNS) + "</tr></thead>",
+        "<thead><tr>" + "".join(f"<th>{h}</th>" for h in columns) + "</tr></thead>",
         "<tbody>",
     ]
     for row in rows:
+        default = f"`{row.default}`" if row.default is not None else ""
+        default_cell = f"<td>{_inline(default) if default else ''}</td>" if "Default" in columns else ""
         nested = f' class="nested" style="--depth: {row.depth}"' if row.depth else ""
         lines.append(
             f"<tr{nested}>"
@@ -247,7 +250,7 @@ def _field_table(reference: Reference, rows: Sequence[FieldRow]) -> list[str]:
             f'<td class="type">{html.escape(row.type)}</td>'
             f"<td>{'yes' if row.required else 'no'}</td>"
             f"<td>{_inline(constraints_text(reference, row))}</td>"
-            f"<td>{_inline(f'`{row.default}`') if row.default is not None else ''}</td>"
+            f"{default_cell}"
             f"<td>{_inline(row.description)}</td>"
             "</tr>"
         )

@@ -10,7 +10,6 @@ from .examples import Example
 from .fields import FieldRow
 from .model import FramePage, Reference, Registry
 from .wording import (
-    FIELD_COLUMNS,
     FLOW_INTRO,
     FRAME_TYPE_COLUMNS,
     INDEX_INTRO,
@@ -18,6 +17,7 @@ from .wording import (
     UNMATCHED_INTRO,
     constraints_text,
     example_caption,
+    field_columns,
     frame_type_rows,
     generated_notice,
     other_members_sentence,
@@ -114,7 +114,8 @@ def _frame(reference: Reference, frame: FramePage) -> str:
     lines += [f"# {frame.title}", "", frame.description, ""]
     lines += [f"{sent_as_sentence(reference, frame)} Schema: `{spec_path(reference, frame.relative)}`.", ""]
     lines += ["## Fields", ""]
-    lines += _table(FIELD_COLUMNS, (_field_cells(reference, row) for row in frame.fields))
+    columns = field_columns(frame.fields)
+    lines += _table(columns, (_field_cells(reference, row, "Default" in columns) for row in frame.fields))
     lines += ["", " ".join(filter(None, (other_members_sentence(frame), REQUIRED_NOTE))), ""]
     valid = [e for e in frame.examples if e.valid]
     invalid = [e for e in frame.examples if not e.valid]
@@ -127,13 +128,14 @@ def _frame(reference: Reference, frame: FramePage) -> str:
     return "\n".join(lines)
 
 
-def _field_cells(reference: Reference, row: FieldRow) -> tuple[str, ...]:
+def _field_cells(reference: Reference, row: FieldRow, with_default: bool) -> tuple[str, ...]:
+    default = (f"`{row.default}`" if row.default is not None else "",) if with_default else ()
     return (
         f"`{row.path}`",
         row.type,
         "yes" if row.required else "no",
         constraints_text(reference, row),
-        f"`{row.default}`" if row.default is not None else "",
+        *default,
         row.description,
     )
 

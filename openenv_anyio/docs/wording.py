@@ -9,7 +9,7 @@ on that page. Each renderer turns the ``ref:`` targets into its own links.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from .examples import Example
 from .fields import FieldRow
@@ -17,6 +17,7 @@ from .model import ERROR_CODES, EntryPoint, FramePage, Reference
 
 __all__ = [
     "FIELD_COLUMNS",
+    "field_columns",
     "FLOW_INTRO",
     "FLOW_LEGEND",
     "INVALID_INTRO",
@@ -36,6 +37,18 @@ __all__ = [
 ]
 
 FIELD_COLUMNS = ("Field", "Type", "Required", "Constraints", "Default", "Description")
+
+
+def field_columns(rows: Sequence[FieldRow]) -> tuple[str, ...]:
+    """The columns of a field table: Default only when a field of it declares one (a column
+    that is empty in every row says nothing)."""
+    return (
+        FIELD_COLUMNS
+        if any(row.default is not None for row in rows)
+        else tuple(column for column in FIELD_COLUMNS if column != "Default")
+    )
+
+
 FRAME_TYPE_COLUMNS = ("`type`", "Frame", "Summary")
 REQUIRED_NOTE = (
     "Nested members are listed below their parent with dotted paths (`a.b`, `list[].c`); "

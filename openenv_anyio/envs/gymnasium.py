@@ -28,12 +28,25 @@ loop, no thread hop) when the environment's class lives in one of
 Python/numpy, microseconds per step, no I/O) and it renders in none of the modes that draw
 or wait (``render_mode`` None or ``"ansi"``). Anything else runs in a worker thread. The
 ``non_blocking`` argument overrides the rule either way.
+
+**Snapshot rule.** An environment is brought back after a server restart by snapshot
+(``RESTORE_WAY = SNAPSHOT``, see ``openenv_anyio.restoration``) when its class lives in one
+of :data:`SNAPSHOT_MODULES` and it renders in none of the drawing modes: these hold their
+whole episode in Python numbers, numpy arrays and their ``np_random`` generator, which pickle
+and come back equal, and their wrappers (the time limit's step count included) pickle with
+them. A renderer's window or surface does not pickle, and other environments (Box2D,
+MuJoCo, anything holding a simulator or a process) may hold state that pickle does not
+capture, so they say ``NONE``; the ``snapshots`` argument overrides the rule either way.
+:meth:`GymnasiumEnv.snapshot` is the pickle of the wrapped environment and the episode's
+id and step count; a pickle runs code when it is loaded, so a session store holding them
+must be as private as the server's own code.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+import pickle
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -47,15 +60,27 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by th
         "install them with: pip install 'openenv-anyio[gym]'"
     ) from exc
 
+from ..restoration import RestoreFailed, RestoreWay, SnapshotFailed
 from .errors import ActionRejected
 from .jsonable import to_jsonable
 from .spaces import action_from_json, describe_space, space_schema
 
-__all__ = ["NON_BLOCKING_MODULES", "GymnasiumEnv", "png_data_url", "runs_without_blocking"]
+__all__ = [
+    "NON_BLOCKING_MODULES",
+    "SNAPSHOT_MODULES",
+    "GymnasiumEnv",
+    "png_data_url",
+    "pickles_safely",
+    "runs_without_blocking",
+]
 
 #: Modules whose environments never block (see the module docstring).
 NON_BLOCKING_MODULES: tuple[str, ...] = ("gymnasium.envs.classic_control.", "gymnasium.envs.toy_text.")
+#: Modules whose environments' episodes pickle whole (see the module docstring).
+SNAPSHOT_MODULES: tuple[str, ...] = ("gymnasium.envs.classic_control.", "gymnasium.envs.toy_text.")
 _QUIET_RENDER_MODES = (None, "ansi")
+#: What a snapshot's pickle holds first: a snapshot of another layout is refused.
+_SNAPSHOT_LAYOUT = "openenv-anyio.gymnasium.v1"
 
 #: What a step's data may hold besides ``action`` (openenv-core typed actions carry ``metadata``).
 _STEP_KEYS = frozenset({"action", "metadata"})
@@ -86,6 +111,12 @@ def runs_without_blocking(env: gymnasium.Env) -> bool:
     """Whether ``env`` may run inline on an event loop, by the rule of the module docstring."""
     module = type(env.unwrapped).__module__ + "."
     return module.startswith(NON_BLOCKING_MODULES) and env.render_mode in _QUIET_RENDER_MODES
+
+
+def pickles_safely(env: gymnasium.Env) -> bool:
+    """Whether ``env``'s episode may be kept by pickle, by the rule of the module docstring."""
+    module = type(env.unwrapped).__module__ + "."
+    return module.startswith(SNAPSHOT_MODULES) and env.render_mode in _QUIET_RENDER_MODES
 
 
 def _make(source: EnvSource, make_kwargs: Mapping[str, Any]) -> gymnasium.Env:
@@ -119,7 +150,18 @@ class GymnasiumEnv:
     state_schema: Mapping[str, Any] | None = STATE_SCHEMA
     metadata: Mapping[str, Any] = {}
 
-    def __init__(self, env: EnvSource, /, *, non_blocking: bool | None = None, **make_kwargs: Any) -> None:
+    #: How a session's episode comes back after a restart (see the module docstring).
+    RESTORE_WAY: RestoreWay = RestoreWay.NONE
+
+    def __init__(
+        self,
+        env: EnvSource,
+        /,
+        *,
+        non_blocking: bool | None = None,
+        snapshots: bool | None = None,
+        **make_kwargs: Any,
+    ) -> None:
         self._env = _make(env, make_kwargs)
         spec = self._env.spec
         self.env_id: str | None = env if isinstance(env, str) else (spec.id if spec is not None else None)
@@ -128,6 +170,8 @@ class GymnasiumEnv:
         self._needs_reset = True
         self._closed = False
         self.NON_BLOCKING = runs_without_blocking(self._env) if non_blocking is None else non_blocking
+        pickles = pickles_safely(self._env) if snapshots is None else snapshots
+        self.RESTORE_WAY = RestoreWay.SNAPSHOT if pickles else RestoreWay.NONE
         self._frames = self._env.render_mode == "rgb_array"
         self.action_schema = self.step_schema(self._env.action_space)
         self.observation_schema = self.reply_schema(self._env.observation_space, frames=self._frames)
@@ -140,6 +184,7 @@ class GymnasiumEnv:
         /,
         *,
         non_blocking: bool | None = None,
+        snapshots: bool | None = None,
         **make_kwargs: Any,
     ) -> type[GymnasiumEnv]:
         """A zero-argument subclass making ``env`` on each call: the factory a server wants.
@@ -148,7 +193,7 @@ class GymnasiumEnv:
         dependency fails here, and so that the schemas, metadata and ``NON_BLOCKING`` are
         class attributes a server can read without making an environment.
         """
-        probe = cls(env, non_blocking=non_blocking, **make_kwargs)
+        probe = cls(env, non_blocking=non_blocking, snapshots=snapshots, **make_kwargs)
         try:
             if probe._frames:
                 # The first render imports the renderer's modules (pygame's surfarray for the
@@ -157,6 +202,7 @@ class GymnasiumEnv:
                 probe.reset(seed=0)
             attributes: dict[str, Any] = {
                 "NON_BLOCKING": probe.NON_BLOCKING,
+                "RESTORE_WAY": probe.RESTORE_WAY,
                 "action_schema": probe.action_schema,
                 "observation_schema": probe.observation_schema,
                 "metadata": probe.metadata,
@@ -165,7 +211,7 @@ class GymnasiumEnv:
             probe.close()
 
         def __init__(self: GymnasiumEnv) -> None:
-            cls.__init__(self, env, non_blocking=non_blocking, **make_kwargs)
+            cls.__init__(self, env, non_blocking=non_blocking, snapshots=snapshots, **make_kwargs)
 
         name = "".join(char if char.isalnum() else "_" for char in str(probe.metadata["name"]))
         attributes.update({"__init__": __init__, "__module__": cls.__module__, "__qualname__": name})
@@ -270,6 +316,35 @@ class GymnasiumEnv:
     def state(self) -> dict[str, Any]:
         """``episode_id`` (None before the first reset), ``step_count`` and ``env_id``."""
         return {"episode_id": self._episode_id, "step_count": self._step_count, "env_id": self.env_id}
+
+    def snapshot(self) -> bytes:
+        """The episode as bytes: the pickle of the wrapped environment, its id and step count.
+
+        Raises :class:`SnapshotFailed` when the environment does not snapshot (its
+        ``RESTORE_WAY`` is not ``SNAPSHOT``) or does not pickle.
+        """
+        if self.RESTORE_WAY is not RestoreWay.SNAPSHOT:
+            raise SnapshotFailed(f"{self.env_id or type(self._env.unwrapped).__name__} does not pickle safely")
+        episode = (_SNAPSHOT_LAYOUT, self._env, self._episode_id, self._step_count, self._needs_reset)
+        try:
+            return pickle.dumps(episode, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # what pickling raises depends on the object it meets
+            raise SnapshotFailed(f"the environment does not pickle: {type(exc).__name__}: {exc}") from None
+
+    def restore(self, snapshot: bytes) -> None:
+        """Bring back the episode :meth:`snapshot` kept (this instance's environment is closed
+        and replaced). Raises :class:`RestoreFailed` for bytes that are not such a snapshot."""
+        try:
+            episode = pickle.loads(snapshot)  # the session store is trusted (module docstring)
+        except Exception as exc:  # a truncated or foreign pickle raises almost anything
+            raise RestoreFailed(f"the snapshot does not load: {type(exc).__name__}: {exc}") from None
+        if not (isinstance(episode, tuple) and len(episode) == 5 and episode[0] == _SNAPSHOT_LAYOUT):
+            raise RestoreFailed("the snapshot is not one of a Gymnasium environment")
+        _, env, episode_id, step_count, needs_reset = episode
+        if not isinstance(env, gymnasium.Env):
+            raise RestoreFailed(f"the snapshot holds a {type(env).__name__}, not a gymnasium.Env")
+        self._env.close()
+        self._env, self._episode_id, self._step_count, self._needs_reset = env, episode_id, step_count, needs_reset
 
     def close(self) -> None:
         """Close the Gymnasium environment (once; later calls do nothing)."""

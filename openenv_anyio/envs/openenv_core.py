@@ -26,6 +26,15 @@ mode-aware tools, timeouts and error categories apply), on the session's thread 
 other call. Its ``step`` always runs synchronously there (its ``step_async`` drives FastMCP on
 asyncio, which is not the server's event loop), and its ``list_tools``/``call_tool`` step
 actions stay valid actions.
+
+An environment that declares upstream 0.10's ``set_state`` capability (``wrap(...,
+set_state=True)``, as its manifest's ``capabilities.set_state: true`` says) accepts
+``reset(injected_state=...)``: its episode is then kept by snapshot (``RESTORE_WAY =
+SNAPSHOT``, see ``openenv_anyio.restoration``): :meth:`OpenEnvCoreEnv.snapshot` is its
+State model dumped as JSON, and ``restore`` resets a fresh instance with that state
+injected. The capability is the environment's promise that its dumped state is what its
+``reset`` takes back; without it the adapter says ``NONE`` (a ``reset`` that merely accepts
+any keyword proves nothing).
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from typing import Any, Final
 
 from ..core.jsonrpc import RpcCode, RpcFailure
 from ..environment import TASK_METHODS, WEB_HOOKS, LiftedObservation, plain_reward
+from ..restoration import RestoreFailed, RestoreWay, SnapshotFailed
 from .errors import ActionRejected, EnvTargetError, json_pointer
 from .jsonable import to_jsonable
 
@@ -83,6 +93,8 @@ class OpenEnvCoreEnv:
     MAX_CONCURRENT_SESSIONS: int | None = 1
     #: openenv-core's flag: every instance's calls must run on one shared thread.
     REQUIRES_SINGLE_THREAD_EXECUTOR: bool = False
+    #: ``SNAPSHOT`` when the environment declares the ``set_state`` capability, else ``NONE``.
+    RESTORE_WAY: RestoreWay = RestoreWay.NONE
     action_schema: Mapping[str, Any] | None = None
     observation_schema: Mapping[str, Any] | None = None
     state_schema: Mapping[str, Any] | None = None
@@ -109,6 +121,7 @@ class OpenEnvCoreEnv:
         reset_observation_model: type | None = None,
         name: str | None = None,
         max_concurrent_sessions: int | None = None,
+        set_state: bool = False,
     ) -> type[OpenEnvCoreEnv]:
         """A zero-argument subclass serving ``env``, an Environment subclass or a factory of one.
 
@@ -117,7 +130,9 @@ class OpenEnvCoreEnv:
         from a step's (``GET /schema`` answers it as ``reset_observation``). ``name`` names the
         subclass (default: the environment class's name); ``max_concurrent_sessions`` is its
         session limit (upstream's ``max_concurrent_envs``; default: none when the class declares
-        ``SUPPORTS_CONCURRENT_SESSIONS = True``, else 1).
+        ``SUPPORTS_CONCURRENT_SESSIONS = True``, else 1). ``set_state`` declares upstream
+        0.10's capability of that name: ``reset(injected_state=STATE)`` brings back the
+        episode whose State model dumped is ``STATE`` (see the module docstring).
 
         Raises :class:`EnvTargetError` when openenv-core is missing, when ``env`` makes no
         openenv-core Environment, or when its Action model cannot be found.
@@ -166,12 +181,18 @@ class OpenEnvCoreEnv:
             "_validate": staticmethod(_action_validator(action)),
             "_split": _upstream_split(),
             "reset": cls._reset_async if overridden_reset else cls._reset_sync,
+            "RESTORE_WAY": RestoreWay.SNAPSHOT if set_state else RestoreWay.NONE,
             "step": cls._step_async if overridden_step else cls._step_sync,
         }
         for method in TASK_METHODS:  # the Task API (TASK-1): the env's own task methods, passed through
             own = getattr(env_class, method, None)
             if callable(own):
                 attributes[method] = _task_method(method, inspect.iscoroutinefunction(own))
+        if set_state:
+            if "injected_state" not in (_keywords(env_class.reset) or {"injected_state"}):
+                raise EnvTargetError(f"{name} declares set_state but its reset takes no injected_state")
+            attributes["snapshot"] = cls._snapshot
+            attributes["restore"] = cls._restore_async if overridden_reset else cls._restore_sync
         for hook in WEB_HOOKS:  # openenv 0.10's /web hooks, where the environment draws itself
             own = getattr(env_class, hook, None)
             if callable(own) and own is not getattr(core_environment, hook, None):
@@ -215,6 +236,26 @@ class OpenEnvCoreEnv:
         if keywords is None:
             return dict(kwargs)
         return {key: value for key, value in kwargs.items() if key in keywords}
+
+    def _snapshot(self) -> Any:
+        """The episode: the environment's State model dumped as JSON (``set_state`` only)."""
+        try:
+            return to_jsonable(self._env.state)
+        except Exception as exc:  # the environment's own state property failed
+            raise SnapshotFailed(f"reading the state failed: {type(exc).__name__}: {exc}") from None
+
+    def _restore_sync(self, snapshot: Any) -> None:
+        """Reset with the kept state injected (upstream's ``set_state`` capability)."""
+        try:
+            self._env.reset(injected_state=snapshot)
+        except Exception as exc:  # the environment refused the state
+            raise RestoreFailed(f"reset(injected_state=...) failed: {type(exc).__name__}: {exc}") from None
+
+    async def _restore_async(self, snapshot: Any) -> None:
+        try:
+            await self._env.reset_async(injected_state=snapshot)
+        except Exception as exc:  # the environment refused the state
+            raise RestoreFailed(f"reset_async(injected_state=...) failed: {type(exc).__name__}: {exc}") from None
 
     def _step_sync(self, action: Mapping[str, Any]) -> LiftedObservation:
         return _lifted(self._env.step(self.parse_action(action)), self._split)
@@ -336,9 +377,10 @@ def _lifted(observation: Any, split: tuple[bool, bool]) -> LiftedObservation:
     (numpy arrays) falls back to :func:`to_jsonable` (WS-OBS-2).
 
     Runs once per step, on the session's thread: the serializer is looked up in a plain dict
-    (``functools.cache`` cost three times as much), a reward that is already a frame's value
-    skips :func:`plain_reward` (which returns it unchanged), and the tuple is built by
-    ``tuple.__new__`` (a NamedTuple's ``__new__`` is a Python function: twice the cost).
+    (not ``functools.cache``), a reward that is already a frame's value skips
+    :func:`plain_reward` (which returns it unchanged), and the tuple is built by
+    ``tuple.__new__`` (a NamedTuple's ``__new__`` is a Python function): bench/README.md,
+    "Server CPU per step".
     """
     inside, beside = split
     exclude = _EXCLUDE_KEEPING_METADATA if inside else _EXCLUDE
@@ -364,7 +406,7 @@ def _lifted(observation: Any, split: tuple[bool, bool]) -> LiftedObservation:
 
 
 # Sets, not frozensets: pydantic-core takes a set's members directly and converts any other
-# collection on every call (measured: a frozenset costs a third more per dump). Never mutated.
+# collection on every call (bench/README.md, "Server CPU per step"). Never mutated.
 _EXCLUDE: Final[set[str]] = {"reward", "done", "metadata"}
 _EXCLUDE_KEEPING_METADATA: Final[set[str]] = {"reward", "done"}
 #: the reward types a frame carries as they are (:func:`plain_reward` returns them unchanged)
@@ -377,7 +419,7 @@ _json_dumps: dict[type, Callable[..., Any] | None] = {}
 def _json_dump(model: type) -> Callable[..., Any] | None:
     """The ``to_python`` of ``model``'s pydantic serializer when its ``model_dump`` is
     pydantic's own (which calls it with the same arguments, after a round of argument
-    handling that cost a third of a step's dump), else None: a model that overrides
+    handling: bench/README.md, "Server CPU per step"), else None: a model that overrides
     ``model_dump`` is dumped through its override, as upstream's server does."""
     from pydantic import BaseModel
 
@@ -415,7 +457,7 @@ def _action_validator(action: Any) -> Callable[[dict[str, Any]], Any]:
     actions only when the Action model is the generic base or an MCP action; otherwise it is
     the model's ``model_validate``. So the model's own validator does the work for every
     other model (the same call ``model_validate`` makes, without its round of argument
-    handling, which cost as much as the validation), unless the model overrides
+    handling: bench/README.md, "Server CPU per step"), unless the model overrides
     ``model_validate``; upstream's function is kept wherever its routing can apply.
     """
     from openenv.core.env_server.serialization import deserialize_action

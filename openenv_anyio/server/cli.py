@@ -16,6 +16,7 @@ validation telemetry (PROTOCOL.md section 13; simulation mode only).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Mapping
@@ -153,8 +154,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="where each session's environment runs. thread (default): in the server process, on a worker thread "
         "per session (or inline): cheapest per step, but a segfault, os._exit or busy loop in environment code "
         "takes the whole server (every session) with it. process: in a process of its own per session: such a "
-        "fault ends only that session (EXECUTION_ERROR, close 4410); costs a process per session, a few ms to "
-        "start one, and an inter-process round trip per call (see bench/README.md for the measured ratio)",
+        "fault ends only that session (EXECUTION_ERROR, close 4410); costs a process per session, started as it "
+        "opens, and an inter-process round trip per call (the user guide's docs/scaling.md has what they cost)",
     )
     parser.add_argument(
         "--step-timeout",
@@ -229,6 +230,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="on SIGTERM/SIGINT, let requests being executed finish for up to S seconds "
         "before closing their connections (default 10)",
+    )
+    parser.add_argument(
+        "--reload",
+        action="store_true",
+        help="for writing an environment: serve afresh whenever a .py file under the current folder changes "
+        "(a watcher restarts the server; open sessions end). Give a fixed --port",
     )
     parser.add_argument(
         "--log-format",
@@ -327,10 +334,37 @@ async def _probe_env(factory: Any, config: Any) -> None:
         await env.aclose()
 
 
+class _HeldEvent(logging.Filter):
+    """Holds back the records of one structured-log ``event`` on ``logger`` while the block
+    runs (when ``hold``), and emits them, in their order, when it is left: what the block
+    says comes first."""
+
+    def __init__(self, event: str, logger: logging.Logger, *, hold: bool) -> None:
+        super().__init__()
+        self.event, self.logger, self.hold = event, logger, hold
+        self.records: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, dict) and record.msg.get("event") == self.event:
+            self.records.append(record)
+            return False
+        return True
+
+    def __enter__(self) -> _HeldEvent:
+        if self.hold:
+            self.logger.addFilter(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.logger.removeFilter(self)
+        records, self.records = self.records, []
+        for record in records:
+            self.logger.handle(record)
+
+
 async def _serve_until_signalled(server: Any, log_format: str, limit_line: str) -> None:
     """Serve until SIGINT or SIGTERM, then drain and stop. The console format also prints
     two plain lines (the URLs, the signal); JSON logs carry the same as events only."""
-    import logging
     import signal
 
     import trio
@@ -338,26 +372,25 @@ async def _serve_until_signalled(server: Any, log_format: str, limit_line: str) 
     from .observability.events import log_event
 
     plain = log_format == "console"
+    held = _HeldEvent("server_started", logging.getLogger("openenv_anyio.server"), hold=plain)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
-            url = await nursery.start(server.serve)
-            workers = getattr(server, "pids", None)
-            if plain:
-                print(f"openenv-anyio: {limit_line}", file=sys.stderr, flush=True)
-                detail = (
-                    ""
-                    if workers is None
-                    else f", {len(workers)} workers (pids {' '.join(str(workers[slot]) for slot in sorted(workers))})"
-                )
-                print(
-                    f"openenv-anyio: serving on {url} (WebSocket {url.replace('http', 'ws', 1)}/ws){detail}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                if server.config.serves_web:
-                    print(f"openenv-anyio: dashboard at {url}/web/", file=sys.stderr, flush=True)
-            elif workers is not None:
-                log_event(logging.INFO, "server_started", None, url=url, workers=sorted(workers.values()))
+            with held:  # the console's banner first, then the server's own start event
+                url = await nursery.start(server.serve)
+                workers = getattr(server, "pids", None)
+                if plain:
+                    print(f"openenv-anyio: {limit_line}", file=sys.stderr, flush=True)
+                    pids = "" if workers is None else " ".join(str(workers[slot]) for slot in sorted(workers))
+                    detail = "" if workers is None else f", {len(workers)} workers (pids {pids})"
+                    print(
+                        f"openenv-anyio: serving on {url} (WebSocket {url.replace('http', 'ws', 1)}/ws){detail}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    if server.config.serves_web:
+                        print(f"openenv-anyio: dashboard at {url}/web/", file=sys.stderr, flush=True)
+                elif workers is not None:
+                    log_event(logging.INFO, "server_started", None, url=url, workers=sorted(workers.values()))
             async for signum in signals:
                 name = signal.Signals(signum).name
                 if plain:
@@ -420,6 +453,14 @@ def _in_flag_words(message: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.reload:
+        if args.workers != "1":
+            print("openenv-anyio serve: --reload serves one process: leave out --workers", file=sys.stderr)
+            return 2
+        from .reload import serve_with_reload
+
+        typed = args._argv[args._argv.index("serve") + 1 :]
+        return serve_with_reload([word for word in typed if word != "--reload"], Path.cwd())
     import trio
 
     from ..core.addresses import is_loopback_host
@@ -485,8 +526,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"openenv-anyio serve: {_in_flag_words(str(exc))}", file=sys.stderr)
         return 2
+    from .. import startup
     from .execution.bound_env import FactoryFailure
 
+    startup.done()  # from here on a Ctrl-C stops what has started (a probe env, then the server)
     try:
         trio.run(_probe_env, factory, config)
     except FactoryFailure as failure:

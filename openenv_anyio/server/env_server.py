@@ -32,14 +32,15 @@ from .execution.runner import thread_starter
 from .gc_policy import rare_full_collections
 from .http.app import create_app
 from .lifecycle import ServerPhase
-from .mcp.hosted_sessions import HostedSessions, SessionOwners
+from .mcp.dispatch import session_rpc
+from .mcp.owners import SessionOwners
+from .mcp.websocket import serve_mcp_socket
 from .session_registry import SharedCapacity
 from .sessions.attached import requested_session, serve_attached
 from .sessions.base import serve_ws
-from .sessions.mcp_socket import serve_mcp_socket
+from .sessions.kept import KeptSessions
 from .sessions.resumable import negotiated, serve_resumable
-from .sessions.resumable_store import ResumableSessions
-from .ui.endpoint import serve_ui
+from .ui.endpoint import OtherWorkers, serve_ui
 from .validation import validation_handlers
 
 __all__ = ["EnvServer", "LISTEN_BACKLOG", "RunningServer", "WorkerSeat"]
@@ -77,10 +78,15 @@ class WorkerSeat(Protocol):
         """The other workers' hosted sessions (``POST /mcp`` naming one is forwarded there)."""
         ...
 
+    @property
+    def other_dashboards(self) -> OtherWorkers:
+        """The other workers' ``/ws/ui`` updates (a subscriber here sees every worker's sessions)."""
+        ...
+
 
 #: Pending connections the listening socket queues (the kernel caps it at ``somaxconn``).
 #: Hypercorn's default of 100 refuses connections when thousands of sessions connect at
-#: once (kernel ``ListenOverflows``; bench/README.md, scenario 9); uvicorn uses 2,048.
+#: once (kernel ``ListenOverflows``; bench/README.md, "Server CPU per connection"); uvicorn uses 2,048.
 LISTEN_BACKLOG = 4096
 
 
@@ -89,16 +95,24 @@ class _Router:
     (:mod:`.access`); then WebSocket scopes for ``/ws`` and ``/ws/ui`` go to the raw
     handlers, the rest to the Quart app (HTTP routes, lifespan)."""
 
-    def __init__(self, ctx: ServerContext, http_app: Any, resumable: ResumableSessions, hosted: HostedSessions) -> None:
+    def __init__(
+        self,
+        ctx: ServerContext,
+        http_app: Any,
+        kept: KeptSessions,
+        others: OtherWorkers | None,
+    ) -> None:
         self._ctx = ctx
         self._http_app = http_app
         # Who serves a /ws connection: a hosted session's (?session_id=), a negotiated one
-        # (EXT-NEG-1, decided once per connection) or a plain one; each given the store it uses.
-        self._attached = partial(serve_attached, ctx, hosted)
-        self._resumable = partial(serve_resumable, ctx, resumable)
-        self._plain = serve_ws(ctx, validation_handlers(ctx))  # VAL-OPEN-1: telemetry when on
-        self._mcp = serve_mcp_socket(ctx)
-        self._ui = partial(serve_ui, ctx, resumable)
+        # (EXT-NEG-1, decided once per connection) or a plain one; each given the store it
+        # uses, and the MCP surface's answers to its mcp frames.
+        rpc = session_rpc(ctx)
+        self._attached = partial(serve_attached, ctx, kept, rpc)
+        self._resumable = partial(serve_resumable, ctx, kept, rpc)
+        self._plain = serve_ws(ctx, rpc, validation_handlers(ctx, rpc))  # VAL-OPEN-1: telemetry when on
+        self._mcp = serve_mcp_socket(ctx, rpc)
+        self._ui = partial(serve_ui, ctx, kept, others)
         #: whether ``/ws`` sessions may run in their connection's task (the adapter is engaged)
         self.direct = True
 
@@ -168,11 +182,12 @@ class EnvServer:
             )
             instruments = self.ctx.instruments
             worker.router.on_hand_off = lambda placement: instruments.connection_handed_over(placement.value)
-        #: the sessions that outlive their connections, handed to the handlers that use them
-        self.resumable = ResumableSessions()
-        self.hosted = HostedSessions(self.ctx)
+        #: the sessions that outlive their connections (resumable, hosted), handed to the
+        #: handlers that use them
+        self.kept = KeptSessions(self.ctx)
         owners = worker.session_owners if worker is not None else None
-        self.asgi = _Router(self.ctx, create_app(self.ctx, self.hosted, owners), self.resumable, self.hosted)
+        others = worker.other_dashboards if worker is not None else None
+        self.asgi = _Router(self.ctx, create_app(self.ctx, self.kept, owners), self.kept, others)
         self.url: str | None = None
         self._stop = trio.Event()
 
@@ -197,7 +212,7 @@ class EnvServer:
     async def _shutdown_trigger(self) -> None:
         await self._stop.wait()
         instruments, registry = self.ctx.instruments, self.ctx.registry
-        await self.hosted.end_all()  # MCP-SES-5: no new hosted sessions; those without a socket end now
+        await self.kept.end_all()  # MCP-SES-5, WS-SHUT-1: no new kept sessions; those nobody holds end now
         instruments.server_event(
             "server_draining", url=self.url, sessions=registry.sessions, drain_timeout_s=self.config.drain_timeout_s
         )
@@ -240,9 +255,9 @@ class EnvServer:
             task_status.started(self.url)
 
     async def _serve_http(self, *, task_status: trio.TaskStatus[list[str]]) -> None:
-        """Hypercorn, with the idle reaper of hosted sessions beside it for as long as it serves."""
+        """Hypercorn, with the reaper of kept sessions beside it for as long as it serves."""
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self.hosted.reap_idle)  # MCP-SES-5
+            nursery.start_soon(self.kept.reap)  # EXT-RES-2, MCP-SES-5
             await hypercorn_serve(
                 cast(Any, self.asgi),  # a plain ASGI callable (Hypercorn's types name each event)
                 self._hypercorn_config(),

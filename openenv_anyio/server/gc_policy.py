@@ -4,7 +4,7 @@ A full (oldest-generation) collection walks every live object, and a server hold
 thousands of sessions holds millions of them; with the default thresholds a burst of new
 sessions triggers one after another, each holding the GIL (so every session's worker
 thread waits behind it): in ``bench`` scenario 9's largest bursts a large share of the
-server's CPU went to ``gc_collect_main`` (bench/README.md, scenario 9). Young-generation
+server's CPU went to ``gc_collect_main`` (bench/README.md, "Server CPU per connection"). Young-generation
 collections are left as they are.
 
 The setting is process-wide, so several servers in one process share it: the first to

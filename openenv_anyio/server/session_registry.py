@@ -67,7 +67,7 @@ class SharedCapacity(Protocol):
 
 class SessionRegistry:
     """Counts sessions against ``max_sessions`` (``WS-CAP-1``), holds the server's phase and
-    ends every connection on shutdown (the sequence is described in :mod:`..lifecycle`).
+    ends every connection on shutdown (the sequence is described in :mod:`.lifecycle`).
 
     With ``shared`` (a worker of a multi-process server) the limit holds for all workers
     together: a slot is taken from the shared count as well as counted here.

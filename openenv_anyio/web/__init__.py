@@ -1,7 +1,7 @@
 """The dashboard page served at ``/web`` (``UI-9``): its files, shipped as package data.
 
-Only data lives here (no I/O imports): the server serves these files (``server/web_page.py``)
-and its access policy lets anyone load them (``server/access.py``): the page holds nothing
+Only data lives here (no I/O imports): the server serves these files (``server/ui/web_page.py``)
+and its access policy lets anyone load them (``server/access/policy.py``): the page holds nothing
 of the server's, and everything it reads (``/ws/ui``, ``/ws``, ``/schema``, ``/metadata``)
 is guarded, so with tokens configured the page loads and asks for one.
 """

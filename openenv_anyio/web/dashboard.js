@@ -267,12 +267,30 @@ function renderDetail() {
     } else {
       drawImage($("frame"), image.pixels);
     }
-    $("frame-path").textContent = image.path.join(".");
+    // an image at the observation's own "frame" member is the env's frame; any other is named by its path
+    const isFrame = image.path.length === 1 && image.path[0] === "frame";
+    $("frame-title").textContent = isFrame ? "Frame" : "Image at";
+    $("frame-path").textContent = isFrame ? "" : ["observation", ...image.path].join(".");
+    $("frame-path").hidden = isFrame;
   }
   const tree = $("observation");
   const hidden = observation == null && (state.step_count > 0 || state.is_reset);
   const empty = el("span", { class: "hint" }, hidden ? "not shown to this page's token (SEC-UI-1)" : "none yet");
-  tree.replaceChildren(observation == null ? empty : jsonTree(observation, ["observation"], 0));
+  tree.replaceChildren(observation == null ? empty : jsonTree(withoutEmptySideMembers(observation), ["observation"], 0));
+}
+
+function isEmpty(value) {
+  return value === null || (typeof value === "object" && Object.keys(value).length === 0);
+}
+
+/** Members that carry an environment's side information: left out of the tree when empty
+ *  (openenv 0.10 sends ``metadata: {}`` with every observation of an env that has none,
+ *  Gymnasium's ``info`` is ``{}`` on most steps), where they would only be noise. */
+const SIDE_MEMBERS = ["metadata", "info"];
+
+function withoutEmptySideMembers(observation) {
+  if (typeof observation !== "object" || Array.isArray(observation)) return observation;
+  return Object.fromEntries(Object.entries(observation).filter(([key, value]) => !(SIDE_MEMBERS.includes(key) && isEmpty(value))));
 }
 
 function scaled(values, width, height) {
@@ -287,8 +305,14 @@ function drawRewardCurve(rewards) {
   const svg = $("reward-curve");
   let total = 0;
   const totals = [0, ...rewards.map((reward) => (total += reward ?? 0))];
-  const points = scaled(totals, 320, 116).map(([x, y]) => `${x.toFixed(1)},${(y + 2).toFixed(1)}`);
-  svg.replaceChildren(svgEl("polyline", { points: points.join(" ") }));
+  const scaledPoints = scaled(totals, 320, 116);
+  const points = scaledPoints.map(([x, y]) => `${x.toFixed(1)},${(y + 2).toFixed(1)}`);
+  const zero = scaledPoints[0][1] + 2; // the first point is the return 0 at step 0
+  svg.replaceChildren(svgEl("line", { class: "zero", x1: 0, x2: 320, y1: zero, y2: zero }), svgEl("polyline", { points: points.join(" ") }));
+  // the axes: the return's range (the curve starts at 0) and the steps so far
+  $("curve-y-high").textContent = formatNumber(Math.max(0, ...totals));
+  $("curve-y-low").textContent = formatNumber(Math.min(0, ...totals));
+  $("curve-x-high").textContent = String(rewards.length);
   $("curve-label").textContent = `${rewards.length} steps, return ${formatNumber(total)}`;
 }
 
@@ -297,6 +321,9 @@ function drawReturns(returns, current) {
   const values = [...returns, current];
   const high = Math.max(1e-9, ...values.map(Math.abs));
   const width = 320 / Math.max(values.length, 10);
+  // the axes: bars are the size of each return (the highest at the top), one per episode
+  $("returns-y-high").textContent = formatNumber(Math.max(0, ...values.map(Math.abs)));
+  $("returns-x-high").textContent = String(Math.max(values.length, 10)); // the chart has room for 10 at least
   svg.replaceChildren(
     ...values.map((value, index) => {
       const height = (Math.abs(value) / high) * 116;
@@ -404,6 +431,8 @@ const playground = {
   socket: null,
   rootSchema: null,
   readAction: null,
+  /** the last observation ended the episode: Step waits for a reset */
+  done: false,
   /** the types of the requests sent and not answered yet, oldest first (answers come in order) */
   pending: [],
   /** the number of the latest drawing asked for: an older answer arriving late is dropped */
@@ -435,10 +464,28 @@ function log(text, kind, detail) {
 
 function setPlaygroundOpen(open, status) {
   $("pg-status").textContent = status;
-  for (const id of ["pg-reset", "pg-step", "pg-state", "pg-end"]) $(id).disabled = !open;
+  for (const id of ["pg-reset", "pg-state", "pg-end"]) $(id).disabled = !open;
   $("pg-start").disabled = open;
   $("pg-fields").disabled = !open;
-  for (const button of $("pg-actions").querySelectorAll("button")) button.disabled = !open;
+  setStepping(open && !playground.done);
+}
+
+/** Step (the button, Enter and the one-click actions) only while an episode runs. */
+function setStepping(allowed) {
+  $("pg-step").disabled = !allowed;
+  for (const button of $("pg-actions").querySelectorAll("button")) button.disabled = !allowed;
+}
+
+function playgroundOpen() {
+  return playground.socket !== null && playground.socket.readyState === WebSocket.OPEN;
+}
+
+/** An observation arrived: an episode that ended takes no more steps until a reset. */
+function episodeAnswered(done) {
+  playground.done = done;
+  setStepping(playgroundOpen() && !done);
+  if (done) $("pg-status").textContent = "episode over: reset to start another";
+  else if (playgroundOpen()) $("pg-status").textContent = "session open";
 }
 
 /** Follows a local "#/$defs/..." reference of the action schema. */
@@ -544,17 +591,31 @@ function buildForm(actionSchema) {
   const fields = $("pg-fields");
   fields.replaceChildren(el("legend", {}, "Action"));
   const schema = resolve(actionSchema);
-  if (typeOf(schema) === "object" && schema.properties) {
+  const formed = typeOf(schema) === "object" && schema.properties;
+  if (formed) {
     const [element, read] = control(schema, "action", true);
     fields.append(...[...element.childNodes].filter((node) => node.tagName !== "LEGEND"));
     playground.readAction = read;
     $("pg-use-json").checked = false;
   } else {
-    fields.append(el("p", { class: "hint" }, "No form for this schema: write the action as JSON below."));
     playground.readAction = null;
     $("pg-use-json").checked = true;
   }
+  // no form, no empty Action box: the JSON box is the action, and says why
+  fields.hidden = !formed;
+  $("pg-json-toggle").hidden = !formed;
+  $("pg-json-hint").hidden = formed;
+  $("pg-json-hint").textContent = declaresNothing(actionSchema ?? {})
+    ? "Action (JSON): the environment declares no action schema."
+    : "Action (JSON): this schema has no form.";
   syncJson();
+}
+
+/** Whether an action schema says nothing beyond "an object" (what a server publishes for an
+ *  environment that declares none). */
+function declaresNothing(schema) {
+  const said = Object.keys(schema).filter((key) => !["type", "title", "description", "$schema"].includes(key));
+  return said.length === 0 && (schema.type === undefined || schema.type === "object");
 }
 
 /** The JSON box shows the form's action (secrets masked) until the user chooses to send the
@@ -611,6 +672,7 @@ async function startPlayground() {
   const socket = new WebSocket(wsUrl("/ws"), protocols());
   playground.socket = socket;
   playground.pending = [];
+  playground.done = false;
   showView(null, []);
   socket.addEventListener("open", () => setPlaygroundOpen(true, "session open: reset to start an episode"));
   socket.addEventListener("message", (event) => {
@@ -619,7 +681,10 @@ async function startPlayground() {
     if (frame.type === "observation" && asked === "reset") log("new episode", "episode");
     const [text, kind] = describeReply(frame);
     log(text, kind, frame);
-    if (frame.type === "observation") drawObservation(frame.data ?? {});
+    if (frame.type === "observation") {
+      episodeAnswered(frame.data?.done === true);
+      drawObservation(frame.data ?? {});
+    }
     if (frame.type === "error" && asked === "reset") {
       log("the reset failed: the episode, its drawing and its actions are kept", "error");
     }
@@ -663,7 +728,7 @@ function showView(html, actions) {
   frame.hidden = html === null;
   const page = html === null ? "" : `<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="${DRAWING_POLICY}"></head><body>${html}</body></html>`;
   if (frame.srcdoc !== page) frame.srcdoc = page;
-  const open = playground.socket !== null && playground.socket.readyState === WebSocket.OPEN;
+  const open = playgroundOpen() && !playground.done;
   $("pg-actions").replaceChildren(
     ...actions.map(({ label, action }) => {
       const button = el("button", { type: "button", title: JSON.stringify(masked(action)) }, String(label));

@@ -205,3 +205,79 @@ def test_a_server_that_stops_answering_in_every_report(tmp_path: Path, capsys: p
     assert report["summary"]["not-run"] == 8 and report["summary"]["timeout"] == 1
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None and suite.get("failures") == "1" and suite.get("skipped") == "8"
+
+
+# --- a server the kit cannot check as asked: one line, exit 2, before any case ---------------
+
+
+def _own_server(token: str | None = None):  # type: ignore[no-untyped-def]
+    from openenv_anyio.server import EnvServer, ServerConfig
+
+    from .test_own_server import KitEchoEnv
+
+    return EnvServer(KitEchoEnv, ServerConfig(host="127.0.0.1", port=0, token=token)).run_in_thread()
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (None, "the server requires a bearer token (GET /schema answered HTTP 401): pass --token or set OPENENV_TOKEN"),
+        ("not-the-token", "the server refused the bearer token"),
+    ],
+)
+def test_a_token_protected_server_without_its_token_is_one_line_not_30_fails(
+    given: str | None, said: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENENV_TOKEN", raising=False)
+    with _own_server(token="kit-token-0123456789abcdef") as running:
+        code = check(running.url, *(["--token", given] if given else []))
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err.count("\n") == 1 and said in captured.err, captured.err
+    assert "FAIL" not in captured.out and "kit-token" not in captured.out + captured.err
+
+
+def test_an_action_the_servers_schema_refuses_is_blamed_on_the_action(capsys: pytest.CaptureFixture[str]) -> None:
+    with _own_server() as running:
+        code = check(running.url, "--action", '{"message": 3}')
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err.count("\n") == 1, captured.err
+    assert "--action is not a valid action for this server" in captured.err and "/message" in captured.err
+    assert "FAIL" not in captured.out
+
+
+# --- the forms a user types ------------------------------------------------------------------
+
+
+def test_only_takes_the_groups_its_help_promises(minimal_url: str, tmp_path: Path) -> None:
+    report_file = tmp_path / "report.json"
+    check(minimal_url, "--only", "WS", "--json", str(report_file))
+    ran = [c["id"] for c in json.loads(report_file.read_text())["cases"]]
+    assert ran and all(case_id.startswith("WS-") for case_id in ran)
+    assert {"WS-CONN-01", "WS-ERR-01", "WS-RESET-01", "WS-STEP-01"} <= set(ran)
+
+
+def test_an_unknown_selector_names_the_groups_not_every_case_id(capsys: pytest.CaptureFixture[str]) -> None:
+    assert check("http://127.0.0.1:9", "--only", "NOPE") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown case ID(s): NOPE" in err
+    assert "WS HTTP" in err or "HTTP MCP" in err  # the groups
+    assert "WS-CONN-01" not in err and len(err) < 200, err
+
+
+@pytest.mark.parametrize("form", ["only-then-url", "host-port"])
+def test_the_url_may_follow_only_and_may_be_host_port(
+    form: str, minimal_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report_file = tmp_path / "report.json"
+    address = minimal_url.removeprefix("http://")
+    args = ["--only", "HTTP-01", minimal_url] if form == "only-then-url" else [address, "--only", "HTTP-01"]
+    assert check(*args, "--json", str(report_file)) == 0, capsys.readouterr().err
+    assert [c["id"] for c in json.loads(report_file.read_text())["cases"]] == ["HTTP-01"]
+
+
+def test_only_without_a_url_shows_the_right_form(capsys: pytest.CaptureFixture[str]) -> None:
+    assert check("--only", "HTTP-01") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "openenv-anyio check URL [--only ID ...]" in err

@@ -5,6 +5,8 @@ connection) are failures with evidence. The full verdict table is the expected r
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from openenv_anyio.conformance.runner import CheckOptions, RunReport, run_checks_sync
@@ -116,3 +118,15 @@ def test_capacity_close_code_1000_is_non_strict(openenv_core_url: str) -> None:
     assert result.verdict.value == "non-strict" and "closed with 1000" in (result.reason or "")
     received = [e for e in result.evidence if e.direction == "received"]
     assert '"active_sessions":8,"max_sessions":8' in received[-1].preview
+
+
+def test_the_guide_says_how_many_spec_vectors_openenv_core_mishandles(report: RunReport) -> None:
+    """docs/conformance.md quotes SPEC-VEC-01's count; a new vector or a changed verdict that
+    leaves the page behind fails here."""
+    from pathlib import Path
+
+    counted = re.match(r"(\d+) of (\d+) vector", report.result("SPEC-VEC-01").reason or "")
+    assert counted, report.result("SPEC-VEC-01").reason
+    page = (Path(__file__).resolve().parents[2] / "docs" / "conformance.md").read_text(encoding="utf-8")
+    said = re.search(r"\((\d+) of\s+the spec's (\d+) invalid", page)
+    assert said and said.groups() == counted.groups()

@@ -86,6 +86,7 @@ _ANNOTATIONS = {
     "$defs",
     "title",
     "description",
+    "default",
     "x-extensible",
 }  # x-extensible: COMPAT-1, no effect on validity
 _KNOWN = _ANNOTATIONS | {

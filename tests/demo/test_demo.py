@@ -82,9 +82,10 @@ def test_bad_arguments_are_one_line_errors(args: list[str], message: str) -> Non
     assert last.startswith("openenv-anyio demo") and message in last
 
 
-def test_ctrl_c_stops_server_and_agents_cleanly() -> None:
-    """SIGINT cancels the one nursery that owns server and agents: exit 130, no traceback."""
-    import signal
+@pytest.mark.parametrize(("signum", "status", "said"), [(2, 130, "interrupted"), (15, 143, "stopped by SIGTERM")])
+def test_ctrl_c_stops_server_and_agents_cleanly(signum: int, status: int, said: str) -> None:
+    """SIGINT (or SIGTERM, as a supervisor stops it) cancels the one nursery that owns server
+    and agents: the shell's status for that signal (130, 143), no traceback."""
     import time
 
     process = subprocess.Popen(
@@ -99,12 +100,12 @@ def test_ctrl_c_stops_server_and_agents_cleanly() -> None:
         deadline = time.monotonic() + 60
         while "episodes" not in process.stderr.readline():  # the first progress line
             assert time.monotonic() < deadline and process.poll() is None
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
         stdout, stderr = process.communicate(timeout=30)
     finally:
         process.kill()
-    assert process.returncode == 130
-    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert process.returncode == status
+    assert said in stderr and "Traceback" not in stderr
     assert set(summary_rows(stdout)) == {"0", "1", "2", "3", "all"}, stdout  # the episodes so far
 
 
@@ -186,3 +187,18 @@ def test_demo_drives_a_token_protected_server_and_never_shows_the_token(how: str
     rows = summary_rows(done.stdout)
     assert rows["all"][1] == "4" and rows["all"][-1] == "0"
     assert token not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("server", ["ours", "openenv-core"])
+def test_against_a_one_session_server_the_summary_suggests_agents_1(server: str) -> None:
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        if server == "ours":
+            config = ServerConfig(host="127.0.0.1", port=0, max_concurrent_envs=1)
+            url = stack.enter_context(EnvServer(GuessNumberEnv, config).run_in_thread()).url
+        else:
+            url = stack.enter_context(run_openenv_core_server(max_concurrent_envs=1))
+        done = demo("--url", url, "--agents", "3", "--episodes", "2", "--max-steps", "50", "--no-progress")
+    assert done.returncode == 1
+    assert "run with --agents 1" in done.stdout, done.stdout

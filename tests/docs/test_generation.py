@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,14 @@ def test_html_and_markdown_share_a_directory(tmp_path: Path, run_docs: RunDocs) 
     assert run_docs("--out", out, "--format", "html").code == 0
     assert run_docs("--check", "--out", out).code == 0
     assert run_docs("--check", "--out", out, "--format", "html").code == 0
+
+
+def test_the_default_column_shows_the_schemas_defaults_and_only_where_there_are_any() -> None:
+    """It used to be empty in every table: reset's ``data`` declares ``{}``, and a table
+    where no field declares a default has no Default column."""
+    reference_dir = Path(__file__).resolve().parents[2] / "protocol" / "reference" / "frames"
+    reset = (reference_dir / "reset.md").read_text(encoding="utf-8")
+    assert "| Default |" in reset
+    assert re.search(r"^\| `data` \| object \| no \| [^|]+ \| `\{\}` \|", reset, re.M), reset
+    step = (reference_dir / "step.md").read_text(encoding="utf-8")
+    assert "| Field |" in step and "Default" not in step

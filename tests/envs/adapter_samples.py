@@ -260,3 +260,30 @@ plain_fastapi_app = FastAPI()
 
 async def asgi_function(scope: Any, receive: Any, send: Any) -> None:
     """A bare ASGI application."""
+
+
+class InjectableCountEnv(Environment):  # type: ignore[type-arg]
+    """A counter with upstream 0.10's ``set_state`` capability: ``reset(injected_state=...)``
+    takes back its State model dumped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._state = CountState(episode_id="none")
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, injected_state: dict[str, Any] | None = None
+    ) -> CountObservation:
+        if injected_state is not None:
+            self._state = CountState.model_validate(injected_state)
+        else:
+            self._state = CountState(episode_id=episode_id or str(uuid.uuid4()))
+        return CountObservation(total=self._state.total)
+
+    def step(self, action: CountAction, timeout_s: float | None = None, **kwargs: Any) -> CountObservation:
+        self._state.total += action.amount
+        self._state.step_count += 1
+        return CountObservation(total=self._state.total, reward=action.amount)
+
+    @property
+    def state(self) -> CountState:
+        return self._state

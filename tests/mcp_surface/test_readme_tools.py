@@ -20,9 +20,9 @@ def test_readme_tools_example_runs(tmp_path: Path) -> None:
     exec(compile(env_code, "docs/mcp.md", "exec"), namespace)
     with EnvServer(namespace["Notes"], ServerConfig(port=0)).run_in_thread() as running:  # type: ignore[arg-type]
         script = tmp_path / "tools_snippet.py"
-        body = "\n".join(
-            "    " + line for line in client_code.replace("http://127.0.0.1:8000", running.url).splitlines()
-        )
+        # the block is a whole script; its main()'s body is what the check below runs
+        inside = client_code.split("async def main():\n", 1)[1].split("\n\n\nanyio.run(main)", 1)[0]
+        body = inside.replace("http://127.0.0.1:8000", running.url)
         script.write_text(
             "import anyio\nfrom openenv_anyio import EnvClient\n\nasync def main():\n"
             + body

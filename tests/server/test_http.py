@@ -26,15 +26,41 @@ def test_health(http) -> None:
 
 
 def test_metadata(http) -> None:
-    """HTTP-2: the reference server's shape."""
-    assert http.get("/metadata").json() == {
+    """HTTP-2: the reference server's shape; ``restore`` says the echo env cannot be brought
+    back (it neither snapshots nor declares itself deterministic)."""
+    metadata = http.get("/metadata").json()
+    assert metadata == {
         "name": "EchoEnv",
         "description": "EchoEnv environment",
         "readme_content": None,
         "version": "1.0.0",
         "author": None,
         "documentation_url": None,
+        "restore": "none",
     }
+    assert spec_validator("http/metadata-response.json").is_valid(metadata)
+
+
+class _Snapshotting(EchoEnv):
+    def snapshot(self) -> dict[str, int]:
+        return {"n": 1}
+
+    def restore(self, snapshot: dict[str, int]) -> None:
+        pass
+
+
+class _Deterministic(EchoEnv):
+    DETERMINISTIC = True
+
+
+@pytest.mark.parametrize(("env", "way"), [(_Snapshotting, "snapshot"), (_Deterministic, "replay")])
+def test_metadata_says_how_an_episode_comes_back(env, way) -> None:
+    """HTTP-2: ``restore`` is ``snapshot`` for an env with snapshot() and restore(),
+    ``replay`` for a deterministic one."""
+    with running(env) as server, httpx.Client(base_url=server.url, timeout=10) as client:
+        metadata = client.get("/metadata").json()
+    assert metadata["restore"] == way
+    assert spec_validator("http/metadata-response.json").is_valid(metadata)
 
 
 def test_schema(http) -> None:

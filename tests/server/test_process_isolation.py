@@ -202,6 +202,21 @@ def test_http_routes_metadata_and_schema_use_isolated_environments() -> None:
         assert body["observation"]["steps"] == 1 and body["observation"]["pid"] != os.getpid()
 
 
+@pytest.mark.parametrize(
+    ("target", "way"),
+    [
+        ("tests.session_store.keeping_envs:AsyncBoard", "snapshot"),
+        ("tests.session_store.keeping_envs:Counter", "replay"),
+        (Crashing, "none"),
+    ],
+)
+def test_metadata_says_how_an_isolated_environment_comes_back(target: object, way: str) -> None:
+    """HTTP-2: ``restore`` is what the environment's own process found it offers."""
+    isolated = ProcessIsolated(target) if isinstance(target, str) else target
+    with running(isolated, isolate="process") as server, httpx.Client(base_url=server.url, timeout=TIMEOUT) as client:
+        assert client.get("/metadata").json()["restore"] == way
+
+
 def test_server_shutdown_leaves_no_process_behind() -> None:
     """SRV-ISO-4: open sessions (one mid-step) are closed and their processes reaped."""
     with contextlib.ExitStack() as connections:  # closed after the server stopped

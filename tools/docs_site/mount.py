@@ -20,7 +20,18 @@ from mkdocs.structure.pages import Page
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = "docs"
 #: repository files shown in the guide, as glob patterns relative to the repository's root
-MOUNTED = ("protocol/PROTOCOL.md", "protocol/reference/**/*.md", "spec/CHANGELOG.md", "SECURITY.md")
+MOUNTED = (
+    "protocol/PROTOCOL.md",
+    "protocol/reference/**/*.md",
+    "spec/CHANGELOG.md",
+    "spec/v1/README.md",
+    "spec/v1/*.json",
+    "spec/v1/*.yaml",
+    "spec/v1/frames/*.json",
+    "spec/v1/http/*.json",
+    "spec/v1/jsonrpc/*.json",
+    "SECURITY.md",
+)
 
 LINK = re.compile(r"(\]\()([^)\s#]+)([^)]*\))")
 

@@ -27,6 +27,15 @@ from typing import Any, ClassVar, Protocol
 import trio
 
 from ...environment import EnvFactory, LiftedObservation, lift_observation, normalise_state
+from ...restoration import (
+    RestoreFailed,
+    RestoreWay,
+    Snapshot,
+    SnapshotError,
+    SnapshotFailed,
+    restore_way,
+    seal_snapshot,
+)
 from .action_check import ActionCheck, action_check_for
 from .error_text import exception_text
 from .faults import EnvironmentAborted, EnvironmentLost, await_env_code, call_env_code
@@ -158,6 +167,16 @@ class BoundEnv(Protocol):
         """The ``data`` of a ``state`` frame."""
         ...
 
+    async def snapshot(self, limit: int) -> Snapshot:
+        """The episode, from the environment's ``snapshot()`` (``openenv_anyio.restoration``);
+        :class:`SnapshotError` when it has none, fails or is over ``limit`` bytes."""
+        ...
+
+    async def restore(self, snapshot: Snapshot) -> None:
+        """Put the environment back into the episode ``snapshot`` keeps (its ``restore``);
+        :class:`RestoreFailed` when that fails."""
+        ...
+
     async def watch_lost(self) -> EnvironmentLost | None:
         """Return once the environment is found gone between requests (``SRV-ISO-2``);
         ``None`` when it will not be (it ended otherwise)."""
@@ -253,6 +272,36 @@ class InProcessEnv:
         """The ``data`` of a ``state`` frame."""
         state: dict[str, Any] = call_env_code(normalise_state, await self.runner.run(partial(read_state, self.env)))
         return state
+
+    async def _call_optional(self, name: str, *args: Any) -> Any:
+        """Call a method not every environment has (``snapshot``, ``restore``), sync or async."""
+        method = getattr(self.env, name)
+        if inspect.iscoroutinefunction(method):
+            return await await_env_code(method(*args))
+        return await self.runner.run(partial(method, *args))
+
+    async def snapshot(self, limit: int) -> Snapshot:
+        """The environment's ``snapshot()`` sealed (see :class:`BoundEnv`)."""
+        if restore_way(self.env) is not RestoreWay.SNAPSHOT:
+            raise SnapshotFailed(f"{self.name} does not snapshot")
+        try:
+            value = await self._call_optional("snapshot")
+        except SnapshotError:
+            raise
+        except Exception as exc:  # the environment's own snapshot() failed
+            raise SnapshotFailed(f"{self.name}.snapshot() raised {exception_text(exc)}") from None
+        return seal_snapshot(value, limit=limit)
+
+    async def restore(self, snapshot: Snapshot) -> None:
+        """The environment's ``restore(snapshot)`` (see :class:`BoundEnv`)."""
+        if restore_way(self.env) is not RestoreWay.SNAPSHOT:
+            raise RestoreFailed(f"{self.name} does not restore snapshots")
+        try:
+            await self._call_optional("restore", snapshot.value())
+        except SnapshotError:
+            raise
+        except Exception as exc:  # the environment's own restore() failed
+            raise RestoreFailed(f"{self.name}.restore() raised {exception_text(exc)}") from None
 
     @property
     def name(self) -> str:

@@ -21,10 +21,11 @@ from ..access.policy import ACCESS_ROUTE, presented_role
 from ..context import AtCapacity, ServerContext, session_limit_lowered
 from ..execution.bound_env import EnvironmentAborted, FactoryFailure
 from ..execution.error_text import public_error
-from ..mcp.hosted_sessions import HostedSessions, SessionOwners
 from ..mcp.http_route import add_mcp_route
+from ..mcp.owners import SessionOwners
 from ..memory.http_body import busy_response, parse_request_body
 from ..observability.metrics import CONTENT_TYPE, exposition
+from ..sessions.kept import KeptSessions
 from ..ui.web_page import WEB_VIEW_ROUTE, add_web_routes
 from .env_profile import EnvProfile
 from .tasks import add_task_routes
@@ -103,7 +104,7 @@ def _server_error(ctx: ServerContext, exc: BaseException) -> Response:
     return _json({"detail": public.message, "error_id": public.error_id}, 500)
 
 
-def create_app(ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners | None = None) -> QuartTrio:
+def create_app(ctx: ServerContext, hosted: KeptSessions, owners: SessionOwners | None = None) -> QuartTrio:
     """The HTTP side of one server."""
     app = QuartTrio("openenv_anyio.server")
     app.config["MAX_CONTENT_LENGTH"] = ctx.config.max_message_bytes

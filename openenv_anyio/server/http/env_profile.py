@@ -1,5 +1,8 @@
 """What ``GET /metadata`` and ``GET /schema`` say about the served environment.
 
+``/metadata`` also says how a session's episode can be brought back after a restart
+(``restore``: ``snapshot``, ``replay`` or ``none``, see ``openenv_anyio.restoration``).
+
 Read from the factory when it is a class; otherwise (a function or partial, whose instances may
 carry their own schemas) one instance is built, read and closed, once. Undeclared schemas fall
 back to permissive ones; an undeclared reset observation schema is the observation schema.
@@ -7,10 +10,12 @@ back to permissive ones; an undeclared reset observation schema is the observati
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
-from ...environment import env_metadata, has_web_hooks, schema_of
-from ..context import ServerContext
+from ...environment import EnvFactory, env_metadata, has_web_hooks, schema_of
+from ...restoration import restore_way
+from ..execution.bound_env import BoundEnv
 
 __all__ = ["DEFAULT_SCHEMAS", "EnvProfile"]
 
@@ -40,13 +45,24 @@ def _describe(source: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         "reset_observation": reset_observation,
         "state": declared["state"],
     }
-    return env_metadata(source), schemas
+    metadata = env_metadata(source)
+    metadata["restore"] = restore_way(source).value
+    return metadata, schemas
+
+
+class ProfiledServer(Protocol):
+    """What the profile reads of its server: the factory, and an environment to ask."""
+
+    @property
+    def factory(self) -> EnvFactory: ...
+
+    def fresh_env(self, *, counted: bool = True) -> AbstractAsyncContextManager[BoundEnv]: ...
 
 
 class EnvProfile:
     """The served environment's metadata and schemas (computed once)."""
 
-    def __init__(self, ctx: ServerContext) -> None:
+    def __init__(self, ctx: ProfiledServer) -> None:
         self._ctx = ctx
         self._cached: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._web_hooks = False

@@ -2,7 +2,7 @@
 names it uses, and a check of both before anything is patched.
 
 Hypercorn serves our ASGI application as it serves any other; these patches make it serve
-ours better (each module says why; bench/README.md has what it measured):
+ours better (each module says why; bench/README.md, "Server CPU per step" and "Server CPU per connection"):
 
 - ``direct_ws``: ``/ws`` sessions run in the connection's own task; after Hypercorn's
   handshake the connection is :mod:`openenv_anyio.ws`'s, on its socket (less server CPU per

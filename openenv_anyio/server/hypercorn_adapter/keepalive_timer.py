@@ -79,6 +79,6 @@ PATCHES = (
     Patch(
         "hypercorn.trio.tcp_server:TrioSingleTask",
         lambda original: KeepAliveTimer,
-        "idle timers started without parking the connection (about a tenth of its CPU)",
+        "idle timers started without parking the connection",
     ),
 )

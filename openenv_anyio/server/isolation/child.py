@@ -20,6 +20,7 @@ process's parent is the fork server, not the server (so no parent-death signal r
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import os
 import select
@@ -35,6 +36,7 @@ import trio
 from ...core import ProtocolError, RpcFailure
 from ...environment import env_metadata, schema_of, takes_seed
 from ...envs.loading import EnvTargetError, resolve_env_target
+from ...restoration import Snapshot, SnapshotError, SnapshotTooLarge, restore_way
 from ..execution.bound_env import EnvironmentAborted, FactoryFailure, InProcessEnv
 from ..execution.error_text import exception_text, printable
 from ..execution.tools import EnvTools
@@ -122,6 +124,10 @@ def _failure_reply(exc: BaseException) -> dict[str, Any]:
             return _fault(FaultKind.REFUSED, exc, code=exc.code.value, details=details)
         case RpcFailure():
             return _fault(FaultKind.RPC, exc, code=int(exc.code), details={"data": exc.data})
+        case SnapshotTooLarge():
+            return _fault(FaultKind.SNAPSHOT, exc, details={"size": exc.size, "limit": exc.limit})
+        case SnapshotError():
+            return _fault(FaultKind.SNAPSHOT, exc)
         case _:
             return _fault(FaultKind.RAISED, exc)
 
@@ -138,6 +144,7 @@ def describe(bound: InProcessEnv, tools: EnvTools) -> dict[str, Any]:
         },
         "tools": tools.available(),
         "seeded": takes_seed(env),
+        "restore": restore_way(env).value,
     }
 
 
@@ -212,6 +219,12 @@ async def _answer(bound: InProcessEnv, tools: EnvTools, op: Op, request: dict[st
             return await tools.listing()
         case Op.CALL_TOOL:
             return await tools.call(str(request["name"]), request.get("arguments") or {})
+        case Op.SNAPSHOT:
+            snapshot = await bound.snapshot(int(request["limit"]))
+            return {"json": snapshot.is_json, "data": base64.b64encode(snapshot.data).decode("ascii")}
+        case Op.RESTORE:
+            await bound.restore(Snapshot(base64.b64decode(request["data"]), bool(request["json"])))
+            return None
         case Op.CLOSE:
             raise AssertionError("close is answered by the serving loop")
         case _:

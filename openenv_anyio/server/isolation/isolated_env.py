@@ -13,6 +13,7 @@ that died or overran the step timeout is an :class:`~openenv_anyio.server.execut
 
 from __future__ import annotations
 
+import base64
 import importlib
 import logging
 from collections.abc import Mapping
@@ -20,6 +21,7 @@ from typing import Any, ClassVar, assert_never
 
 from ...core import ErrorCode, ProtocolError, RpcCode, RpcFailure
 from ...environment import EnvFactory, LiftedObservation
+from ...restoration import RestoreFailed, RestoreWay, Snapshot, SnapshotFailed, SnapshotTooLarge
 from ..execution.action_check import ActionCheck, action_check_for
 from ..execution.bound_env import EnvironmentAborted, EnvironmentLost, FactoryFailure
 from ..execution.error_text import EnvironmentRaised
@@ -91,6 +93,8 @@ class _Description:
         self.name = str(ready.get("name") or "environment")
         #: whether its reset applies a seed (read by :func:`~openenv_anyio.environment.takes_seed`)
         self.SEEDED = bool(ready.get("seeded", True))
+        #: how its episode comes back (``openenv_anyio.restoration``), as the process said
+        self.RESTORE_WAY = RestoreWay(ready.get("restore") or RestoreWay.NONE.value)
         if ready.get("tools"):
             self.list_tools = env.list_tools
             self.call_tool = env.call_tool
@@ -114,6 +118,14 @@ def _raised(fault: Fault) -> Exception:
             )
         case FaultKind.RPC:
             return RpcFailure(RpcCode(fault.code), fault.message, fault.details.get("data"))
+        case FaultKind.SNAPSHOT:
+            match fault.type_name:
+                case "SnapshotTooLarge":
+                    return SnapshotTooLarge(int(fault.details["size"]), int(fault.details["limit"]))
+                case "RestoreFailed":
+                    return RestoreFailed(fault.message)
+                case _:
+                    return SnapshotFailed(fault.message)
         case _:
             assert_never(fault.kind)
 
@@ -194,6 +206,14 @@ class IsolatedEnv:
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> Any:
         return await self._ask({"op": Op.CALL_TOOL.value, "name": name, "arguments": dict(arguments)})
+
+    async def snapshot(self, limit: int) -> Snapshot:
+        answer = await self._ask({"op": Op.SNAPSHOT.value, "limit": limit})
+        return Snapshot(base64.b64decode(answer["data"]), bool(answer["json"]))
+
+    async def restore(self, snapshot: Snapshot) -> None:
+        data = base64.b64encode(snapshot.data).decode("ascii")
+        await self._ask({"op": Op.RESTORE.value, "json": snapshot.is_json, "data": data})
 
     async def watch_lost(self) -> EnvironmentLost | None:
         return await self.process.watch_idle()

@@ -42,6 +42,8 @@ class Op(enum.StrEnum):
     STATE = "state"
     LIST_TOOLS = "list_tools"
     CALL_TOOL = "call_tool"
+    SNAPSHOT = "snapshot"
+    RESTORE = "restore"
     CLOSE = "close"
 
 
@@ -52,6 +54,7 @@ class FaultKind(enum.StrEnum):
     ABORTED = "aborted"  # it raised a BaseException such as SystemExit (SRV-FAULT-1: the session ends)
     REFUSED = "refused"  # a ProtocolError: the action broke the schema (VALIDATION_ERROR)
     RPC = "rpc"  # a tool call failed with a JSON-RPC error
+    SNAPSHOT = "snapshot"  # snapshot() or restore() failed: a SnapshotError (details: size, limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +67,7 @@ class Fault:
     message: str
     traceback: str = ""
     code: Any = None  # ErrorCode value (REFUSED) or JSON-RPC code (RPC)
-    details: dict[str, Any] = field(default_factory=dict)  # pointer/errors (REFUSED), data (RPC)
+    details: dict[str, Any] = field(default_factory=dict)  # pointer/errors (REFUSED), data (RPC), size/limit (SNAPSHOT)
 
     def to_wire(self) -> dict[str, Any]:
         return {

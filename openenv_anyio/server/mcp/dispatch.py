@@ -19,17 +19,35 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
 from ...core import McpMethod, RpcCode, RpcFailure, RpcRequest, dumps, rpc_result
-from ..context import AtCapacity, ServerContext, log
+from ..config import ServerConfig
+from ..context import AtCapacity, log
 from ..execution.bound_env import BoundEnv, EnvironmentAborted, EnvironmentLost, FactoryFailure
 from ..execution.error_text import printable, public_error
 from ..execution.tools import EnvTools
+from ..session_registry import SessionRegistry
+from ..sessions.answers import RpcDispatch
+from ..sessions.kept import KeptSession, KeptSessions, KeptState
 from ..ui.hub import EpisodeView
-from .hosted_sessions import HostedSession, HostedSessions, SessionState
 
-__all__ = ["SessionAborted", "answer_rpc"]
+__all__ = ["McpServer", "SessionAborted", "answer_rpc", "session_rpc"]
+
+
+class McpServer(Protocol):
+    """What answering the MCP surface's requests uses of its server."""
+
+    @property
+    def config(self) -> ServerConfig: ...
+
+    @property
+    def registry(self) -> SessionRegistry: ...
+
+    def fresh_env(self, *, counted: bool = True) -> AbstractAsyncContextManager[BoundEnv]:
+        """A new environment for one request, closed afterwards (``HTTP-6``: it holds a slot)."""
+        ...
 
 
 class SessionAborted(Exception):
@@ -43,9 +61,9 @@ class SessionAborted(Exception):
 
 
 async def answer_rpc(
-    ctx: ServerContext,
+    ctx: McpServer,
     request: RpcRequest,
-    hosted: HostedSessions | None = None,
+    hosted: KeptSessions | None = None,
     *,
     own_env: BoundEnv | None = None,
     own_view: EpisodeView | None = None,
@@ -69,7 +87,22 @@ async def answer_rpc(
         return _fault(ctx, request, exc)
 
 
-def _fault(ctx: ServerContext, request: RpcRequest, exc: Exception) -> dict[str, Any]:
+def session_rpc(ctx: McpServer) -> RpcDispatch:
+    """The JSON-RPC answers of ``mcp`` frames on ``/ws``, on the session's own environment, as
+    the session layer asks them (:data:`~..sessions.answers.RpcDispatch`)."""
+
+    async def answer(
+        request: RpcRequest, env: BoundEnv, view: EpisodeView
+    ) -> tuple[dict[str, Any], EnvironmentAborted | None]:
+        try:
+            return await answer_rpc(ctx, request, own_env=env, own_view=view), None
+        except SessionAborted as ended:  # SRV-FAULT-1: answered, then the session ends
+            return ended.response, ended.aborted
+
+    return answer
+
+
+def _fault(ctx: McpServer, request: RpcRequest, exc: Exception) -> dict[str, Any]:
     """The -32603 answer for ``exc``, by the rules an ``EXECUTION_ERROR`` follows (``SEC-ERR-1``)."""
     cause = exc.cause if isinstance(exc, EnvironmentAborted) else exc
     expose = ctx.config.errors_exposed or isinstance(exc, EnvironmentLost)  # the server's own words
@@ -86,17 +119,17 @@ def _fault(ctx: ServerContext, request: RpcRequest, exc: Exception) -> dict[str,
 class _Sessions:
     """The hosted sessions a request may name (none on the WebSocket paths)."""
 
-    def __init__(self, hosted: HostedSessions | None) -> None:
+    def __init__(self, hosted: KeptSessions | None) -> None:
         self._hosted = hosted
 
-    def store(self) -> HostedSessions:
+    def store(self) -> KeptSessions:
         if self._hosted is None:  # a WebSocket connection is its own session
             raise RpcFailure(RpcCode.METHOD_NOT_FOUND, "hosted sessions are served on POST /mcp")
         return self._hosted
 
 
 async def _dispatch(
-    ctx: ServerContext, sessions: _Sessions, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None
+    ctx: McpServer, sessions: _Sessions, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None
 ) -> Any:
     method = request.method
     if method not in McpMethod.__members__.values():
@@ -113,7 +146,7 @@ async def _dispatch(
             hosted = sessions.store()
             session = _hosted(hosted, request)
             closed = await hosted.close(session)
-            return {"session_id": session.session_id, "closed": closed, "closing": not closed}
+            return {"session_id": session.key, "closed": closed, "closing": not closed}
         case McpMethod.TOOLS_LIST:
             async with _env_for(ctx, sessions, request, own_env, own_view) as (env, _):
                 return {"tools": await _tools(env).listing()}
@@ -131,11 +164,11 @@ def _tools(env: BoundEnv) -> EnvTools:
     return tools
 
 
-def _hosted(hosted: HostedSessions, request: RpcRequest) -> HostedSession:
+def _hosted(hosted: KeptSessions, request: RpcRequest) -> KeptSession:
     session_id = request.session_id()
     if session_id is None:
         raise RpcFailure(RpcCode.INVALID_PARAMS, "Invalid params: 'session_id' is required")
-    session = hosted.find(session_id)
+    session = hosted.find_hosted(session_id)
     if session is None:
         raise RpcFailure(RpcCode.INVALID_PARAMS, "Unknown session_id (never created, closed or expired)")
     session.touch()
@@ -156,7 +189,7 @@ def _check_episode(request: RpcRequest, view: EpisodeView | None) -> None:
 
 @contextlib.asynccontextmanager
 async def _env_for(
-    ctx: ServerContext, sessions: _Sessions, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None
+    ctx: McpServer, sessions: _Sessions, request: RpcRequest, own_env: BoundEnv | None, own_view: EpisodeView | None
 ) -> AsyncIterator[tuple[BoundEnv, EpisodeView | None]]:
     """The connection's env, the named hosted session's, or a fresh one closed afterwards
     (with the episode it is in; a fresh environment is in none)."""
@@ -167,7 +200,7 @@ async def _env_for(
         try:
             yield session.env, session.view
         except EnvironmentAborted:  # SRV-FAULT-1: the session ends (at once, or when its socket closes)
-            if session.state in (SessionState.OPEN, SessionState.ATTACHED):
+            if session.state is KeptState.WAITING or session.state is KeptState.HELD:
                 await sessions.store().close(session)
             raise
         finally:
@@ -184,7 +217,7 @@ async def _env_for(
             ) from None
 
 
-async def _create_session(ctx: ServerContext, hosted: HostedSessions) -> dict[str, Any]:
+async def _create_session(ctx: McpServer, hosted: KeptSessions) -> dict[str, Any]:
     registry = ctx.registry
     if hosted.closed:
         raise RpcFailure(RpcCode.SERVER_ERROR, "The server is shutting down")
@@ -197,11 +230,11 @@ async def _create_session(ctx: ServerContext, hosted: HostedSessions) -> dict[st
             {"active_sessions": active, "max_sessions": registry.max_sessions},
         )
     try:
-        session = await hosted.create(slot)
+        session = await hosted.open_hosted(slot)
     except FactoryFailure as failure:
         slot.release()
         raise RpcFailure(RpcCode.SERVER_ERROR, str(failure), {"factory_name": failure.factory_name}) from None
     except BaseException:
         slot.release()
         raise
-    return {"session_id": session.session_id}
+    return {"session_id": session.key}

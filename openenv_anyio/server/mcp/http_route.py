@@ -5,14 +5,17 @@ is parsed as ``POST /step``'s is (:mod:`..memory.http_body`): 503 ``SERVER_BUSY`
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from quart import Response, request
 from quart_trio import QuartTrio
 
 from ...core import ProtocolError, RpcCode, RpcFailure, dumps, read_rpc_request
-from ..context import ServerContext
 from ..memory.http_body import busy_response, parse_request_body
-from .dispatch import answer_rpc
-from .hosted_sessions import FORWARDED_HEADER, HostedSessions, SessionOwners
+from ..memory.large_frames import LargeFrames
+from ..sessions.kept import KeptSessions
+from .dispatch import McpServer, answer_rpc
+from .owners import FORWARDED_HEADER, SessionOwners
 
 __all__ = ["add_mcp_route"]
 
@@ -20,8 +23,15 @@ __all__ = ["add_mcp_route"]
 _RELAYED = frozenset({b"content-type", b"retry-after"})
 
 
+class McpRouteServer(McpServer, Protocol):
+    """What ``POST /mcp`` uses of its server: the MCP answers' needs, and the body parser."""
+
+    @property
+    def large_frames(self) -> LargeFrames: ...
+
+
 def add_mcp_route(
-    app: QuartTrio, ctx: ServerContext, hosted: HostedSessions, owners: SessionOwners | None = None
+    app: QuartTrio, ctx: McpRouteServer, hosted: KeptSessions, owners: SessionOwners | None = None
 ) -> None:
     """Register ``POST /mcp`` on ``app``; ``owners``: the other workers' hosted sessions, when
     this process is one worker of several."""

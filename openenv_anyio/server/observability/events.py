@@ -7,8 +7,10 @@ a handler that renders them (:mod:`.log_setup`); every event carries the session
 ``session_id``, ``episode_id`` and ``peer`` (and ``request_id``, ``close_code`` where they
 apply).
 
-Event names (the ``event`` key): ``session_opened``, ``session_resumed``, ``session_parked``,
-``episode_reset`` (debug), ``session_closed``, ``connection_refused``, ``error_sent``,
+Event names (the ``event`` key): ``session_opened`` (with its ``kind``: plain, resumable or
+hosted), ``session_resumed``, ``session_parked``, ``session_handed_over``, ``session_detached``
+(a hosted session's socket closed), ``episode_reset`` (debug), ``session_closed`` (with its
+``outcome``: closed, expired or shutdown), ``connection_refused``, ``error_sent``,
 ``server_started``, ``server_draining``, ``server_stopped``.
 """
 

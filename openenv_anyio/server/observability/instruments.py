@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-from ...core import Error
+from ...core import Error, SessionOutcome
 from .events import SessionIdentity, error_level, log_event
 from .metrics import ServerMetrics
 from .tracing import SessionTracer
@@ -114,11 +114,14 @@ class Instruments:
             return _ignore_count
         return metrics.env_closes_stuck.set
 
-    def session_opened(self, session: SessionIdentity, accepted_at: float, *, resumable: bool) -> None:
-        """A session is ready to serve; ``accepted_at`` is the ``perf_counter()`` of its upgrade."""
+    def session_opened(self, session: SessionIdentity, accepted_at: float | None, *, kind: str) -> None:
+        """A session is ready to serve (``kind``: plain, resumable or hosted); ``accepted_at`` is
+        the ``perf_counter()`` of its connection's upgrade (``None``: opened over HTTP)."""
         if self.metrics is not None:
-            self.metrics.handshake_duration.observe(perf_counter() - accepted_at)
-        log_event(logging.INFO, "session_opened", session, resumable=resumable)
+            self.metrics.session_opened(kind)
+            if accepted_at is not None:
+                self.metrics.handshake_duration.observe(perf_counter() - accepted_at)
+        log_event(logging.INFO, "session_opened", session, kind=kind, resumable=kind == "resumable")
 
     def session_resumed(self, session: SessionIdentity, accepted_at: float) -> None:
         """A new connection took a session over with its resume token."""
@@ -140,18 +143,34 @@ class Instruments:
             self.metrics.session_closed(close_code)
         log_event(logging.INFO, "session_handed_over", session, close_code=int(close_code))
 
-    def session_expired(self, session: SessionIdentity, reason: str) -> None:
-        """A parked resumable session ended without its client coming back (or the server stopped)."""
-        log_event(logging.INFO, "session_closed", session, reason=reason)
-
     def episode_reset(self, session: SessionIdentity, request_id: str | None) -> None:
         log_event(logging.DEBUG, "episode_reset", session, request_id=request_id)
 
-    def session_closed(self, session: SessionIdentity, close_code: int, reason: str) -> None:
-        """A ``/ws`` connection that served a session ended with ``close_code``."""
+    def session_ended(
+        self,
+        session: SessionIdentity,
+        *,
+        kind: str,
+        outcome: SessionOutcome,
+        close_code: int | None,
+        reason: str | None,
+    ) -> None:
+        """A session ended for good with ``outcome``; ``close_code`` and ``reason`` (a
+        ``SessionEnd``'s value): how its last connection ended, when it ended with it."""
+        if self.metrics is not None:
+            self.metrics.session_ended(kind, outcome.value)
+            if close_code is not None:
+                self.metrics.session_closed(close_code)
+        fields: dict[str, Any] = {"kind": kind, "outcome": outcome.value, "reason": reason or outcome.value}
+        if close_code is not None:
+            fields["close_code"] = int(close_code)
+        log_event(logging.INFO, "session_closed", session, **fields)
+
+    def session_detached(self, session: SessionIdentity, close_code: int, reason: str) -> None:
+        """The WebSocket attached to a hosted session closed; the session goes on (``MCP-SES-4``)."""
         if self.metrics is not None:
             self.metrics.session_closed(close_code)
-        log_event(logging.INFO, "session_closed", session, close_code=int(close_code), reason=reason)
+        log_event(logging.INFO, "session_detached", session, close_code=int(close_code), reason=reason)
 
     def connection_refused(self, peer: str | None, close_code: int, reason: str) -> None:
         """A ``/ws`` connection was closed before it had a session (capacity, draining, ...)."""

@@ -7,8 +7,8 @@ values to that directory and :func:`exposition` reads all of them, so one scrape
 worker sees the whole server.
 
 The hot path (one step) costs one counter increment and two histogram observations. In one
-process these three are plain numbers read at scrape time (:mod:`.request_counts`, several
-times cheaper than prometheus-client's locked values); under multi-process serving they are
+process these three are plain numbers read at scrape time (:mod:`.request_counts`, cheaper
+than prometheus-client's locked values); under multi-process serving they are
 prometheus-client's own, whose labelled children are looked up once, here, never per request.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client import values as _values
@@ -102,6 +102,18 @@ class ServerMetrics:
             ["code"],
             registry=registry,
         )
+        self.sessions_opened = Counter(
+            "openenv_sessions_opened",
+            "Sessions opened, by kind (plain: /ws or WS /mcp; resumable; hosted: POST /mcp).",
+            ["kind"],
+            registry=registry,
+        )
+        self.sessions_ended = Counter(
+            "openenv_sessions_ended",
+            "Sessions ended for good, by kind and outcome (closed, expired, shutdown).",
+            ["kind", "outcome"],
+            registry=registry,
+        )
         self.resets = Counter("openenv_resets", "reset requests answered with an observation.", registry=registry)
         self.errors = Counter("openenv_errors", "Error frames sent, by error code.", ["code"], registry=registry)
         self.resumes = Counter(
@@ -150,6 +162,8 @@ class ServerMetrics:
         self.reset_done = self.resets.inc
         self._errors = {code.value: self.errors.labels(code.value) for code in ErrorCode}
         self._closed = {int(code): self.sessions_closed.labels(str(int(code))) for code in CloseCode}
+        self._opened: dict[str, Any] = {}  # by kind
+        self._ended: dict[tuple[str, str], Any] = {}  # by kind and outcome
         self.handed_over_to = {to: self.handed_over.labels(to).inc for to in HAND_OFF_TARGETS}
         # the hot path: steps, their durations, request durations (every request type's series
         # present from the start, 0 until it happens)
@@ -212,6 +226,18 @@ class ServerMetrics:
         child = self._errors.get(code)
         if child is None:
             child = self._errors[code] = self.errors.labels(code)
+        child.inc()
+
+    def session_opened(self, kind: str) -> None:
+        child = self._opened.get(kind)
+        if child is None:
+            child = self._opened[kind] = self.sessions_opened.labels(kind)
+        child.inc()
+
+    def session_ended(self, kind: str, outcome: str) -> None:
+        child = self._ended.get((kind, outcome))
+        if child is None:
+            child = self._ended[(kind, outcome)] = self.sessions_ended.labels(kind, outcome)
         child.inc()
 
     def session_closed(self, code: int) -> None:

@@ -18,18 +18,19 @@ import enum
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-from ...core import CloseCode, Error, ErrorCode, encode_frame
+from ...core import CloseCode, Error, ErrorCode, Frame, encode_frame
 from ..asgi import AsgiReceive, AsgiSend, close_websocket
-from ..context import ServerContext
 from ..hypercorn_adapter.events import INVALID_TEXT_REPLY
 from ..lifecycle import ServerPhase
-from ..observability import peer_of
-from ..session_registry import Slot
+from ..observability import Instruments, peer_of
+from ..observability.events import SessionIdentity
+from ..session_registry import SessionRegistry, Slot
 
 __all__ = [
     "ACCEPT",
+    "AcceptServer",
     "Accepted",
     "Capacity",
     "refuse_at_capacity",
@@ -43,6 +44,20 @@ INVALID_UTF8_ANSWER: Final = encode_frame(
 )
 #: The accept message of a ``/ws`` connection (Hypercorn's WebSocket stream reads the extra key).
 ACCEPT: Final = {"type": "websocket.accept", INVALID_TEXT_REPLY: INVALID_UTF8_ANSWER}
+
+
+class AcceptServer(Protocol):
+    """What the opening of a connection uses of its server."""
+
+    @property
+    def registry(self) -> SessionRegistry: ...
+
+    @property
+    def instruments(self) -> Instruments: ...
+
+    def encode(self, frame: Frame, *, session: SessionIdentity | None = None) -> str:
+        """The frame's text, checked as the server checks what it sends."""
+        ...
 
 
 class Capacity(enum.Enum):
@@ -68,7 +83,7 @@ class Accepted:
 
 
 async def serve_connection(
-    ctx: ServerContext,
+    ctx: AcceptServer,
     scope: dict[str, Any],
     receive: AsgiReceive,
     send: AsgiSend,
@@ -100,7 +115,7 @@ async def serve_connection(
             slot.release()
 
 
-async def refuse_while_closing(ctx: ServerContext, scope: dict[str, Any], send: AsgiSend) -> None:
+async def refuse_while_closing(ctx: AcceptServer, scope: dict[str, Any], send: AsgiSend) -> None:
     """A new connection while the server drains: close 1013, try another server
     (``WS-DRAIN-1``); once it is stopping, 1001 (``WS-SHUT-1``)."""
     if ctx.registry.phase is ServerPhase.DRAINING:
@@ -111,7 +126,7 @@ async def refuse_while_closing(ctx: ServerContext, scope: dict[str, Any], send: 
     await close_websocket(send, code, reason)
 
 
-async def refuse_at_capacity(ctx: ServerContext, scope: dict[str, Any], send: AsgiSend) -> None:
+async def refuse_at_capacity(ctx: AcceptServer, scope: dict[str, Any], send: AsgiSend) -> None:
     """``CAPACITY_REACHED`` then close 1013 (``WS-CAP-1``)."""
     registry = ctx.registry
     active, limit = registry.active_sessions, registry.max_sessions

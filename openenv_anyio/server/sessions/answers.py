@@ -8,35 +8,70 @@ at-most-once layer (:mod:`.resumable`) wraps it.
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Protocol, TypeAlias, assert_never
 
 from ...core import (
     Error,
     ErrorCode,
+    Frame,
     Mcp,
     Observation,
     ProtocolError,
     Reset,
     RpcFailure,
+    RpcRequest,
     State,
     StateRequest,
     Step,
     decode_rpc_request,
 )
-from ..context import ServerContext, log
+from ..config import ServerConfig
 from ..execution.action_check import relocate
 from ..execution.bound_env import BoundEnv
 from ..execution.error_text import public_error
 from ..execution.faults import EnvironmentAborted, EnvironmentLost
-from ..mcp.dispatch import SessionAborted, answer_rpc
-from .connection import SessionIdentity
+from ..observability import Instruments
+from ..observability.events import SessionIdentity as Identity
+from ..ui.hub import EpisodeView, UiHub
+from .session import SessionIdentity
 
-__all__ = ["Answers", "EnvAnswers", "Request"]
+log = logging.getLogger("openenv_anyio.server")
+
+__all__ = ["AnswerServer", "Answers", "EnvAnswers", "Request", "RpcDispatch"]
 
 #: The client frames that are answered (``WS-ORDER-1``, ``MCP-WS-1``); ``close`` is not.
 Request: TypeAlias = Reset | Step | StateRequest | Mcp
+
+
+#: Answers a JSON-RPC request on a session's own environment and episode (the MCP surface,
+#: handed to the session layer by the server as its stores are): the response, and the
+#: environment's abort when it aborted while answering (``SRV-FAULT-1``: the session ends
+#: once the response is sent).
+RpcDispatch: TypeAlias = Callable[
+    [RpcRequest, BoundEnv, EpisodeView], Awaitable[tuple[dict[str, Any], EnvironmentAborted | None]]
+]
+
+
+class AnswerServer(Protocol):
+    """What answering a session's requests uses of its server."""
+
+    @property
+    def config(self) -> ServerConfig: ...
+
+    @property
+    def hub(self) -> UiHub: ...
+
+    @property
+    def instruments(self) -> Instruments: ...
+
+    def encode(self, frame: Frame, *, session: Identity | None = None) -> str:
+        """The frame's text, checked as the server checks what it sends (an error frame
+        counted and logged with ``session``'s identity)."""
+        ...
 
 
 class Answers(Protocol):
@@ -61,10 +96,11 @@ def _refusal(error: ProtocolError, request_id: str | None) -> Error:
 class EnvAnswers:
     """The requests of one session's connection, run on its environment."""
 
-    def __init__(self, ctx: ServerContext, identity: SessionIdentity, env: BoundEnv) -> None:
+    def __init__(self, ctx: AnswerServer, identity: SessionIdentity, env: BoundEnv, rpc: RpcDispatch) -> None:
         self.ctx = ctx
         self.identity = identity
         self.env = env
+        self.rpc = rpc
         self.view = identity.view
         self.aborted: EnvironmentAborted | None = None
 
@@ -126,10 +162,9 @@ class EnvAnswers:
             rpc = decode_rpc_request(frame.data)
         except RpcFailure as failure:
             return self.ctx.encode(Mcp(failure.response()))
-        try:
-            response = await answer_rpc(self.ctx, rpc, own_env=self.env, own_view=self.view)
-        except SessionAborted as ended:  # SRV-FAULT-1: answered, then the session ends
-            self.aborted, response = ended.aborted, ended.response
+        response, aborted = await self.rpc(rpc, self.env, self.view)
+        if aborted is not None:  # SRV-FAULT-1: answered, then the session ends
+            self.aborted = aborted
         return self.ctx.encode(Mcp(response))
 
     async def _step(self, frame: Step, request_id: str | None) -> str:

@@ -11,54 +11,26 @@ session is detached, not ended (``MCP-SES-4``). An unknown id is answered with
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any
 from urllib.parse import parse_qs
+
+import trio
 
 from ...core import CloseCode, Error, ErrorCode
 from ..asgi import AsgiReceive, AsgiSend, close_websocket
-from ..context import ServerContext
-from ..execution.bound_env import BoundEnv
-from ..mcp.hosted_sessions import SocketHolder
 from ..observability import peer_of
-from ..ui.hub import EpisodeView
 from .accept import Accepted, Capacity, serve_connection
+from .answers import RpcDispatch
 from .base import ProtocolFrames
-from .connection import SessionConnection, SessionIdentity
+from .connection import SessionConnection
+from .ends import SessionEnd
+from .kept import KeptSessions
+from .server import SessionsServer
+from .session import SessionIdentity
 
-__all__ = ["HostedSession", "HostedStore", "requested_session", "serve_attached"]
+__all__ = ["requested_session", "serve_attached"]
 
 _MAX_ID_CHARS = 256
-
-
-class HostedSession(Protocol):
-    """A session created over ``POST /mcp``, as its attached socket sees it."""
-
-    @property
-    def public_id(self) -> str: ...
-
-    @property
-    def env(self) -> BoundEnv: ...
-
-    @property
-    def view(self) -> EpisodeView: ...
-
-    @property
-    def attachable(self) -> bool:
-        """No socket is attached yet (``MCP-SES-3``: one at a time)."""
-        ...
-
-
-_Hosted = TypeVar("_Hosted", bound=HostedSession)
-
-
-class HostedStore(Protocol, Generic[_Hosted]):
-    """The sessions created over ``POST /mcp`` (:mod:`..mcp.hosted_sessions`)."""
-
-    def find(self, session_id: str) -> _Hosted | None: ...
-
-    def attach(self, session: _Hosted, socket: SocketHolder) -> None: ...
-
-    async def detach(self, session: _Hosted) -> None: ...
 
 
 def requested_session(scope: dict[str, Any]) -> str | None:
@@ -70,46 +42,73 @@ def requested_session(scope: dict[str, Any]) -> str | None:
     return values[0][:_MAX_ID_CHARS] if values else None
 
 
-async def _refuse(ctx: ServerContext, send: AsgiSend, code: ErrorCode, message: str, close_code: CloseCode) -> None:
+async def _refuse(
+    ctx: SessionsServer, accepted: Accepted, code: ErrorCode, message: str, close_code: CloseCode
+) -> None:
+    """The error frame, then the close: counted and logged as every refused connection is."""
+    send = accepted.send
     await send({"type": "websocket.send", "text": ctx.encode(Error(code.value, message))})
+    ctx.instruments.connection_refused(peer_of(accepted.scope), close_code, message)
     await close_websocket(send, close_code, message[:120])
 
 
-async def _attach(ctx: ServerContext, store: HostedStore[Any], accepted: Accepted) -> None:
+class _AttachedSocket:
+    """The socket holding a hosted session (a :class:`~.kept.Holder`)."""
+
+    def __init__(self, connection: SessionConnection) -> None:
+        self.connection = connection
+        self.released = trio.Event()
+
+    def let_go(self, end: SessionEnd) -> None:
+        """The session closes (or the server stops): end after the request being executed."""
+        self.connection.stop(end)
+
+
+async def _attach(ctx: SessionsServer, store: KeptSessions, rpc: RpcDispatch, accepted: Accepted) -> None:
     """Serve the named hosted session's environment until the socket ends; the session
     goes on (``MCP-SES-4``: the slot is the session's, not the socket's)."""
-    session = store.find(requested_session(accepted.scope) or "")
+    session = store.find_hosted(requested_session(accepted.scope) or "")
     if session is None:
         await _refuse(
             ctx,
-            accepted.send,
+            accepted,
             ErrorCode.SESSION_NOT_FOUND,
             "No session has this session_id",
             CloseCode.SESSION_NOT_FOUND,
         )
         return
-    if not session.attachable:
+    if session.held:
         await _refuse(
             ctx,
-            accepted.send,
+            accepted,
             ErrorCode.SESSION_ERROR,
             "The session already has an attached WebSocket",
             CloseCode.TAKEN_OVER,
         )
         return
-    identity = SessionIdentity(session.public_id, peer_of(accepted.scope), session.view)
+    identity = SessionIdentity(session.session_id, peer_of(accepted.scope), session.view)
     connection = SessionConnection(ctx, accepted, identity, slot=None)
-    store.attach(session, connection)
+    socket = _AttachedSocket(connection)
+    await store.take(session, socket)  # nobody held it: at once
     ctx.registry.attach(connection)
+    end = SessionEnd.ERROR
     try:
-        await connection.serve(session.env, ProtocolFrames.for_env(ctx, identity, session.env, accepted.send))
+        end = await connection.serve(
+            session.env, ProtocolFrames.for_env(ctx, identity, session.env, accepted.send, rpc=rpc)
+        )
     finally:
         ctx.registry.detach(connection)
-        await store.detach(session)
+        ctx.instruments.session_detached(identity, connection.close_code, end.value)
+        await store.release(session, socket, end, connection.close_code)
 
 
 async def serve_attached(
-    ctx: ServerContext, store: HostedStore[Any], scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend
+    ctx: SessionsServer,
+    store: KeptSessions,
+    rpc: RpcDispatch,
+    scope: dict[str, Any],
+    receive: AsgiReceive,
+    send: AsgiSend,
 ) -> None:
-    """ASGI handler of one ``/ws?session_id=`` connection."""
-    await serve_connection(ctx, scope, receive, send, partial(_attach, ctx, store), capacity=Capacity.BROUGHT)
+    """ASGI handler of one ``/ws?session_id=`` connection (``rpc`` answers its ``mcp`` frames)."""
+    await serve_connection(ctx, scope, receive, send, partial(_attach, ctx, store, rpc), capacity=Capacity.BROUGHT)

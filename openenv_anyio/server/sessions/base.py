@@ -1,11 +1,14 @@
 """The ``/ws`` endpoint: one session per connection, as a raw ASGI handler (the lean path).
 
 A session here is composed, not subclassed: :func:`~.accept.serve_connection` accepts the
-WebSocket and holds its capacity slot, :func:`open_env` builds its environment (or tells
-the client it could not), a :class:`~.connection.SessionConnection` serves it, and a frame
-handler gives the frames their meaning: :class:`ProtocolFrames` (the base protocol, its
-requests answered by an :class:`~.answers.Answers`) here, JSON-RPC on ``WS /mcp``
-(:mod:`..mcp.websocket`). The resume extension (:mod:`.resumable`) and attached sockets
+WebSocket and holds its capacity slot, :func:`open_session` opens its
+:class:`~.session.Session` (or tells the client its environment could not be built), a
+:class:`~.connection.SessionConnection` serves it, and a frame handler gives the frames
+their meaning: :class:`ProtocolFrames` (the base protocol, its requests answered by an
+:class:`~.answers.Answers`) here, JSON-RPC on ``WS /mcp`` (:mod:`..mcp.websocket`). The MCP
+surface stands above this layer: the JSON-RPC answers of ``mcp`` frames are handed in
+(:data:`~.answers.RpcDispatch`), as the stores are. The resume extension
+(:mod:`.resumable`), the sessions kept beyond a connection (:mod:`.kept`) and attached sockets
 (:mod:`.attached`) are built of the same parts.
 """
 
@@ -31,26 +34,27 @@ from ...core import (
     decode_client_frame,
 )
 from ..asgi import AsgiReceive, AsgiSend, close_websocket
-from ..context import ServerContext
 from ..execution.bound_env import BoundEnv, FactoryFailure
 from ..execution.error_text import public_error
 from ..execution.faults import EnvironmentAborted
 from ..hypercorn_adapter.events import HeldText
 from ..memory.large_frames import LARGE_FRAME_CHARS
 from ..observability import peer_of
-from ..ui.hub import EpisodeView
+from ..session_registry import Slot
 from .accept import Accepted, serve_connection
-from .answers import Answers, EnvAnswers, Request
-from .connection import FrameHandler, SessionConnection, SessionIdentity
+from .answers import Answers, EnvAnswers, Request, RpcDispatch
+from .connection import FrameHandler, SessionConnection
 from .ends import SessionEnd
+from .server import SessionsServer
+from .session import Session, SessionIdentity, SessionKind
 
-__all__ = ["AsgiHandler", "HandlerFactory", "ProtocolFrames", "open_env", "serve_ws", "session_endpoint"]
+__all__ = ["AsgiHandler", "HandlerFactory", "ProtocolFrames", "open_session", "serve_ws", "session_endpoint"]
 
 #: An ASGI WebSocket handler: ``handler(scope, receive, send)``.
 AsgiHandler = Callable[[dict[str, Any], AsgiReceive, AsgiSend], Awaitable[None]]
 
 #: Makes the frame handler of a new session: from the server, the session and its environment.
-HandlerFactory = Callable[[ServerContext, SessionIdentity, BoundEnv, AsgiSend], FrameHandler]
+HandlerFactory = Callable[[SessionsServer, SessionIdentity, BoundEnv, AsgiSend], FrameHandler]
 
 
 class ProtocolFrames:
@@ -60,7 +64,7 @@ class ProtocolFrames:
     ``validation_read``) is refused with ``validation_refusal`` (``VAL-OPEN-2``); a server
     that offers it serves sessions with :class:`~..validation.ValidationFrames` around this."""
 
-    def __init__(self, ctx: ServerContext, identity: SessionIdentity, answers: Answers, send: AsgiSend) -> None:
+    def __init__(self, ctx: SessionsServer, identity: SessionIdentity, answers: Answers, send: AsgiSend) -> None:
         self.ctx = ctx
         self.identity = identity
         self.answers = answers
@@ -71,9 +75,11 @@ class ProtocolFrames:
         )
 
     @classmethod
-    def for_env(cls, ctx: ServerContext, identity: SessionIdentity, env: BoundEnv, send: AsgiSend) -> ProtocolFrames:
-        """The handler of a plain session (a :data:`HandlerFactory`)."""
-        return cls(ctx, identity, EnvAnswers(ctx, identity, env), send)
+    def for_env(
+        cls, ctx: SessionsServer, identity: SessionIdentity, env: BoundEnv, send: AsgiSend, *, rpc: RpcDispatch
+    ) -> ProtocolFrames:
+        """The handler of a plain session (with ``rpc`` bound, a :data:`HandlerFactory`)."""
+        return cls(ctx, identity, EnvAnswers(ctx, identity, env, rpc), send)
 
     @property
     def aborted(self) -> EnvironmentAborted | None:
@@ -126,11 +132,13 @@ class ProtocolFrames:
         return attributes
 
 
-async def open_env(ctx: ServerContext, identity: SessionIdentity, send: AsgiSend) -> BoundEnv | None:
-    """A new session's environment; ``None`` after telling the client it failed and closing
-    with 1011 (``WS-FACT-1``)."""
+async def open_session(
+    ctx: SessionsServer, kind: SessionKind, identity: SessionIdentity, accepted: Accepted, slot: Slot | None
+) -> Session | None:
+    """A new session on an accepted connection (:meth:`Session.open`); ``None`` after telling
+    the client its environment could not be built and closing with 1011 (``WS-FACT-1``)."""
     try:
-        env = await ctx.create_env()
+        return await Session.open(ctx, kind, identity, slot, accepted.accepted_at)
     except FactoryFailure as failure:
         public = public_error(failure.cause, expose=ctx.config.errors_exposed, during="environment creation")
         error = Error(
@@ -138,45 +146,39 @@ async def open_env(ctx: ServerContext, identity: SessionIdentity, send: AsgiSend
             f"Failed to create environment ({failure.factory_name}): {public.message}",
             {"factory_name": failure.factory_name, "error_id": public.error_id},
         )
+        send = accepted.send
         await send({"type": "websocket.send", "text": ctx.encode(error, session=identity)})
         ctx.instruments.connection_refused(identity.peer, CloseCode.INTERNAL_ERROR, "environment could not be created")
         await close_websocket(send, CloseCode.INTERNAL_ERROR, "environment could not be created")
         return None
-    ctx.registry.env_opened()
-    return env
 
 
-async def _run_session(ctx: ServerContext, handlers: HandlerFactory, accepted: Accepted) -> None:
-    """Serve a new session on ``accepted`` until it ends, then close its environment."""
-    session_id = ctx.new_session_id()
-    identity = SessionIdentity(session_id, peer_of(accepted.scope), EpisodeView(session_id, ctx.config.action_log_size))
-    send = accepted.send
+async def _run_session(ctx: SessionsServer, handlers: HandlerFactory, accepted: Accepted) -> None:
+    """Serve a new session on ``accepted`` until it ends, then end it (its connection's slot
+    is the connection's: let go as the end is known, ``WS-CAP-2``)."""
+    identity = Session.new_identity(ctx, peer_of(accepted.scope))
     connection = SessionConnection(ctx, accepted, identity, slot=accepted.slot)
     await connection.watch_peer_close()
-    env = await open_env(ctx, identity, send)
-    if env is None:
+    session = await open_session(ctx, SessionKind.PLAIN, identity, accepted, None)
+    if session is None:
         return
-    registry, instruments = ctx.registry, ctx.instruments
+    registry = ctx.registry
     registry.attach(connection)
-    ctx.hub.add_session(identity.view)
     end = SessionEnd.ERROR
     try:
-        instruments.session_opened(connection, accepted.accepted_at, resumable=False)
-        end = await connection.serve(env, handlers(ctx, identity, env, send))
+        end = await connection.serve(session.env, handlers(ctx, identity, session.env, accepted.send))
     finally:
-        instruments.session_closed(connection, connection.close_code, end.value)
-        ctx.hub.remove_session(session_id, "shutdown" if registry.closing else "closed")
         registry.detach(connection)
-        await ctx.close_env(env, f"session {session_id}")  # WS-CLOSE-2
+        await session.end(session.closing_outcome(), last=end, close_code=connection.close_code)
 
 
-def session_endpoint(ctx: ServerContext, handlers: HandlerFactory) -> AsgiHandler:
+def session_endpoint(ctx: SessionsServer, handlers: HandlerFactory) -> AsgiHandler:
     """The ASGI handler of connections that each serve a new session whose frames
     ``handlers`` answer (``/ws``, and ``WS /mcp`` whose sessions speak JSON-RPC)."""
     return partial(serve_connection, ctx, open_session=partial(_run_session, ctx, handlers))
 
 
-def serve_ws(ctx: ServerContext, handlers: HandlerFactory | None = None) -> AsgiHandler:
-    """The ASGI handler of plain ``/ws`` connections, whose frames ``handlers`` answer
-    (default: the base protocol's, :meth:`ProtocolFrames.for_env`)."""
-    return session_endpoint(ctx, handlers or ProtocolFrames.for_env)
+def serve_ws(ctx: SessionsServer, rpc: RpcDispatch, handlers: HandlerFactory | None = None) -> AsgiHandler:
+    """The ASGI handler of plain ``/ws`` connections (``rpc`` answers their ``mcp`` frames),
+    whose frames ``handlers`` answer (default: the base protocol's, :meth:`ProtocolFrames.for_env`)."""
+    return session_endpoint(ctx, handlers or partial(ProtocolFrames.for_env, rpc=rpc))

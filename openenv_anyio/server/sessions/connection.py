@@ -30,26 +30,29 @@ that outlives its connection (resumable) keeps it for the ends whose rule says s
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import MutableMapping
-from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import trio
 
 from ...core import CloseCode
 from ..asgi import AsgiReceive, AsgiSend, close_websocket
-from ..context import ServerContext, log
+from ..config import ServerConfig
 from ..execution.bound_env import BoundEnv
 from ..execution.faults import EnvironmentAborted
 from ..hypercorn_adapter.events import HELD_TEXT, PEER_CLOSE_EVENT, HeldText
+from ..observability import Instruments
 from ..ping_schedule import PingSchedule
 from ..session_registry import Slot
-from ..ui.hub import EpisodeView
 from .accept import Accepted
 from .ends import SessionEnd, peer_end
+from .session import SessionIdentity
 
-__all__ = ["FrameHandler", "Liveness", "SessionConnection", "SessionIdentity"]
+log = logging.getLogger("openenv_anyio.server")
+
+__all__ = ["ConnectionServer", "FrameHandler", "Liveness", "SessionConnection", "SessionIdentity"]
 
 #: the longest close reason a close frame carries (RFC 6455: 125 bytes of payload, 2 of them the code)
 _CLOSE_REASON_MAX: Final = 123
@@ -87,6 +90,16 @@ class Liveness:
         return None if alive else SessionEnd.PING
 
 
+class ConnectionServer(Protocol):
+    """What a session's connection uses of its server: the deadlines and the spans."""
+
+    @property
+    def config(self) -> ServerConfig: ...
+
+    @property
+    def instruments(self) -> Instruments: ...
+
+
 class FrameHandler(Protocol):
     """What a session variant does with each inbound message (the base protocol's frames,
     or JSON-RPC on ``WS /mcp``)."""
@@ -99,19 +112,6 @@ class FrameHandler(Protocol):
     def aborted(self) -> EnvironmentAborted | None:
         """The environment aborted while answering (``SRV-FAULT-1``): the session ends."""
         ...
-
-
-@dataclass(eq=False, slots=True)
-class SessionIdentity:
-    """Who a session is, as logs, metrics, spans and error frames name it."""
-
-    session_id: str
-    peer: str | None
-    view: EpisodeView
-
-    @property
-    def episode_id(self) -> str | None:
-        return self.view.episode_id
 
 
 class _NoHandler:
@@ -136,7 +136,7 @@ class SessionConnection:
 
     def __init__(
         self,
-        ctx: ServerContext,
+        ctx: ConnectionServer,
         accepted: Accepted,
         identity: SessionIdentity,
         *,

@@ -3,17 +3,18 @@
 Only connections that negotiated the ``openenv-anyio.v1`` subprotocol come here; base
 connections keep the lean path of :mod:`.base` untouched.
 
-A :class:`ResumableSession` owns the environment, the UI view and the request ledger; a
-connection is attached to it while it serves. When a connection drops, its handler task
-keeps the session for ``resume_grace_s`` (the task is the owner: no extra task runs), and
-a connection that presents the token takes it over. One connection drives a session at a
-time: a takeover waits until the earlier connection has finished the request it is
-executing (its answer is stored in the ledger first), so a repeated ``request_id`` is
-answered from the ledger and the environment never runs a request twice.
+The session (environment, UI view, request ledger) is kept in the store of sessions that
+outlive a connection (:mod:`.kept`); a connection holds it while it serves. When a
+connection drops, the store keeps the session for ``resume_grace_s``, and a connection
+that presents the token takes it over. One connection drives a session at a time: a
+takeover waits until the earlier connection has finished the request it is executing (its
+answer is stored in the ledger first), so a repeated ``request_id`` is answered from the
+ledger and the environment never runs a request twice.
 """
 
 from __future__ import annotations
 
+import logging
 from functools import partial
 from typing import Any, assert_never
 
@@ -28,23 +29,25 @@ from ...core import (
     ErrorCode,
     Mcp,
     Reset,
-    Session,
     StateRequest,
     Step,
     token_hint,
 )
+from ...core import Session as SessionFrame
 from ...core.errors import clip_message
 from ..asgi import AsgiReceive, AsgiSend, close_websocket
-from ..context import ServerContext, log
 from ..execution.faults import EnvironmentAborted
 from ..observability import peer_of
-from ..ui.hub import EpisodeView
 from .accept import Accepted, Capacity, serve_connection
-from .answers import Answers, EnvAnswers, Request
-from .base import ProtocolFrames, open_env
-from .connection import SessionConnection, SessionIdentity
+from .answers import Answers, EnvAnswers, Request, RpcDispatch
+from .base import ProtocolFrames, open_session
+from .connection import SessionConnection
 from .ends import SessionEnd
-from .resumable_store import ResumableSession, ResumableSessions
+from .kept import KeptSession, KeptSessions, KeptState
+from .server import SessionsServer
+from .session import Session, SessionIdentity, SessionKind
+
+log = logging.getLogger("openenv_anyio.server")
 
 __all__ = ["negotiated", "serve_resumable"]
 
@@ -68,9 +71,7 @@ class OnceAnswers:
     """Requests with a ``request_id`` (reset, step) run at most once (``EXT-REQ-1``); the
     rest are answered by ``inner``."""
 
-    def __init__(
-        self, ctx: ServerContext, session: ResumableSession, identity: SessionIdentity, inner: Answers
-    ) -> None:
+    def __init__(self, ctx: SessionsServer, session: KeptSession, identity: SessionIdentity, inner: Answers) -> None:
         self.ctx = ctx
         self.session = session
         self.identity = identity
@@ -144,53 +145,29 @@ def _what_is_asked(frame: Step | Reset) -> tuple[object, ...]:
 
 
 class ResumableConnection:
-    """One negotiated connection attached to a :class:`ResumableSession`: its owner while
-    it serves, and the one that keeps it through a lost link (the registry's connection)."""
+    """One negotiated connection holding a resumable session while it serves (a
+    :class:`~.kept.Holder`)."""
 
-    def __init__(self, ctx: ServerContext, accepted: Accepted, session: ResumableSession) -> None:
+    def __init__(self, ctx: SessionsServer, accepted: Accepted, session: KeptSession, rpc: RpcDispatch) -> None:
         self.ctx = ctx
         self.session = session
+        self.rpc = rpc
         self.send = accepted.send
         self.identity = SessionIdentity(session.session_id, peer_of(accepted.scope), session.view)
         self.connection = SessionConnection(ctx, accepted, self.identity, slot=session.slot, lives_on=True)
         self.released = trio.Event()
-        self._park_scope: trio.CancelScope | None = None
 
-    def request_shutdown(self) -> None:
-        self.connection.request_shutdown()
-        self._unpark()
-
-    def abort(self) -> None:
-        self.connection.abort()
-        self._unpark()
-
-    def supersede(self) -> None:
-        """A newer connection takes the session over (``EXT-RES-5``)."""
-        self.connection.stop(SessionEnd.TAKEOVER)
-        self._unpark()
-
-    def _unpark(self) -> None:
-        if self._park_scope is not None:
-            self._park_scope.cancel()
-
-    async def take_over(self) -> bool:
-        """Become the session's connection; wait for the earlier one to let go.
-
-        ``False`` when the session ended meanwhile.
-        """
-        session = self.session
-        previous, session.owner = session.owner, self
-        if previous is not None:
-            previous.supersede()
-            await previous.released.wait()
-        return not session.ended and session.owner is self
+    def let_go(self, end: SessionEnd) -> None:
+        """Another connection takes the session over, or it closes: end after the request
+        being executed (``EXT-RES-5``)."""
+        self.connection.stop(end)
 
     async def greet(self, resumed: bool) -> None:
         """The ``session`` frame, first on every negotiated connection (``EXT-SES-1``)."""
         session = self.session
-        frame = Session(
+        frame = SessionFrame(
             session.session_id,
-            str(session.token),
+            session.key,
             resumed,
             self.ctx.config.resume_grace_s,
             session.ledger.last_request_id,
@@ -198,50 +175,14 @@ class ResumableConnection:
         )
         await self.send({"type": "websocket.send", "text": self.ctx.encode(frame)})
 
-    async def attend(self) -> bool:
-        """Serve until this connection ends; ``True`` when the session ends with it."""
+    async def serve(self) -> SessionEnd:
+        """Serve until this connection ends; why it ended."""
         ctx, session, connection = self.ctx, self.session, self.connection
-        registry, instruments = ctx.registry, ctx.instruments
-        registry.attach(self)
-        try:
-            answers = OnceAnswers(ctx, session, self.identity, EnvAnswers(ctx, self.identity, session.env))
-            end = await connection.serve(session.env, ProtocolFrames(ctx, self.identity, answers, self.send))
-            if end.rule.resumable:  # EXT-RES-2: a lost link, keep the session
-                instruments.session_parked(connection, ctx.config.resume_grace_s, connection.close_code)
-                if await self._park():
-                    return False
-                stopped = connection.stop_requested is SessionEnd.SHUTDOWN
-                instruments.session_expired(connection, "shutdown" if stopped else "resume grace ended")
-                return True
-            if end is SessionEnd.TAKEOVER:
-                instruments.session_handed_over(connection, connection.close_code)
-                return False
-            instruments.session_closed(connection, connection.close_code, end.value)
-            return True
-        finally:
-            registry.detach(self)
-
-    async def _park(self) -> bool:
-        """Keep the session for the grace period; ``True`` when a new connection took it."""
-        grace = self.ctx.config.resume_grace_s
-        log.info("session %s: connection lost, kept %g s for resuming", self.session.session_id, grace)
-        view, hub = self.session.view, self.ctx.hub
-        view.set_status(dropped=True)  # UI-7
-        hub.publish_status(view)
-        with trio.move_on_after(grace) as scope:
-            self._park_scope = scope
-            if self.connection.stop_requested is not None:
-                scope.cancel()
-            await trio.sleep_forever()
-        self._park_scope = None
-        taken = self.connection.stop_requested is SessionEnd.TAKEOVER
-        if taken:
-            view.set_status(dropped=False)
-            hub.publish_status(view)
-        return taken
+        answers = OnceAnswers(ctx, session, self.identity, EnvAnswers(ctx, self.identity, session.env, self.rpc))
+        return await connection.serve(session.env, ProtocolFrames(ctx, self.identity, answers, self.send))
 
 
-async def _refuse_token(ctx: ServerContext, scope: dict[str, Any], send: AsgiSend, presented: str) -> None:
+async def _refuse_token(ctx: SessionsServer, scope: dict[str, Any], send: AsgiSend, presented: str) -> None:
     """``SESSION_NOT_FOUND`` then close 4404 (``EXT-RES-4``)."""
     log.info("resume refused: no session for token %s", token_hint(presented))
     error = Error(
@@ -253,94 +194,91 @@ async def _refuse_token(ctx: ServerContext, scope: dict[str, Any], send: AsgiSen
     await close_websocket(send, CloseCode.SESSION_NOT_FOUND, "session not found")
 
 
-async def _end(ctx: ServerContext, store: ResumableSessions, session: ResumableSession) -> None:
-    """End a session for good: its env closed, its UI view and capacity slot freed."""
-    session.ended = True
-    store.discard(session)
-    reason = "shutdown" if ctx.registry.closing else "expired" if session.view.dropped else "closed"
-    ctx.hub.remove_session(session.session_id, reason)  # UI-8
-    await ctx.close_env(session.env, f"session {session.session_id}")
-    session.slot.release()
-
-
-async def _resume(ctx: ServerContext, store: ResumableSessions, presented: str, accepted: Accepted) -> None:
+async def _resume(
+    ctx: SessionsServer, store: KeptSessions, rpc: RpcDispatch, presented: str, accepted: Accepted
+) -> None:
     """A connection presenting a resume token (``EXT-RES-1``): take the session over."""
-    session = store.find(presented)
+    session = store.find_resumable(presented)
     if session is None:
         await _refuse_token(ctx, accepted.scope, accepted.send, presented)
         return
-    connection = ResumableConnection(ctx, accepted, session)
+    connection = ResumableConnection(ctx, accepted, session, rpc)
     taken = False
     try:
-        taken = await connection.take_over()
+        taken = await store.take(session, connection)
     finally:
-        if not taken:  # superseded while waiting, or the session ended: let go of it
-            if session.owner is connection:
-                session.owner = None
+        if not taken:  # a later connection took it meanwhile, or it ended
             connection.released.set()
     if not taken:
         await _refuse_token(ctx, accepted.scope, accepted.send, presented)
         return
-    await _drive(ctx, store, session, connection, accepted, resumed=True)
+    store.resumed(session)
+    await _drive(ctx, store, connection, accepted, resumed=True)
 
 
-async def _start(ctx: ServerContext, store: ResumableSessions, accepted: Accepted) -> None:
+async def _start(ctx: SessionsServer, store: KeptSessions, rpc: RpcDispatch, accepted: Accepted) -> None:
     """A new negotiated session: it holds the slot until it ends, not just its connection."""
     slot = accepted.slot
     assert slot is not None
-    session_id = ctx.new_session_id()
-    identity = SessionIdentity(session_id, peer_of(accepted.scope), EpisodeView(session_id, ctx.config.action_log_size))
+    identity = Session.new_identity(ctx, peer_of(accepted.scope))
     try:
-        env = await open_env(ctx, identity, accepted.send)
+        opened = await open_session(ctx, SessionKind.RESUMABLE, identity, accepted, slot)
     except BaseException:
         slot.release()
         raise
-    if env is None:
+    if opened is None:
         slot.release()
         return
-    session = ResumableSession(session_id, env, identity.view, slot)
-    store.add(session)
-    ctx.hub.add_session(session.view)
-    connection = ResumableConnection(ctx, accepted, session)
-    session.owner = connection
-    await _drive(ctx, store, session, connection, accepted, resumed=False)
+    session = store.keep_resumable(opened)
+    connection = ResumableConnection(ctx, accepted, session, rpc)
+    store.hold_first(session, connection)
+    await _drive(ctx, store, connection, accepted, resumed=False)
 
 
 async def _drive(
-    ctx: ServerContext,
-    store: ResumableSessions,
-    session: ResumableSession,
-    connection: ResumableConnection,
-    accepted: Accepted,
-    *,
-    resumed: bool,
+    ctx: SessionsServer, store: KeptSessions, connection: ResumableConnection, accepted: Accepted, *, resumed: bool
 ) -> None:
-    """Serve ``session`` on ``connection``; end it when it ends with the connection."""
-    ends = True
+    """Serve the session on ``connection`` until it ends; then the store keeps the session
+    for a new connection (a lost link, ``EXT-RES-2``) or ends it."""
+    session, instruments, registry = connection.session, ctx.instruments, ctx.registry
+    served = connection.connection
+    end = SessionEnd.ERROR
+    registry.attach(served)
     try:
-        await connection.connection.watch_peer_close()
+        await served.watch_peer_close()
         await connection.greet(resumed)
         if resumed:
-            ctx.instruments.session_resumed(connection.connection, accepted.accepted_at)
-        else:
-            ctx.instruments.session_opened(connection.connection, accepted.accepted_at, resumable=True)
-        ends = await connection.attend()
+            instruments.session_resumed(served, accepted.accepted_at)
+        end = await connection.serve()
     finally:
-        if session.owner is connection:
-            session.owner = None
-        if ends and not session.ended:
-            await _end(ctx, store, session)
-        connection.released.set()
+        registry.detach(served)
+        if end is SessionEnd.TAKEOVER:
+            instruments.session_handed_over(served, served.close_code)
+        if await store.release(session, connection, end, served.close_code) is KeptState.WAITING:  # EXT-RES-2
+            grace = ctx.config.resume_grace_s
+            instruments.session_parked(served, grace, served.close_code)
+            log.info("session %s: connection lost, kept %g s for resuming", session.session_id, grace)
 
 
 async def serve_resumable(
-    ctx: ServerContext, store: ResumableSessions, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend
+    ctx: SessionsServer,
+    store: KeptSessions,
+    rpc: RpcDispatch,
+    scope: dict[str, Any],
+    receive: AsgiReceive,
+    send: AsgiSend,
 ) -> None:
-    """ASGI handler of one negotiated ``/ws`` connection."""
+    """ASGI handler of one negotiated ``/ws`` connection (``rpc`` answers its ``mcp`` frames)."""
     presented = _presented_token(scope)
     if presented is None:
         await serve_connection(
-            ctx, scope, receive, send, partial(_start, ctx, store), capacity=Capacity.SESSION, subprotocol=SUBPROTOCOL
+            ctx,
+            scope,
+            receive,
+            send,
+            partial(_start, ctx, store, rpc),
+            capacity=Capacity.SESSION,
+            subprotocol=SUBPROTOCOL,
         )
     else:
         await serve_connection(
@@ -348,7 +286,7 @@ async def serve_resumable(
             scope,
             receive,
             send,
-            partial(_resume, ctx, store, presented),
+            partial(_resume, ctx, store, rpc, presented),
             capacity=Capacity.BROUGHT,
             subprotocol=SUBPROTOCOL,
         )

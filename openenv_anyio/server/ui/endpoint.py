@@ -8,11 +8,16 @@ subscriber a dashboard (``UI-7``, ``UI-8``). What a subscriber reads depends on 
 access guard granted (``SEC-UI-1``): an operator every session in full; an agent every
 session's progress, and the payloads only of the sessions whose resume tokens it presented
 (``OpenEnv-Resume-Token``, comma-separated).
+
+Under ``serve --workers N`` the subscriber also gets the other workers' updates
+(:class:`OtherWorkers`, ``workers.dashboard_relay``), sent by a third task of the
+connection (one per other worker), so it sees every worker's sessions, each once.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, Protocol
 from urllib.parse import parse_qs
 
 import trio
@@ -27,7 +32,25 @@ from ..ping_schedule import PingSchedule
 from ..session_registry import SessionRegistry
 from .hub import UiHub
 
-__all__ = ["serve_ui"]
+__all__ = ["RELAYED_HEADER", "OtherWorkers", "serve_ui"]
+
+#: Marks a ``/ws/ui`` connection one worker opened to another for a subscriber of its own:
+#: served from that worker's hub only (``workers.dashboard_relay``).
+RELAYED_HEADER: Final = b"openenv-anyio-relayed"
+
+
+class OtherWorkers(Protocol):
+    """The other workers of a ``serve --workers N`` server, as a ``/ws/ui`` subscriber sees them."""
+
+    async def relay(self, scope: dict[str, Any], deliver: Callable[[str], Awaitable[None]]) -> None:
+        """Pass every frame the other workers send a subscriber like ``scope``'s to
+        ``deliver``, until cancelled."""
+        ...
+
+
+def relayed(scope: dict[str, Any]) -> bool:
+    """Whether another worker opened this connection for a subscriber of its own."""
+    return any(name.lower() == RELAYED_HEADER for name, _ in scope.get("headers") or ())
 
 
 class UiServer(Protocol):
@@ -93,7 +116,7 @@ class TokenHolder(Protocol):
 class SessionsByToken(Protocol):
     """Where a subscriber's resume tokens are looked up (the resumable sessions)."""
 
-    def find(self, presented: str) -> TokenHolder | None: ...
+    def find_resumable(self, presented: str) -> TokenHolder | None: ...
 
 
 def readable_sessions(sessions: SessionsByToken, scope: dict[str, Any]) -> frozenset[str] | None:
@@ -105,16 +128,22 @@ def readable_sessions(sessions: SessionsByToken, scope: dict[str, Any]) -> froze
         if name.lower() != _TOKEN_HEADER:
             continue
         for presented in value.decode("latin-1").split(",")[:_MAX_PRESENTED]:
-            session = sessions.find(presented.strip())
+            session = sessions.find_resumable(presented.strip())
             if session is not None:
                 readable.add(session.session_id)
     return frozenset(readable)
 
 
 async def serve_ui(
-    ctx: UiServer, sessions: SessionsByToken, scope: dict[str, Any], receive: AsgiReceive, send: AsgiSend
+    ctx: UiServer,
+    sessions: SessionsByToken,
+    others: OtherWorkers | None,
+    scope: dict[str, Any],
+    receive: AsgiReceive,
+    send: AsgiSend,
 ) -> None:
-    """ASGI handler of one ``/ws/ui`` connection."""
+    """ASGI handler of one ``/ws/ui`` connection (``others``: the other workers, whose
+    updates it also gets, unless another worker opened it)."""
     if (await receive())["type"] != "websocket.connect":
         return
     # A browser that carries its token in a subprotocol offer needs one selected (SEC-TOKEN-1).
@@ -139,6 +168,18 @@ async def serve_ui(
             async with trio.open_nursery() as nursery:
                 pings = PingSchedule(ctx.config.ping_interval_s, ctx.config.ping_timeout_s)
                 nursery.start_soon(_drain, receive, send, pings, nursery.cancel_scope)
+                if others is not None and not relayed(scope):
+                    sending = trio.Lock()  # one frame at a time: the updates of this worker and of the others
+
+                    async def send_text(text: str) -> None:
+                        async with sending:
+                            await send({"type": "websocket.send", "text": text})
+
+                    nursery.start_soon(others.relay, scope, send_text)
+                else:
+
+                    async def send_text(text: str) -> None:
+                        await send({"type": "websocket.send", "text": text})
 
                 def encode(episode_state: dict[str, Any]) -> str:
                     return ctx.encode(StateUpdate(episode_state), ui=True)
@@ -154,7 +195,7 @@ async def serve_ui(
                                 encode, skipped, dashboard=dashboard, redacted=not reads(item.session_id)
                             )
                         if text is not None:  # UI-5: an unencodable update costs only itself
-                            await send({"type": "websocket.send", "text": text})
+                            await send_text(text)
         if connection.shutdown:
             with trio.move_on_after(1.0):
                 await close_websocket(send, CloseCode.GOING_AWAY, "server shutting down")

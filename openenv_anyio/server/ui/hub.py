@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from ...core import SessionClosed
+from ...core import SessionClosed, SessionOutcome
 
 if TYPE_CHECKING:
     from ..observability import Instruments
@@ -329,10 +329,10 @@ class UiHub:
         self.views[view.session_id] = view
         self.publish_status(view)
 
-    def remove_session(self, session_id: str, reason: str = "closed") -> None:
-        """A session ended (``reason``: closed, expired or shutdown, ``UI-8``)."""
+    def remove_session(self, session_id: str, outcome: SessionOutcome) -> None:
+        """A session ended with ``outcome`` (``UI-8``)."""
         self.views.pop(session_id, None)
-        closed = SessionClosed(session_id, reason)
+        closed = SessionClosed(session_id, outcome.value)
         for subscriber in self.subscribers:
             if subscriber.dashboard and subscriber.watches(session_id):
                 subscriber.offer(closed)

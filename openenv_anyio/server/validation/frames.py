@@ -11,6 +11,7 @@ the client sent and the text the inner handler sends back.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, assert_never
 
 from ...core import (
@@ -34,10 +35,11 @@ from ..context import ServerContext
 from ..execution.bound_env import BoundEnv
 from ..execution.faults import EnvironmentAborted
 from ..hypercorn_adapter.events import HeldText
-from ..sessions.answers import EnvAnswers
+from ..sessions.answers import EnvAnswers, RpcDispatch
 from ..sessions.base import HandlerFactory, ProtocolFrames
-from ..sessions.connection import SessionIdentity
 from ..sessions.ends import SessionEnd
+from ..sessions.server import SessionsServer
+from ..sessions.session import SessionIdentity
 from .record import RecordPhase, SessionRecord
 
 __all__ = ["ValidationFrames", "validation_handlers"]
@@ -46,7 +48,9 @@ __all__ = ["ValidationFrames", "validation_handlers"]
 class ValidationFrames:
     """A session's frames with validation telemetry (see the module doc)."""
 
-    def __init__(self, ctx: ServerContext, identity: SessionIdentity, env: BoundEnv, send: AsgiSend) -> None:
+    def __init__(
+        self, ctx: SessionsServer, identity: SessionIdentity, env: BoundEnv, send: AsgiSend, *, rpc: RpcDispatch
+    ) -> None:
         token = ctx.config.validation_token
         assert token, "only a server with a validation token serves telemetry"
         self.ctx = ctx
@@ -54,7 +58,7 @@ class ValidationFrames:
         self.record = SessionRecord(token, seeded=takes_seed(env.env))
         self._send = send
         self._sent: str | None = None  # the text the inner handler sent last, while recording
-        self.inner = ProtocolFrames(ctx, identity, EnvAnswers(ctx, identity, env), self._recorded_send)
+        self.inner = ProtocolFrames(ctx, identity, EnvAnswers(ctx, identity, env, rpc), self._recorded_send)
 
     @property
     def aborted(self) -> EnvironmentAborted | None:
@@ -116,6 +120,7 @@ class ValidationFrames:
         await self._send({"type": "websocket.send", "text": text})
 
 
-def validation_handlers(ctx: ServerContext) -> HandlerFactory | None:
-    """The handler factory of ``/ws`` sessions with telemetry, or ``None`` when it is off."""
-    return ValidationFrames if ctx.config.validation_telemetry else None
+def validation_handlers(ctx: ServerContext, rpc: RpcDispatch) -> HandlerFactory | None:
+    """The handler factory of ``/ws`` sessions with telemetry (``rpc`` answers their ``mcp``
+    frames), or ``None`` when it is off."""
+    return partial(ValidationFrames, rpc=rpc) if ctx.config.validation_telemetry else None

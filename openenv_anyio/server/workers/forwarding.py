@@ -14,14 +14,13 @@ forwarded request carries :data:`FORWARDED_HEADER`; it is never forwarded again.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Sequence
 from typing import Final
 
 import h11
 import trio
 
-from ..mcp.hosted_sessions import FORWARDED_HEADER
+from ..mcp.owners import FORWARDED_HEADER
 from .routing import OwnerRouter
 
 __all__ = ["OwnerForwarding"]
@@ -59,16 +58,10 @@ class OwnerForwarding:
     ) -> Answer | None:
         """The owner's answer (status, headers, body) to the request; None when it could not
         be handed over or the owner gave no whole answer (it died meanwhile)."""
-        ours, theirs = socket.socketpair()
-        try:
-            sent = await self._router.send_connection(theirs.fileno(), slot)
-        finally:
-            theirs.close()
-        if not sent:
-            ours.close()
+        stream = await self._router.open_channel(slot)
+        if stream is None:
             return None
-        ours.setblocking(False)
-        async with trio.SocketStream(trio.socket.from_stdlib_socket(ours)) as stream:
+        async with stream:
             client = h11.Connection(h11.CLIENT)
             kept = [(name, value) for name, value in headers if name.lower() not in _NOT_FORWARDED]
             request = h11.Request(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ServerConfig
+from .dashboard_relay import DashboardRelay
 from .forwarding import OwnerForwarding
 from .routing import OwnerRouter, session_prefix
 from .table import WorkerTable
@@ -96,6 +97,8 @@ class WorkerRole:
         self.router = OwnerRouter(spec.slot, self.table, inbox, peers)
         #: where requests about another worker's hosted sessions go
         self.session_owners = OwnerForwarding(self.router)
+        #: the other workers' /ws/ui updates, for this worker's subscribers
+        self.other_dashboards = DashboardRelay(self.router)
 
     @property
     def session_prefix(self) -> str:

@@ -287,3 +287,18 @@ class OwnerRouter:
                     return True
         log.warning("hand-off to worker %d timed out; serving the connection here", slot)
         return False
+
+    async def open_channel(self, slot: int) -> trio.SocketStream | None:
+        """A new connection to ``slot``'s worker, served there as one it accepted (never
+        routed again): one end of a socket pair handed to its inbox, the stream of the
+        other end returned; ``None`` when the hand-off failed."""
+        ours, theirs = socket.socketpair()
+        try:
+            sent = await self.send_connection(theirs.fileno(), slot)
+        finally:
+            theirs.close()
+        if not sent:
+            ours.close()
+            return None
+        ours.setblocking(False)
+        return trio.SocketStream(trio.socket.from_stdlib_socket(ours))

@@ -3,22 +3,24 @@
 Each text frame is one JSON-RPC request and is answered with one response frame, in order
 (``MCP-WS-3``). Capacity, idle timeout, pings and shutdown are those of a ``/ws`` session:
 the connection is a plain session (:mod:`..sessions.base`) whose frames :class:`RpcFrames`
-answers.
+answers: the MCP surface stands above the session layer and hands it its frame handler.
 """
 
 from __future__ import annotations
 
+from functools import partial
+
 from ...core import ProtocolError, RpcCode, RpcFailure, dumps, read_rpc_request
 from ..asgi import AsgiSend
-from ..context import ServerContext
 from ..execution.bound_env import BoundEnv
 from ..execution.faults import EnvironmentAborted
 from ..hypercorn_adapter.events import HeldText
-from ..mcp.dispatch import SessionAborted, answer_rpc
 from ..memory.large_frames import LARGE_FRAME_CHARS
-from .base import AsgiHandler, session_endpoint
-from .connection import SessionIdentity
-from .ends import SessionEnd
+from ..sessions.answers import RpcDispatch
+from ..sessions.base import AsgiHandler, session_endpoint
+from ..sessions.ends import SessionEnd
+from ..sessions.server import SessionsServer
+from ..sessions.session import SessionIdentity
 
 __all__ = ["RpcFrames", "serve_mcp_socket"]
 
@@ -30,11 +32,14 @@ class RpcFrames:
     #: of the session; other failures are JSON-RPC errors and the session goes on
     aborted: EnvironmentAborted | None = None
 
-    def __init__(self, ctx: ServerContext, identity: SessionIdentity, env: BoundEnv, send: AsgiSend) -> None:
+    def __init__(
+        self, ctx: SessionsServer, identity: SessionIdentity, env: BoundEnv, send: AsgiSend, *, rpc: RpcDispatch
+    ) -> None:
         self.ctx = ctx
         self.identity = identity
         self.env = env
         self.send = send
+        self.rpc = rpc
 
     async def handle(self, payload: str | bytes | HeldText) -> SessionEnd | None:
         try:
@@ -47,14 +52,13 @@ class RpcFrames:
         except RpcFailure as failure:
             response = failure.response()
         else:
-            try:
-                response = await answer_rpc(self.ctx, request, own_env=self.env, own_view=self.identity.view)
-            except SessionAborted as ended:  # SRV-FAULT-1: answered, then the session ends
-                self.aborted, response = ended.aborted, ended.response
+            response, aborted = await self.rpc(request, self.env, self.identity.view)
+            if aborted is not None:  # SRV-FAULT-1: answered, then the session ends
+                self.aborted = aborted
         await self.send({"type": "websocket.send", "text": dumps(response)})
         return None if self.aborted is None else SessionEnd.ABORTED
 
 
-def serve_mcp_socket(ctx: ServerContext) -> AsgiHandler:
-    """The ASGI handler of ``WS /mcp`` connections."""
-    return session_endpoint(ctx, RpcFrames)
+def serve_mcp_socket(ctx: SessionsServer, rpc: RpcDispatch) -> AsgiHandler:
+    """The ASGI handler of ``WS /mcp`` connections (``rpc``: :func:`.dispatch.session_rpc`)."""
+    return session_endpoint(ctx, partial(RpcFrames, rpc=rpc))

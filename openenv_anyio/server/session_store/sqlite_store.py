@@ -1,0 +1,174 @@
+"""A session store in one SQLite file (``sqlite:///PATH`` or a plain path): nothing to install
+or start.
+
+The file is in WAL mode (readers never wait for the writer; several server processes may
+share one file, each write waiting up to :data:`BUSY_TIMEOUT_MS` for another's) with
+``synchronous=NORMAL``: a committed write survives the server process being killed (it is
+in the WAL file), though not a power loss before the next checkpoint. Each call runs in a
+worker thread (stdlib ``sqlite3`` blocks) on the store's one connection, one at a time.
+``PRAGMA user_version`` is the table layout's version: a file of a later layout is refused
+when opened.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Final, TypeVar
+
+import anyio.to_thread
+
+from .errors import RecordError, StoreUnavailable
+from .record import StoredSession, decode_record, encode_record
+from .store import LoadedSessions
+
+__all__ = ["BUSY_TIMEOUT_MS", "SqliteStore"]
+
+#: How long a write waits for another process's write to the same file.
+BUSY_TIMEOUT_MS: Final = 5000
+_LAYOUT: Final = 1
+_SCHEMA: Final = (
+    """CREATE TABLE IF NOT EXISTS kept_sessions (
+        key_digest TEXT PRIMARY KEY,
+        record BLOB NOT NULL,
+        saved_at REAL NOT NULL
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS kept_sessions_saved_at ON kept_sessions (saved_at)",
+)
+
+Result = TypeVar("Result")
+
+
+class SqliteStore:
+    """A :class:`~.store.SessionStore` in one SQLite file (see the module docstring)."""
+
+    def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
+        self._path = path
+        self._db: sqlite3.Connection | None = connection
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return str(self._path)
+
+    @classmethod
+    async def open(cls, path: str | Path) -> SqliteStore:
+        """The store in ``path`` (made if missing); :class:`StoreUnavailable` if it cannot be."""
+        file = Path(path)
+        return cls(file, await anyio.to_thread.run_sync(_connect, file))
+
+    async def _run(self, work: Callable[[sqlite3.Connection], Result]) -> Result:
+        def locked() -> Result:
+            with self._lock:
+                if self._db is None:
+                    raise StoreUnavailable(f"the session store {self._path} is closed")
+                try:
+                    return work(self._db)
+                except sqlite3.Error as exc:
+                    raise StoreUnavailable(f"the session store {self._path} failed: {exc}") from None
+
+        return await anyio.to_thread.run_sync(locked)
+
+    async def put(self, sessions: Sequence[StoredSession]) -> None:
+        rows = [(session.key_digest, encode_record(session), session.saved_at) for session in sessions]
+
+        def write(db: sqlite3.Connection) -> None:
+            with db:  # one transaction: all or none
+                db.executemany("INSERT OR REPLACE INTO kept_sessions VALUES (?, ?, ?)", rows)
+
+        if rows:
+            await self._run(write)
+
+    async def get(self, digest: str) -> StoredSession | None:
+        def read(db: sqlite3.Connection) -> bytes | None:
+            row = db.execute("SELECT record FROM kept_sessions WHERE key_digest = ?", (digest,)).fetchone()
+            return None if row is None else bytes(row[0])
+
+        data = await self._run(read)
+        return None if data is None else decode_record(data, key=digest)
+
+    async def take(self, digest: str) -> StoredSession | None:
+        def remove(db: sqlite3.Connection) -> bytes | None:
+            with db:
+                row = db.execute(
+                    "DELETE FROM kept_sessions WHERE key_digest = ? RETURNING record", (digest,)
+                ).fetchone()
+            return None if row is None else bytes(row[0])
+
+        data = await self._run(remove)
+        return None if data is None else decode_record(data, key=digest)
+
+    async def delete(self, digests: Sequence[str]) -> None:
+        def remove(db: sqlite3.Connection) -> None:
+            with db:
+                db.executemany("DELETE FROM kept_sessions WHERE key_digest = ?", [(digest,) for digest in digests])
+
+        if digests:
+            await self._run(remove)
+
+    async def prune(self, saved_before: float) -> int:
+        def remove(db: sqlite3.Connection) -> int:
+            with db:
+                return db.execute("DELETE FROM kept_sessions WHERE saved_at < ?", (saved_before,)).rowcount
+
+        return await self._run(remove)
+
+    async def load_all(self) -> LoadedSessions:
+        def read(db: sqlite3.Connection) -> list[tuple[str, bytes]]:
+            return [(key, bytes(data)) for key, data in db.execute("SELECT key_digest, record FROM kept_sessions")]
+
+        loaded = LoadedSessions()
+        for key, data in await self._run(read):
+            try:
+                loaded.sessions.append(decode_record(data, key=key))
+            except RecordError as exc:
+                loaded.faults.append(exc)
+        return loaded
+
+    async def count(self) -> int:
+        def read(db: sqlite3.Connection) -> int:
+            return int(db.execute("SELECT count(*) FROM kept_sessions").fetchone()[0])
+
+        return await self._run(read)
+
+    async def aclose(self) -> None:
+        def close() -> None:
+            with self._lock:
+                if self._db is not None:
+                    self._db.close()
+                    self._db = None
+
+        await anyio.to_thread.run_sync(close)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """Open (and if needed make) the file, WAL mode, the table; one line for what fails."""
+    if path.is_dir():
+        raise StoreUnavailable(f"cannot open the session store {path}: it is a directory")
+    try:
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+    except sqlite3.Error as exc:
+        raise StoreUnavailable(f"cannot open the session store {path}: {exc}") from None
+    try:
+        layout = int(db.execute("PRAGMA user_version").fetchone()[0])
+        if layout > _LAYOUT:
+            raise StoreUnavailable(
+                f"cannot open the session store {path}: its layout {layout} is of a later version (this one: {_LAYOUT})"
+            )
+        mode = str(db.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower()
+        if mode != "wal":
+            raise StoreUnavailable(f"cannot open the session store {path}: it cannot be put in WAL mode ({mode})")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        for statement in _SCHEMA:
+            db.execute(statement)
+        db.execute(f"PRAGMA user_version={_LAYOUT}")
+    except sqlite3.Error as exc:
+        db.close()
+        raise StoreUnavailable(f"cannot open the session store {path}: {exc}") from None
+    except StoreUnavailable:
+        db.close()
+        raise
+    return db
