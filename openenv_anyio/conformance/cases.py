@@ -881,6 +881,13 @@ def _validation_token(ctx: CaseContext) -> str:
     return token
 
 
+async def _expect_refused(conn: WsConnection, request: Mapping[str, Any], token: str, what: str) -> None:
+    """``request`` is answered VALIDATION_REFUSED (``VAL-OPEN-2``), without echoing ``token``."""
+    code = _refused(await conn.request(request), token, what)
+    if code != "VALIDATION_REFUSED":
+        raise CaseFailed(f"{what}: expected VALIDATION_REFUSED, got {code}")
+
+
 async def _open_telemetry(ctx: CaseContext, conn: WsConnection) -> str:
     """Open ``conn``'s telemetry with the server's validation token; the capability. Not
     applicable when the server does not offer telemetry."""
@@ -940,21 +947,13 @@ async def _telemetry_refusals(ctx: CaseContext) -> None:
     token = _validation_token(ctx)
     async with ctx.ws() as conn, ctx.ws() as other:
         capability = await _open_telemetry(ctx, conn)
-        for what, request in (
-            ("a second validation_open", _validation_open(token)),
-            ("validation_read with another capability", _validation_read(capability + "x")),
-        ):
-            if _refused(await conn.request(request), token, what) != "VALIDATION_REFUSED":
-                raise CaseFailed(f"{what}: expected VALIDATION_REFUSED")
-        if _refused(await other.request(_validation_read(capability)), token, "another session's capability") != (
-            "VALIDATION_REFUSED"
-        ):
-            raise CaseFailed("another session's capability: expected VALIDATION_REFUSED")
+        await _expect_refused(conn, _validation_open(token), token, "a second validation_open")
+        await _expect_refused(
+            conn, _validation_read(capability + "x"), token, "validation_read with another capability"
+        )
+        await _expect_refused(other, _validation_read(capability), token, "another session's capability")
         await expect_observation(other, {"type": "reset", "data": {}}, "reset")
-        if _refused(await other.request(_validation_open(token)), token, "validation_open after a reset") != (
-            "VALIDATION_REFUSED"
-        ):
-            raise CaseFailed("validation_open after the first reset: expected VALIDATION_REFUSED")
+        await _expect_refused(other, _validation_open(token), token, "validation_open after the first reset")
         await _read_telemetry(conn, capability)
         await expect_alive(other, "refused telemetry requests")
 
