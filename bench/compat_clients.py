@@ -121,9 +121,16 @@ def measure_once(kind: str, backend: str, url: str, steps: int, warmup: int) -> 
     return _blocking(kind, url, steps, warmup)
 
 
-def _run_child(kind: str, backend: str, url: str, steps: int, warmup: int) -> dict[str, float]:
+def child_environment() -> dict[str, str]:
+    """The environment of a child process run by this venv's or the peer venv's Python: this
+    checkout first on its path, no ``VIRTUAL_ENV`` of ours."""
     env = {k: v for k, v in os.environ.items() if k.lower() not in ("virtual_env",)}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def _run_child(kind: str, backend: str, url: str, steps: int, warmup: int) -> dict[str, float]:
+    env = child_environment()
     python = str(UPSTREAM_PYTHON) if kind == "upstream-sync" else sys.executable
     argv = [
         python,

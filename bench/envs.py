@@ -7,6 +7,7 @@ the very same logic in openenv-core ``Environment`` subclasses
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from typing import Any, ClassVar
@@ -17,6 +18,25 @@ _BIG_PAD = "x" * BIG_OBSERVATION_BYTES
 
 #: How long one step of ``SleepyEnv`` blocks its thread (OpenEnv's scaling experiment).
 SLEEP_STEP_S = 1.0
+
+#: The environment variable naming a directory where every env, when closed, appends one
+#: line ``EPISODE_ID RESETS STEPS`` to a file of its process (``STEP_LEDGER_FILE``): the
+#: steps each session got, counted on the env side (``bench.scale``). Unset: nothing written.
+STEP_LEDGER_ENV = "BENCH_STEP_LEDGER"
+STEP_LEDGER_FILE = "steps-{pid}.txt"
+_LEDGER_DIR = os.environ.get(STEP_LEDGER_ENV)
+
+
+def _record_steps(episode_id: str | None, resets: int, steps: int) -> None:
+    if _LEDGER_DIR is None:
+        return
+    line = f"{episode_id} {resets} {steps}\n".encode()
+    path = os.path.join(_LEDGER_DIR, STEP_LEDGER_FILE.format(pid=os.getpid()))
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)  # one write of one short line: lines of concurrent closes never interleave
+    finally:
+        os.close(fd)
 
 
 class EchoEnv:
@@ -29,6 +49,8 @@ class EchoEnv:
     def __init__(self) -> None:
         self._episode_id: str | None = None
         self._step_count = 0
+        self._resets = 0
+        self._steps_total = 0  # every step of the env's life, for the step ledger
 
     def _observation(self, message: str) -> dict[str, Any]:
         return {
@@ -42,10 +64,12 @@ class EchoEnv:
     def reset(self, seed: int | None = None, episode_id: str | None = None, **_: Any) -> dict[str, Any]:
         self._episode_id = episode_id or str(uuid.uuid4())
         self._step_count = 0
+        self._resets += 1
         return self._observation("")
 
     def step(self, action: dict[str, Any]) -> dict[str, Any]:
         self._step_count += 1
+        self._steps_total += 1
         return self._observation(str(action.get("message", "")))
 
     @property
@@ -53,6 +77,7 @@ class EchoEnv:
         return {"episode_id": self._episode_id, "step_count": self._step_count}
 
     def close(self) -> None:
+        _record_steps(self._episode_id, self._resets, self._steps_total)
         self._episode_id = None
 
 
@@ -103,5 +128,7 @@ __all__ = [
     "EchoEnv",
     "NonBlockingEchoEnv",
     "SLEEP_STEP_S",
+    "STEP_LEDGER_ENV",
+    "STEP_LEDGER_FILE",
     "SleepyEnv",
 ]

@@ -7,6 +7,13 @@ a JSON object: ``sessions``, one object per session (ok, seconds, error), and ``
 CPU time this process spent on the burst (the client's own cost, imports and the wait for
 the go signal excluded). Several workers share a large N so that one client process does
 not become the bottleneck.
+
+With ``--phased PREFIX`` (``bench.scale``) the sessions run ``sessions.run_phased_burst``
+with episode ids ``PREFIX-0``, ``PREFIX-1``, ...: after each phase the worker creates
+``D/at-<phase>-<pid>`` and waits for ``D/go-<phase>``, and FILE's ``sessions`` are
+``SessionRecord`` objects; with ``--free`` the sessions do not wait for each other (a
+phase's files then mark when the worker's last session passed it). ``fd_limit`` in FILE is
+the open-file limit it ran with (raised to the hard limit).
 """
 
 from __future__ import annotations
@@ -19,7 +26,9 @@ import json
 import os
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -39,6 +48,15 @@ def _wait_for_go(path: Path, timeout_s: float) -> float | None:
     return None
 
 
+async def _barrier(folder: Path, phase: str, *, timeout_s: float) -> None:
+    """Say this worker's sessions are done with ``phase``; wait for the harness's go."""
+    (folder / f"at-{phase}-{os.getpid()}").touch()
+    go = folder / f"go-{phase}"
+    with anyio.fail_after(timeout_s):
+        while not go.exists():
+            await anyio.sleep(0.005)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.loadgen")
     parser.add_argument("stack")
@@ -55,8 +73,10 @@ def main(argv: list[str] | None = None) -> int:
         help="the client's bound on connect + opening handshake, in seconds (ours only; default: the client's own)",
     )
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--phased", metavar="PREFIX", help="a phased burst whose episode ids start with PREFIX")
+    parser.add_argument("--free", action="store_true", help="phased: the sessions do not wait for each other")
     args = parser.parse_args(argv)
-    raise_fd_limit()
+    fd_limit = raise_fd_limit()
     try:
         stack = client_stack(args.stack)
     except StackUnavailable as exc:
@@ -73,19 +93,33 @@ def main(argv: list[str] | None = None) -> int:
     if start_at is None:
         print("no go signal", file=sys.stderr)
         return 3
-    burst = functools.partial(
-        sessions.run_burst,
-        opener,
-        args.url,
-        args.sessions,
-        args.steps,
-        start_at=start_at,
-        cap_s=args.cap,
-    )
+    if args.phased is not None:
+        burst: Callable[[], Awaitable[list[Any]]] = functools.partial(
+            sessions.run_phased_burst,
+            opener,
+            args.url,
+            [f"{args.phased}-{i}" for i in range(args.sessions)],
+            args.steps,
+            start_at=start_at,
+            cap_s=args.cap,
+            between=functools.partial(_barrier, args.dir, timeout_s=args.cap + 60.0),
+            hold=not args.free,
+        )
+    else:
+        burst = functools.partial(
+            sessions.run_burst,
+            opener,
+            args.url,
+            args.sessions,
+            args.steps,
+            start_at=start_at,
+            cap_s=args.cap,
+        )
     cpu_before = time.process_time()
     outcomes = anyio.run(burst, backend=args.backend or stack.BACKEND)
     cpu_s = time.process_time() - cpu_before
-    args.out.write_text(json.dumps({"sessions": [dataclasses.asdict(o) for o in outcomes], "cpu_s": cpu_s}))
+    found = {"sessions": [dataclasses.asdict(o) for o in outcomes], "cpu_s": cpu_s, "fd_limit": fd_limit}
+    args.out.write_text(json.dumps(found))
     return 0
 
 

@@ -58,19 +58,26 @@ def _child_setup() -> None:
         raise_fd_limit()
 
 
-def spawn(argv: Sequence[str], *, stdout: int | None = subprocess.DEVNULL) -> tuple[subprocess.Popen[bytes], Path]:
+def spawn(
+    argv: Sequence[str],
+    *,
+    stdout: int | None = subprocess.DEVNULL,
+    python: str | None = None,
+    environ: dict[str, str] | None = None,
+) -> tuple[subprocess.Popen[bytes], Path]:
     """Start ``python argv...`` from the repository root in a new process group.
 
+    ``python``: another interpreter (a peer venv's); ``environ``: variables added to ours.
     Returns the process and the file collecting its stderr (for diagnostics).
     """
-    env = dict(os.environ)
+    env = dict(os.environ) | (environ or {})
     # the caller's PYTHONPATH first (it may point at another build of openenv_anyio), then ours
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH", ""), str(REPO_ROOT)]))
     env.setdefault("PYTHONUNBUFFERED", "1")
     fd, name = tempfile.mkstemp(prefix="bench-", suffix=".stderr")
     try:
         proc = subprocess.Popen(
-            [sys.executable, *argv],
+            [python or sys.executable, *argv],
             cwd=REPO_ROOT,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -237,12 +244,21 @@ class ServerProcess:
             self.stderr_path.unlink()
 
 
-def start_server(name: str, argv: Sequence[str], *, wait: bool = True, pythonpath: str | None = None) -> ServerProcess:
+def start_server(
+    name: str,
+    argv: Sequence[str],
+    *,
+    wait: bool = True,
+    pythonpath: str | None = None,
+    python: str | None = None,
+    environ: dict[str, str] | None = None,
+) -> ServerProcess:
     """Run ``python -m bench.serve ...argv --port P``; with ``wait``, until it accepts connections.
 
     ``wait=False`` returns at once (start several servers together, then ``wait_ready`` each).
     ``pythonpath``: a directory put first on the server's ``sys.path``, ahead of the working
     directory that ``-m`` would put first (another checkout of ``openenv_anyio``).
+    ``python`` and ``environ``: as for ``spawn``.
     """
     port = free_port()
     argv = [*argv, "--port", str(port)]
@@ -254,7 +270,7 @@ def start_server(name: str, argv: Sequence[str], *, wait: bool = True, pythonpat
         ]
     else:
         launch = ["-m", "bench.serve", *argv]
-    proc, stderr_path = spawn(launch)
+    proc, stderr_path = spawn(launch, python=python, environ=environ)
     server = ServerProcess(name, f"http://{HOST}:{port}", port, proc, stderr_path)
     if wait:
         server.wait_ready()

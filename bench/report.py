@@ -79,6 +79,13 @@ def write_json(rows: Iterable[Row], path: Path, *, settings: dict[str, Any]) -> 
     path.write_text(json.dumps(data, indent=2) + "\n")
 
 
+def save_figures(path: Path | None, figures: Any) -> None:
+    """Write a tool's figures as JSON to ``path`` (its folder made), if a path was given."""
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(figures, indent=2) + "\n")
+
+
 def _cpus() -> int:
     import os
 

@@ -7,8 +7,9 @@ yielding an object with ``await reset()`` and ``await step(action)``.
 from __future__ import annotations
 
 import math
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -207,3 +208,172 @@ async def hold_sessions(
             held = opened
             done.set()
     return value, held
+
+
+#: The phases of a phased burst (``run_phased_burst``), in order.
+PHASES = ("connect", "reset", "steps", "close")
+
+
+class PhaseGate:
+    """Holds the sessions of a burst between phases so that the server's CPU can be split by
+    phase: when every session has passed a phase (or failed before it), ``between(phase)``
+    runs once (in ``bench.scale``: a barrier across the load processes while the harness
+    reads the server's counters), then every session goes on to the next phase."""
+
+    def __init__(self, sessions: int, between: Callable[[str], Awaitable[None]], *, hold: bool = True) -> None:
+        self._left = dict.fromkeys(PHASES, sessions)
+        self._open = {phase: anyio.Event() for phase in PHASES}
+        self._between = between
+        self._hold = hold  # False: nobody waits; ``between`` still runs when the last one passes
+
+    async def _arrive(self, phase: str) -> bool:
+        """Count one arrival; the last one runs ``between`` and opens the phase."""
+        self._left[phase] -= 1
+        if self._left[phase] == 0:
+            await self._between(phase)
+            self._open[phase].set()
+            return True
+        return False
+
+    async def passed(self, phase: str) -> None:
+        """This session is done with ``phase``: wait until every session is."""
+        if not await self._arrive(phase) and self._hold:
+            await self._open[phase].wait()
+
+    async def failed(self, arrived: int) -> None:
+        """A session that had passed ``arrived`` phases failed: it arrives at every later one."""
+        for phase in PHASES[arrived:]:
+            await self._arrive(phase)
+
+
+@dataclass
+class SessionRecord:
+    """One session of a phased burst. Times are seconds: ``connect_s`` from the common start
+    to the open session, ``reset_s`` and each of ``step_s`` the request's own latency."""
+
+    episode: str
+    ok: bool = False
+    connect_s: float | None = None
+    reset_s: float | None = None
+    step_s: list[float] = field(default_factory=list)
+    close_s: float | None = None
+    failed_in: str = ""  # the phase it failed in
+    cause: str = ""  # the failure, classified (``failure_cause``)
+    error: str = ""  # the exception as raised, shortened
+
+
+def failure_cause(exc: BaseException, phase: str) -> str:
+    """A short class of failure for counting: what refused or ended the session.
+
+    Looks through the exception's causes for the OS error or the close code underneath
+    (our client's errors and websockets' ``ConnectionClosed`` both carry one)."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 8:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    for error in seen:
+        code = getattr(error, "code", None)
+        received = getattr(error, "rcvd", None)  # websockets: the close frame the server sent
+        if received is not None and getattr(received, "code", None) is not None:
+            return f"closed by server with code {received.code}"
+        if "Closed" in type(error).__name__ and isinstance(code, int):
+            return f"closed by server with code {code}"
+    for error in seen:
+        if isinstance(error, ConnectionRefusedError) or type(error).__name__ == "ConnectionRefused":
+            return "connect refused"
+        if isinstance(error, ConnectionResetError):
+            return "connection reset"
+        if isinstance(error, BrokenPipeError):
+            return "broken pipe"
+        if isinstance(error, OSError) and error.errno is not None:
+            return f"OSError errno {error.errno} ({os.strerror(error.errno)})"
+    for error in seen:
+        if isinstance(error, TimeoutError):
+            return "handshake timeout" if phase == "connect" else "request timeout"
+    if "Closed" in type(exc).__name__ or "Lost" in type(exc).__name__:
+        return "closed by server without a code"
+    return type(exc).__name__
+
+
+async def run_phased_burst(
+    open_session: Opener,
+    url: str,
+    episodes: list[str],
+    steps: int,
+    *,
+    start_at: float,
+    cap_s: float,
+    between: Callable[[str], Awaitable[None]],
+    hold: bool = True,
+) -> list[SessionRecord]:
+    """One session per episode id, all starting at wall-clock ``start_at``: connect, reset
+    (with that ``episode_id``, which the env side's step ledger names), ``steps`` steps,
+    close; ``PhaseGate`` holds them between the phases (with ``hold``; without, each session
+    runs straight through and ``between`` only marks when the last one passed). A session not done within ``cap_s``
+    of the start fails with the cause ``cap reached``."""
+    gate = PhaseGate(len(episodes), between, hold=hold)
+    records = [SessionRecord(episode) for episode in episodes]
+
+    async def one_session(record: SessionRecord) -> None:
+        arrived = 0  # phases this session has passed (arrived at their gate)
+
+        async def passed() -> None:
+            nonlocal arrived
+            arrived += 1
+            await gate.passed(PHASES[arrived - 1])
+
+        try:
+            with anyio.fail_after(cap_s - (time.time() - start_at)) as scope:
+                try:
+                    session_cm = open_session(url)
+                    session = await session_cm.__aenter__()
+                    record.connect_s = time.time() - start_at
+                    try:
+                        await passed()
+                        started = time.perf_counter()
+                        await session.reset(seed=1, episode_id=record.episode)
+                        record.reset_s = time.perf_counter() - started
+                        await passed()
+                        for _ in range(steps):
+                            started = time.perf_counter()
+                            await session.step(ACTION)
+                            record.step_s.append(time.perf_counter() - started)
+                        await passed()
+                    except BaseException as exc:
+                        await session_cm.__aexit__(type(exc), exc, exc.__traceback__)
+                        raise
+                    started = time.perf_counter()
+                    await session_cm.__aexit__(None, None, None)
+                    record.close_s = time.perf_counter() - started
+                except Exception as exc:
+                    if isinstance(exc, TimeoutError) and scope.cancel_called:
+                        raise
+                    raise _Failed(exc) from exc
+            record.ok = True
+            await passed()
+        except TimeoutError as exc:  # the cap
+            _fail(record, PHASES[arrived], exc, "cap reached")
+            await gate.failed(arrived)
+        except _Failed as failed:
+            _fail(record, PHASES[arrived], failed.error, failure_cause(failed.error, PHASES[arrived]))
+            await gate.failed(arrived)
+
+    await anyio.sleep(max(0.0, start_at - time.time()))
+    async with anyio.create_task_group() as tg:
+        for record in records:
+            tg.start_soon(one_session, record)
+    return records
+
+
+class _Failed(Exception):
+    """A session's own failure, carried past the cap's ``TimeoutError`` handler."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _fail(record: SessionRecord, phase: str, exc: BaseException, cause: str) -> None:
+    record.failed_in, record.cause = phase, f"{phase}: {cause}"
+    record.error = f"{type(exc).__name__}: {exc}"[:200]

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         UnknownTypeError,
         ValidationRefused,
         WebSocketAddress,
+        http_base_url,
         proxy_url_for,
         websocket_address,
     )
@@ -79,6 +80,7 @@ __all__ = [
     "EpisodeMismatch",
     "ErrorCode",
     "HandshakeRejected",
+    "http_base_url",
     "InvalidJsonError",
     "MessageTimeout",
     "MessageTooLarge",

@@ -11,6 +11,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import uvicorn
 
@@ -33,6 +34,13 @@ def serve_openenv_core(
     from openenv.core.env_server.http_server import create_fastapi_app
 
     app = create_fastapi_app(env_cls, action_cls, observation_cls, max_concurrent_envs=max_concurrent_envs)
+    with serve_asgi(app, ping_interval_s=ping_interval_s, ping_timeout_s=ping_timeout_s) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serve_asgi(app: Any, *, ping_interval_s: float | None = None, ping_timeout_s: float | None = None) -> Iterator[str]:
+    """Serve the ASGI ``app`` with uvicorn on 127.0.0.1 (a free port), in a thread; yield the base URL."""
     logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
@@ -51,7 +59,7 @@ def serve_openenv_core(
     deadline = time.monotonic() + 20
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("openenv-core server did not start")
+            raise RuntimeError("uvicorn server did not start")
         time.sleep(0.01)
     try:
         yield f"http://127.0.0.1:{port}"

@@ -299,16 +299,22 @@ def serve_ours(
         _stop(process)
 
 
-def run_peer_script(peer: Peer, script: str, *args: str, cwd: Path | None = None) -> Any:
-    """Run ``tests/peer_side/SCRIPT`` with the peer's Python; return its last stdout line,
-    parsed as JSON. A non-zero exit fails with the script's stderr."""
+def run_peer_script(
+    peer: Peer, script: str, *args: str, cwd: Path | None = None, pythonpath: Sequence[Path] = ()
+) -> Any:
+    """Run ``tests/peer_side/SCRIPT`` with the peer's Python (``pythonpath`` first on its path:
+    ``ROOT`` for this tree's package); return its last stdout line, parsed as JSON. A
+    non-zero exit fails with the script's stderr."""
     peer.require()
+    environ = _peer_environ()
+    if pythonpath:
+        environ["PYTHONPATH"] = os.pathsep.join(map(str, pythonpath))
     completed = subprocess.run(
         [str(peer.python), str(PEER_SIDE / script), *args],
         capture_output=True,
         text=True,
         timeout=SCRIPT_TIMEOUT_S,
-        env=_peer_environ(),
+        env=environ,
         cwd=cwd or ROOT,
     )
     if completed.returncode != 0:

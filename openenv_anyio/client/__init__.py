@@ -19,7 +19,7 @@ from .errors import *  # noqa: F403  (the error hierarchy, listed in errors.__al
 from .proxy import proxy_url_for
 from .reconnect import ReconnectPolicy
 from .sync import SyncEnvClient
-from .urls import WebSocketAddress, websocket_address
+from .urls import WebSocketAddress, http_base_url, websocket_address
 
 __all__ = [
     "EnvClient",
@@ -31,6 +31,7 @@ __all__ = [
     "Tool",
     "WebSocketAddress",
     "proxy_url_for",
+    "http_base_url",
     "websocket_address",
 ]
 __all__ += errors.__all__  # the form type checkers read as a re-export

@@ -415,7 +415,10 @@ class EnvClient:
     async def list_tools(self) -> list[Tool]:
         """The environment's tools (``tools/list`` in an ``mcp`` frame, MCP-WS-1)."""
         result = await self._rpc(McpMethod.TOOLS_LIST, {})
-        return [Tool.of(listing) for listing in result["tools"]]
+        listings = result.get("tools") if isinstance(result, Mapping) else None
+        if not isinstance(listings, list) or not all(map(_is_tool_listing, listings)):
+            raise ProtocolViolation(self.url, "tools/list answered something other than a list of named tools")
+        return [Tool.of(listing) for listing in listings]
 
     async def call_tool(self, name: str, /, **arguments: Any) -> Any:
         """Call a tool on this session's environment and return its value (``data``).
@@ -637,3 +640,12 @@ class EnvClient:
             with anyio.CancelScope(shield=True):
                 await self._transport.leave(reason="client gave the session up")
         return reason
+
+
+def _is_tool_listing(listing: object) -> bool:
+    """A ``tools/list`` entry (MCP-RPC-2): an object with a string name and, if any, an object schema."""
+    return (
+        isinstance(listing, Mapping)
+        and isinstance(listing.get("name"), str)
+        and isinstance(listing.get("inputSchema") or {}, Mapping)
+    )

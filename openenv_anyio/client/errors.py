@@ -77,8 +77,12 @@ class HandshakeRejected(ConnectError):
     """The server answered the WebSocket opening handshake with an HTTP error status."""
 
     def __init__(self, url: str, status: int, body: bytes = b"") -> None:
-        shown = body[:200].decode("utf-8", "replace").strip()
+        shown = " ".join(body[:200].decode("utf-8", "replace").split())  # one line
+        if shown.startswith("<"):  # a web page (a 404 page, a proxy's): its markup says nothing here
+            shown = "an HTML page"
         detail = f"handshake rejected with HTTP {status}" + (f": {shown}" if shown else "")
+        if status == 404:
+            detail += " (no OpenEnv agent channel there: is the URL the server's base URL?)"
         super().__init__(url, detail)
         self.status = status
         self.body = body

@@ -1,9 +1,12 @@
-"""Turn a server's base URL into the address of its ``/ws`` channel.
+"""Turn the URL a user gives into the address of the server's ``/ws`` channel (or its HTTP base).
 
-Rules (PROTOCOL.md section 1): ``http://`` -> ``ws://``, ``https://`` -> ``wss://``,
+The one rule every entry point applies (client, compat, ``demo``, ``check``, the TRL
+factory; PROTOCOL.md section 1): ``http://`` -> ``ws://``, ``https://`` -> ``wss://``,
 ``ws://``/``wss://`` are kept, a bare ``host:port`` means ``ws://``; a path prefix is kept
-and ``/ws`` appended. Anything unusable raises ``ValueError`` when the client is built,
-not later when it connects.
+and ``/ws`` appended, except that a path ending in ``/ws``, whatever the scheme, is the
+agent channel's own URL (what ``openenv-anyio serve`` prints): its base is the path before
+``/ws``. Anything unusable raises ``ValueError`` when the client is built, not later when
+it connects.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-__all__ = ["WebSocketAddress", "websocket_address"]
+__all__ = ["WebSocketAddress", "http_base_url", "websocket_address"]
 
 _SCHEMES = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}
 _DEFAULT_PORTS = {"ws": 80, "wss": 443}
@@ -48,9 +51,10 @@ class WebSocketAddress:
 def websocket_address(base_url: str, channel: str = "/ws") -> WebSocketAddress:
     """The WebSocket address of ``channel`` on the server at ``base_url``.
 
-    A ``ws://`` or ``wss://`` URL whose path ends in ``/ws`` is the agent channel's own URL
-    (what ``openenv-anyio serve`` prints): its base is the path before ``/ws``. An
-    ``http(s)://`` URL is always a base URL (``/ws`` may be a path prefix there).
+    A URL whose path ends in ``/ws`` (any scheme) is the agent channel's own URL (what
+    ``openenv-anyio serve`` prints): its base is the path before ``/ws``. A server mounted
+    under a prefix that itself ends in ``/ws`` is reached by naming its channel
+    (``http://HOST/ws/ws``).
 
     Raises ``ValueError`` naming the problem when ``base_url`` cannot be used.
     """
@@ -76,7 +80,7 @@ def websocket_address(base_url: str, channel: str = "/ws") -> WebSocketAddress:
     if port == 0:
         raise ValueError(f"invalid base_url {base_url!r}: port 0")
     prefix = parts.path.rstrip("/")
-    if parts.scheme.lower() in ("ws", "wss") and prefix.endswith(AGENT_CHANNEL):
+    if prefix.endswith(AGENT_CHANNEL):
         prefix = prefix.removesuffix(AGENT_CHANNEL)  # the agent channel's own URL
     return WebSocketAddress(
         scheme=scheme,
@@ -84,3 +88,11 @@ def websocket_address(base_url: str, channel: str = "/ws") -> WebSocketAddress:
         port=port if port is not None else _DEFAULT_PORTS[scheme],
         target=f"{prefix}{channel}",
     )
+
+
+def http_base_url(url: str) -> str:
+    """The server's HTTP base URL (``http(s)://HOST[:PORT][PREFIX]``, no trailing ``/``) for
+    any ``url`` :func:`websocket_address` takes, by the same rule. Raises ``ValueError``."""
+    address = websocket_address(url)
+    prefix = address.target.removesuffix(AGENT_CHANNEL)
+    return f"{'https' if address.secure else 'http'}://{address.host_header}{prefix}"

@@ -43,7 +43,7 @@ import anyio
 from ..client import ConnectionDropped, NotConnected, ReconnectPolicy
 from ..client import EnvClient as NativeEnvClient
 from ..client import StepResult as NativeStepResult
-from .bootstrap import Bootstrap, docker_provider, started
+from .bootstrap import Bootstrap, docker_provider, space_started, started
 from .hosting import HostedClient, loop_running
 from .loop_thread import LoopThread
 from .modes import ExecutionMode, ModeMixed, claim
@@ -227,6 +227,13 @@ class EnvClient(ABC, Generic[ActT, ObsT, StateT]):
         chosen = docker_provider() if provider is None else provider
         return Bootstrap(functools.partial(started, cls, image, chosen, kwargs))
 
+    @classmethod
+    def from_env(
+        cls: type[_Client], repo_id: str, *, use_docker: bool = True, provider: Any = None, **provider_kwargs: Any
+    ) -> Bootstrap[_Client]:
+        """A handle that runs the Hugging Face Space ``repo_id`` locally and connects (see ``bootstrap``)."""
+        return Bootstrap(functools.partial(space_started, cls, repo_id, use_docker, provider, provider_kwargs))
+
     def sync(self) -> SyncEnvClient[ActT, ObsT, StateT]:
         """The blocking face of this client (upstream's ``SyncEnvClient``)."""
         if self._sync_client is None:
@@ -243,7 +250,7 @@ class EnvClient(ABC, Generic[ActT, ObsT, StateT]):
         self._blocking(self._close_async)
 
     async def __aenter__(self: _Client) -> _Client:
-        return await self._awaited(self._connect_async)
+        return await self._connect_public()
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -276,6 +283,15 @@ class EnvClient(ABC, Generic[ActT, ObsT, StateT]):
 
     async def _connect_async(self: _Client) -> _Client:
         await self._native()
+        return self
+
+    async def _connect_public(self: _Client) -> _Client:
+        """Claim the async mode and open the session through the public :meth:`connect`, which a
+        typed client may override (upstream's ``async with`` and bootstrap handles call it)."""
+        self._execution = claim(self._execution, ExecutionMode.ASYNC)
+        opened = self.connect()
+        if inspect.isawaitable(opened):
+            await opened
         return self
 
     async def _disconnect_async(self) -> None:

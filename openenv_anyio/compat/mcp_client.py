@@ -19,8 +19,9 @@ from typing import Any
 from ..client import RpcMethodNotFound, Tool
 from .env_client import EnvClient
 from .generic_client import as_dict
-from .observations import CallToolObservation, ListToolsObservation, ToolEnvObservation
+from .observations import CallToolObservation, ListToolsObservation, ToolEnvObservation, ToolError
 from .results import StepResult
+from .upstream_types import UpstreamTypes, upstream_types
 
 __all__ = ["MCPToolClient"]
 
@@ -108,18 +109,33 @@ class MCPToolClient(EnvClient[Any, Any, Any]):
         dumped = as_dict(action)
         return {"action": str(action)} if dumped is None else dumped
 
-    def _parse_result(self, payload: dict[str, Any]) -> StepResult[Any]:
+    def _parse_result(self, payload: dict[str, Any]) -> Any:
+        """A step result of upstream's classes when ``openenv`` is installed, else of ours (the
+        same attributes either way: ``obs.tools``, ``obs.result``, ``obs.error.message``)."""
         observed = payload.get("observation", {})
         done, reward = payload.get("done", False), payload.get("reward")
         metadata = payload.get("metadata", observed.get("metadata", {})) or {}
+        upstream = upstream_types()
+        if upstream is not None:
+            return upstream.step_result(
+                observation=_upstream_observation(upstream, observed, done, reward, metadata),
+                reward=reward,
+                done=done,
+                metadata=payload.get("metadata"),
+            )
         observation: Any
         if "tools" in observed:
             tools = [Tool.of(_listing(tool)) for tool in observed.get("tools", [])]
             observation = ListToolsObservation(tools, done, reward, metadata)
         elif "tool_name" in observed:
-            error = observed.get("error") or None
+            error = observed.get("error")
             observation = CallToolObservation(
-                observed.get("tool_name", ""), observed.get("result"), error, done, reward, metadata
+                observed.get("tool_name", ""),
+                observed.get("result"),
+                ToolError(str(error.get("error_type", "")), str(error.get("message", ""))) if error else None,
+                done,
+                reward,
+                metadata,
             )
         else:
             observation = ToolEnvObservation(observed)
@@ -129,6 +145,32 @@ class MCPToolClient(EnvClient[Any, Any, Any]):
         from .state import State
 
         return State(episode_id=payload.get("episode_id"), step_count=payload.get("step_count", 0))
+
+
+def _upstream_observation(
+    upstream: UpstreamTypes, observed: dict[str, Any], done: bool, reward: Any, metadata: dict[str, Any]
+) -> Any:
+    common = {"done": done, "reward": reward, "metadata": metadata}
+    if "tools" in observed:
+        tools = [
+            upstream.tool(name=t.get("name", ""), description=t.get("description", ""), input_schema=_schema_of(t))
+            for t in observed.get("tools", [])
+        ]
+        return upstream.list_tools_observation(tools=tools, **common)
+    if "tool_name" in observed:
+        error = observed.get("error")
+        return upstream.call_tool_observation(
+            tool_name=observed.get("tool_name", ""),
+            result=observed.get("result"),
+            error=upstream.tool_error(**error) if error else None,
+            **common,
+        )
+    own = {key: value for key, value in observed.items() if key not in common}
+    return upstream.generic_observation(**common, **own)
+
+
+def _schema_of(tool: dict[str, Any]) -> Any:
+    return tool.get("input_schema", tool.get("inputSchema", {}))
 
 
 def _listing(tool: dict[str, Any]) -> dict[str, Any]:

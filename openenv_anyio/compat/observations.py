@@ -3,7 +3,8 @@
 ``MCPToolClient`` steps with :class:`ListToolsAction` / :class:`CallToolAction` (or upstream's
 own classes of those names) and parses what comes back into :class:`ListToolsObservation`,
 :class:`CallToolObservation` or, for any other observation, :class:`ToolEnvObservation`
-(a dict whose keys read as attributes too).
+(a dict whose keys read as attributes too). ``MCPToolClient`` returns upstream's own classes
+of these names instead when ``openenv`` is installed (``upstream_types``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ from typing import Any
 
 from ..client import Tool
 
-__all__ = ["CallToolAction", "CallToolObservation", "ListToolsAction", "ListToolsObservation", "ToolEnvObservation"]
+__all__ = [
+    "CallToolAction",
+    "CallToolObservation",
+    "ListToolsAction",
+    "ListToolsObservation",
+    "ToolEnvObservation",
+    "ToolError",
+]
 
 
 @dataclass
@@ -38,11 +46,19 @@ class ListToolsObservation:
 
 
 @dataclass
+class ToolError:
+    """Why a call failed in the framework, not in the tool (``obs.error.message``)."""
+
+    error_type: str
+    message: str
+
+
+@dataclass
 class CallToolObservation:
     tool_name: str
     result: Any = None
-    #: the environment's error object for a failed call (``error_type``, ``message``), else None
-    error: dict[str, Any] | None = None
+    #: the environment's error for a failed call, else None
+    error: ToolError | None = None
     done: bool = False
     reward: float | bool | None = None
     metadata: dict[str, Any] = field(default_factory=dict)

@@ -89,12 +89,18 @@ async def _reset(ctx: CaseContext, conn: WsConnection, episode_id: str) -> str |
     (:func:`expect_alive`). An environment that keeps no episode id (``WS-RESET-3`` is
     checked by ``WS-RESET-03``) is a note about the environment, not a dead session.
     """
-    await expect_observation(conn, {"type": "reset", "data": {"episode_id": episode_id}}, "reset")
-    seen = (await expect_state(conn, "state after reset")).get("episode_id")
+    seen = await _reset_reported(conn, episode_id)
     if seen == episode_id:
         return episode_id
     ctx.note(ENV_KEEPS_NO_EPISODE.format(seen=seen))
     return None
+
+
+async def _reset_reported(conn: WsConnection, episode_id: str) -> Any:
+    """Reset with ``episode_id``; the episode id ``state`` then reports (the environment's own
+    when it ignores the one given)."""
+    await expect_observation(conn, {"type": "reset", "data": {"episode_id": episode_id}}, "reset")
+    return (await expect_state(conn, "state after reset")).get("episode_id")
 
 
 # --- connection ------------------------------------------------------------------------
@@ -695,7 +701,7 @@ async def _next_update(ui: WsConnection, ctx: CaseContext, episode_id: str | Non
 @case("UI-01", "/ws/ui sends state_update on connect and after a step", ("UI-1", "UI-2"), required=False)
 async def _ui(ctx: CaseContext) -> None:
     async with ctx.ws() as agent:
-        episode_id = await _reset(ctx, agent, _episode("UI-01"))
+        episode_id = await _reset_reported(agent, _episode("UI-01"))  # the server's, which updates name
         try:
             async with ctx.ws("/ws/ui") as ui:
                 await _next_update(ui, ctx, episode_id, "on connect")
@@ -705,9 +711,7 @@ async def _ui(ctx: CaseContext) -> None:
                     if update.get("step_count") != 1:
                         ctx.note(f"step_count in the update after one step: {update.get('step_count')!r}")
                 else:
-                    await expect_observation(
-                        agent, {"type": "reset", "data": {"episode_id": _episode("UI-01")}}, "reset"
-                    )
+                    episode_id = await _reset_reported(agent, _episode("UI-01"))
                     await _next_update(ui, ctx, episode_id, "after a reset")
         except HandshakeRejected as rejected:
             raise NotApplicable(f"the server has no /ws/ui ({rejected})") from None

@@ -17,6 +17,7 @@ import httpx
 import trio
 import trio_websocket
 
+from ..client.urls import http_base_url
 from ..core import AFFINITY_HEADER, dumps
 from .evidence import Received, Recorder, preview
 
@@ -59,19 +60,16 @@ class Target:
 
     @classmethod
     def from_url(cls, url: str, *, token: str | None = None) -> Target:
-        """Accept ``http(s)://`` or ``ws(s)://`` base URLs; a trailing ``/ws`` is dropped.
+        """Accept ``http(s)://`` or ``ws(s)://`` URLs, read by the client's one rule (a path
+        ending in ``/ws`` is the agent channel's own URL: its base is the path before it).
         ``token`` is sent as ``Authorization: Bearer TOKEN`` (``SEC-TOKEN-1``)."""
         parts = urllib.parse.urlsplit(url.strip())
         if parts.scheme not in ("http", "https", "ws", "wss") or not parts.hostname:
             raise ValueError(f"not an http(s):// or ws(s):// URL: {url!r}")
-        path = parts.path.rstrip("/")
-        if path.endswith("/ws"):
-            path = path[: -len("/ws")]
-        secure = parts.scheme in ("https", "wss")
-        netloc = parts.netloc
+        http_base = http_base_url(url)
         return cls(
-            http_base=f"{'https' if secure else 'http'}://{netloc}{path}",
-            ws_base=f"{'wss' if secure else 'ws'}://{netloc}{path}",
+            http_base=http_base,
+            ws_base="ws" + http_base.removeprefix("http"),
             headers=(("Authorization", f"Bearer {token}"),) if token else (),
         )
 

@@ -125,17 +125,15 @@ def _server_base(url: str) -> str:
     """The server's HTTP base URL from ``--url``: ``http(s)://``, ``ws(s)://`` or ``host:port``,
     the base or the agent channel's own URL (``.../ws``, what ``serve`` prints), as ``check``
     reads it. A URL the client cannot use is a :class:`_DemoError` naming why."""
-    from ..client.urls import AGENT_CHANNEL, websocket_address
+    from ..client.urls import http_base_url
 
     try:
-        address = websocket_address(url)
+        return http_base_url(url)
     except ValueError as exc:
         reason = str(exc)
         if reason.startswith("invalid base_url"):  # the client's words for its argument
             reason = reason.split(": ", 1)[-1]
         raise _DemoError(f"--url {url!r}: {reason}") from None
-    prefix = address.target.removesuffix(AGENT_CHANNEL).rstrip("/").removesuffix(AGENT_CHANNEL)
-    return f"{'https' if address.secure else 'http'}://{address.host_header}{prefix}"
 
 
 async def _fetch_json(url: str, token: str | None) -> Any:

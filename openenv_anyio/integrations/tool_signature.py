@@ -60,6 +60,11 @@ class ToolSignature:
     parameters: tuple[ToolParameter, ...]
     returns: str = "What the environment answered, as text."
 
+    @property
+    def required(self) -> tuple[str, ...]:
+        """The names of the parameters a call must give."""
+        return tuple(p.name for p in self.parameters if p.default is inspect.Parameter.empty)
+
     def signature(self) -> inspect.Signature:
         """``(self, *, PARAM: TYPE [= DEFAULT], ...) -> str``: required parameters first."""
         ordered = sorted(self.parameters, key=lambda parameter: parameter.default is not inspect.Parameter.empty)
@@ -98,8 +103,10 @@ def tool_signature(
     ``hidden`` names optional parameters left out (e.g. upstream actions' ``metadata``).
     Raises :class:`UnexpressibleSchema`.
     """
-    if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
         raise UnexpressibleSchema(f"tool name {name!r} cannot be a Python method name")
+    if not isinstance(input_schema, Mapping):
+        raise UnexpressibleSchema(f"tool {name!r}: its schema is a {type(input_schema).__name__}, not an object")
     definitions = _definitions(input_schema)
     top = _resolved(input_schema, definitions, f"tool {name!r}")
     combined = any(key in top for key in ("anyOf", "oneOf", "allOf", "not", "if"))
@@ -109,13 +116,18 @@ def tool_signature(
             f"(schema keys: {', '.join(sorted(top)) or 'none'})"
         )
     properties: Mapping[str, Any] = top.get("properties", {})
-    required = set(top.get("required", ()))
+    required = _names(top.get("required", []), f"tool {name!r}: required")
     parameters = []
     for parameter, schema in properties.items():
         where = f"tool {name!r} parameter {parameter!r}"
         if parameter in hidden and parameter not in required:
             continue
-        if not parameter.isidentifier() or keyword.iskeyword(parameter) or parameter == "self":
+        if (
+            not isinstance(parameter, str)
+            or not parameter.isidentifier()
+            or keyword.iskeyword(parameter)
+            or parameter == "self"
+        ):
             raise UnexpressibleSchema(f"{where}: the name cannot be a Python keyword argument")
         if not isinstance(schema, Mapping):
             raise UnexpressibleSchema(f"{where}: its schema is a {type(schema).__name__}, not an object")
@@ -151,28 +163,34 @@ def _resolved(
         if depth > _MAX_DEPTH:
             return {}
         schema = definitions[reference[len(prefix) :]]
+        if not isinstance(schema, Mapping):
+            raise UnexpressibleSchema(f"{where}: $ref {reference!r} names a {type(schema).__name__}, not a schema")
     return schema
 
 
 def _python_type(schema: Mapping[str, Any], definitions: Mapping[str, Any], where: str, depth: int) -> Any:
     if depth > _MAX_DEPTH:
         return Any
+    if not isinstance(schema, Mapping):
+        raise UnexpressibleSchema(f"{where}: a schema inside it is a {type(schema).__name__}, not an object")
     schema = _resolved(schema, definitions, where, depth)
     if "const" in schema:
         return _literal([schema["const"]], where)
     if "enum" in schema:
-        return _literal(list(schema["enum"]), where)
+        return _literal(_listed(schema["enum"], f"{where}: enum"), where)
     for combinator in ("anyOf", "oneOf"):
         if combinator in schema:
-            members = [_python_type(member, definitions, where, depth + 1) for member in schema[combinator]]
-            return _union(members)
-    if "allOf" in schema and len(schema["allOf"]) == 1:
+            listed = _listed(schema[combinator], f"{where}: {combinator}")
+            return _union([_python_type(member, definitions, where, depth + 1) for member in listed])
+    if "allOf" in schema and len(_listed(schema["allOf"], f"{where}: allOf")) == 1:
         return _python_type(schema["allOf"][0], definitions, where, depth + 1)
     kind = schema.get("type")
     if kind is None:
         return Any
     if isinstance(kind, list):
         return _union([_python_type({**schema, "type": one}, definitions, where, depth + 1) for one in kind])
+    if not isinstance(kind, str):
+        raise UnexpressibleSchema(f"{where}: its type is a {type(kind).__name__}, not a JSON Schema type name")
     if kind in _SCALARS:
         return _SCALARS[kind]
     if kind == "array":
@@ -182,6 +200,19 @@ def _python_type(schema: Mapping[str, Any], definitions: Mapping[str, Any], wher
         values = schema.get("additionalProperties")
         return dict[str, _python_type(values, definitions, where, depth + 1)] if isinstance(values, Mapping) else dict  # type: ignore[misc]
     raise UnexpressibleSchema(f"{where}: JSON Schema has no type {kind!r}")
+
+
+def _listed(value: object, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise UnexpressibleSchema(f"{where} is a {type(value).__name__}, not a list")
+    return value
+
+
+def _names(value: object, where: str) -> set[str]:
+    listed = _listed(value, where)
+    if not all(isinstance(name, str) for name in listed):
+        raise UnexpressibleSchema(f"{where} lists other than names")
+    return set(listed)
 
 
 def _literal(values: list[Any], where: str) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from openenv_anyio.client import EnvClient, websocket_address
+from openenv_anyio.client import EnvClient, HandshakeRejected, http_base_url, websocket_address
 
 
 @pytest.mark.parametrize(
@@ -25,7 +25,11 @@ from openenv_anyio.client import EnvClient, websocket_address
         # the agent channel's own URL, as `openenv-anyio serve` prints it, is accepted as is
         ("ws://127.0.0.1:8000/ws", "ws://127.0.0.1:8000/ws"),
         ("wss://h.example/prefix/ws/", "wss://h.example/prefix/ws"),
-        ("http://h/ws", "ws://h/ws/ws"),  # an http:// base URL is a base: /ws may be its prefix
+        # whatever the scheme: one rule for every entry point (client, demo, check, TRL factory)
+        ("http://h:8000/ws", "ws://h:8000/ws"),
+        ("https://h/prefix/ws/", "wss://h/prefix/ws"),
+        ("h:8000/ws", "ws://h:8000/ws"),
+        ("http://h/ws/ws", "ws://h/ws/ws"),  # a server mounted under a prefix ending in /ws: name its channel
     ],
 )
 def test_url_normalisation(base_url: str, expected: str) -> None:
@@ -83,3 +87,46 @@ def test_defaults_follow_the_openenv_client() -> None:
 
 def test_a_websocket_url_of_the_agent_channel_keeps_its_other_channels() -> None:
     assert websocket_address("ws://127.0.0.1:8000/ws", "/ws/ui").url == "ws://127.0.0.1:8000/ws/ui"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("suffix", ["/ws", "/ws/"])
+async def test_the_agent_channel_s_http_url_reaches_the_server(server_url: str, suffix: str) -> None:
+    """``EnvClient("http://HOST:PORT/ws")`` dials ``/ws``, not ``/ws/ws`` (a 404)."""
+    async with EnvClient(server_url + suffix) as env:
+        assert env.url == "ws" + server_url.removeprefix("http") + "/ws"
+        result = await env.reset()
+        assert result.done is False
+
+
+@pytest.mark.anyio
+async def test_no_agent_channel_is_one_line_without_the_page(server_url: str) -> None:
+    """A URL whose server has no agent channel there: one line naming the status, never the
+    server's HTML (or JSON) 404 page dumped into the message."""
+    with pytest.raises(HandshakeRejected) as caught:
+        async with EnvClient(server_url + "/elsewhere"):
+            pass
+    message = str(caught.value)
+    assert "\n" not in message and "<" not in message, message
+    if caught.value.status == 404:  # ours; uvicorn refuses an unknown WebSocket route with 403
+        assert message.endswith("(no OpenEnv agent channel there: is the URL the server's base URL?)"), message
+    else:
+        assert caught.value.status == 403
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://h:8000", "http://h:8000/ws", "ws://h:8000/ws/", "h:8000", "h:8000/ws", "https://h/p/ws"],
+)
+def test_every_entry_point_reads_a_url_by_one_rule(url: str) -> None:
+    """The client, ``check``, ``demo`` and the TRL factory agree on the server a URL names."""
+    from openenv_anyio.conformance.cli import _with_scheme
+    from openenv_anyio.conformance.driver import Target
+    from openenv_anyio.demo.cli import _server_base
+    from openenv_anyio.integrations.trl import _http_base
+
+    base = http_base_url(url)
+    assert base == ("https://h/p" if url.startswith("https") else "http://h:8000")
+    assert websocket_address(url).url == "ws" + base.removeprefix("http") + "/ws"
+    assert _server_base(url) == _http_base(url) == base
+    assert Target.from_url(_with_scheme(url)).http_base == base  # check reads HOST:PORT as the client does

@@ -80,8 +80,12 @@ class NotesTools(Environment):
                     "tools": [{"name": name, "description": "", "input_schema": {"type": "object"}} for name in names]
                 }
             case "call_tool":
-                value = getattr(self, str(action["tool_name"]))(**dict(action.get("arguments") or {}))
-                return {"tool_name": action["tool_name"], "result": {"data": value}, "error": None}
+                name = str(action["tool_name"])
+                if name not in ("remember", "recall", "shout"):  # upstream's shape for a framework error
+                    error = {"error_type": "tool_not_found", "message": f"Unknown tool: {name}"}
+                    return {"tool_name": name, "result": None, "error": error}
+                value = getattr(self, name)(**dict(action.get("arguments") or {}))
+                return {"tool_name": name, "result": {"data": value}, "error": None}
             case _:
                 return {"notes": len(self.notes)}
 

@@ -4,34 +4,18 @@ peer venv, against our server and upstream's; the adopted class does what the sh
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.upstream_peers import PEER_SIDE, ROOT, SCRIPT_TIMEOUT_S, Peer
+from tests.upstream_peers import ROOT, Peer, run_peer_script
 
 PACKAGE = Path(__file__).resolve().parent / "upstream_env_package"
 
 
 def run_adopt_script(peer: Peer, url: str, kind: str) -> Any:
-    environ = {key: value for key, value in os.environ.items() if "proxy" not in key.lower()}
-    environ.pop("VIRTUAL_ENV", None)
-    environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(PACKAGE)])  # this worktree's package first
-    environ.update({"NO_PROXY": "127.0.0.1,localhost", "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"})
-    completed = subprocess.run(
-        [str(peer.python), str(PEER_SIDE / "compat_adopt.py"), url, kind],
-        capture_output=True,
-        text=True,
-        timeout=SCRIPT_TIMEOUT_S,
-        env=environ,
-        cwd=ROOT,
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    return run_peer_script(peer, "compat_adopt.py", url, kind, pythonpath=(ROOT, PACKAGE))  # this tree's package first
 
 
 def test_adopted_typed_client_matches_the_shipped_one(peer: Peer, tiny_url: str) -> None:

@@ -48,10 +48,15 @@ def test_compat_runs_with_openenv_unimportable(ours_tiny: tuple[str, type[TinyEc
             Tiny.from_docker_image("image")
         except RuntimeError as exc:
             print("docker:", "install openenv" in str(exc))
+        for use_docker in (True, False):  # from_env needs upstream's providers unless given one
+            try:
+                Tiny.from_env("org/tiny_env", use_docker=use_docker).sync()
+            except RuntimeError as exc:
+                print("from_env:", "install openenv" in str(exc) and "\\n" not in str(exc))
         """
     ).replace("URL", repr(url))
     done = subprocess.run(
         [sys.executable, "-c", script], env=serve_environment(), capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split("\n")[:2] == ["3 4 1 True", "docker: True"]
+    assert done.stdout.split("\n")[:4] == ["3 4 1 True", "docker: True", "from_env: True", "from_env: True"]

@@ -9,11 +9,12 @@ instance's own session, with the exact results the environment gives.
 from __future__ import annotations
 
 import gc
+import inspect
 import json
 import socket
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +24,18 @@ from transformers.utils import get_json_schema
 from openenv_anyio import NotConnected, RpcInvalidParams, ServerError
 from openenv_anyio.integrations.trl import (
     EnvironmentUnavailable,
+    RewardNotANumber,
     UnexpressibleSchema,
     close,
     environment_factory,
 )
 from openenv_anyio.server import EnvServer, ServerConfig
+from tests.upstream_peers import peer_named, serve_upstream
 
-from .trl_envs import Board, HyphenatedLedger, Ledger, Tagged
+from .hostile_listings import HOSTILE, serve_hostile
+from .trl_envs import Board, HyphenatedLedger, Ledger, Tagged, Tally, WordyTally
+
+UPSTREAM_APPS = Path(__file__).resolve().parent / "upstream_apps"
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -50,6 +56,14 @@ def ledger_url() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def board_url() -> Iterator[str]:
     yield from _serve(Board)
+
+
+def offered_by_trl(env: Any) -> list[str]:
+    """The methods TRL 1.16's GRPOTrainer offers the model as tools, found as it finds them:
+    the class's functions, less ``reset``, ``get_reward`` and private names (in
+    ``GRPOTrainer.__init__``, which needs torch: trl is not installed in the test venv)."""
+    members = inspect.getmembers(type(env), predicate=inspect.isfunction)
+    return sorted(name for name, _ in members if name not in ("reset", "get_reward") and not name.startswith("_"))
 
 
 def _described(method: Any) -> dict[str, Any]:
@@ -80,9 +94,11 @@ def test_mcp_tools_become_described_methods(ledger_url: str, backend: str) -> No
         kind = described["entries_of"]["parameters"]["properties"]["kind"]
         assert kind["enum"] == ["deposits", "withdrawals"] and kind["description"] == "which entries"
         assert "required" not in described["entries_of"]["parameters"]
-        # public methods: the tools and reset, nothing else a trainer would offer the model
+        # public methods: the tools, reset and get_reward (TRL 1.16 offers neither of the last
+        # two to the model), nothing else a trainer would offer the model
         public = [name for name in dir(env) if not name.startswith("_") and callable(getattr(env, name))]
-        assert sorted(public) == sorted([*Tools.tools, "reset"])
+        assert sorted(public) == sorted([*Tools.tools, "reset", "get_reward"])
+        assert offered_by_trl(env) == sorted(Tools.tools)
     finally:
         close(env)
 
@@ -113,6 +129,9 @@ def test_methods_drive_the_instance_s_own_session(ledger_url: str, backend: str)
 def test_a_non_mcp_env_is_stepped_through_its_action_schema(board_url: str, backend: str) -> None:
     Tools = environment_factory(board_url, backend=backend)
     assert Tools.tools == ("step",)
+    assert Tools.__doc__.endswith(
+        "Stepped through its action schema: no MCP tools (tools/list answered -32601: This environment has no tools)."
+    )
     env = Tools()
     try:
         described = _described(env.step)
@@ -228,3 +247,131 @@ def test_an_instance_leaves_no_thread_behind(ledger_url: str, backend: str) -> N
     gc.collect()
     assert client_threads() - before == set()
     close(kept)  # again: nothing to do
+
+
+# -- TRL 1.16's get_reward: the environment's real reward ------------------------------------
+
+
+def test_get_reward_is_the_last_step_s_reward(board_url: str, backend: str) -> None:
+    env = environment_factory(board_url, backend=backend)()
+    try:
+        env.reset()
+        assert env.get_reward() == 0.0  # no step yet: nothing earned
+        env.step(direction="up", steps=2)
+        assert env.get_reward() == -2.0
+        env.reset()
+        assert env.get_reward() == 0.0  # a new episode
+    finally:
+        close(env)
+
+
+@pytest.fixture(scope="module")
+def tally_url() -> Iterator[str]:
+    yield from _serve(Tally)
+
+
+@pytest.fixture(scope="module")
+def upstream_tally_url() -> Iterator[str]:
+    peer = peer_named("openenv")
+    with serve_upstream(peer, UPSTREAM_APPS, "scored_app:app") as url:
+        yield url
+
+
+@pytest.mark.parametrize("server", ["ours", "upstream"])
+def test_a_reward_tool_scores_a_tools_only_env(server: str, backend: str, request: pytest.FixtureRequest) -> None:
+    """A tools-only env's steps never carry its reward: its ``reward`` tool does, read by
+    ``get_reward`` on the instance's own session and never offered to the model."""
+    url = request.getfixturevalue("tally_url" if server == "ours" else "upstream_tally_url")
+    Tools = environment_factory(url, backend=backend)
+    assert Tools.tools == ("add",)
+    first, second = Tools(), Tools()
+    try:
+        assert offered_by_trl(first) == ["add"]
+        first.reset(seed=3)
+        second.reset(seed=5)
+        assert first.get_reward() == 0.0
+        first.add(amount=1)
+        first.add(amount=2)
+        second.add(amount=3)
+        assert (first.get_reward(), second.get_reward()) == (1.0, 0.0)  # each its own session
+        assert first.reward is None  # tool calls are not steps
+    finally:
+        close(first)
+        close(second)
+
+
+def test_a_reward_tool_that_answers_no_number_is_one_typed_error(backend: str) -> None:
+    for url in _serve(WordyTally):
+        env = environment_factory(url, backend=backend)()
+        try:
+            env.reset()
+            with pytest.raises(RewardNotANumber, match=r"^tool 'reward' answered 'well done', not a number$"):
+                env.get_reward()
+        finally:
+            close(env)
+
+
+def test_a_reward_tool_named_in_tools_is_refused(tally_url: str) -> None:
+    with pytest.raises(UnexpressibleSchema, match="would hide the instance's own 'reward'"):
+        environment_factory(tally_url, tools=["add", "reward"])
+
+
+def test_upstream_s_env_without_mcp_is_stepped(backend: str, upstream_template: Callable[..., Path]) -> None:
+    """Upstream's server answers ``tools/list`` with -32603 for an env without MCP: that is
+    "no tools here" too, so the class steps through the action schema."""
+    peer = peer_named("openenv")
+    with serve_upstream(peer, upstream_template(peer)) as url:
+        Tools = environment_factory(url, backend=backend)
+        assert Tools.tools == ("step",)
+        assert Tools.__doc__.endswith(
+            "Stepped through its action schema: no MCP tools "
+            "(tools/list answered -32603: Environment does not support MCP)."
+        )
+        env = Tools()
+        try:
+            env.reset()
+            answer = json.loads(env.step(message="hello"))
+            assert answer["echoed_message"] == "hello"
+            assert env.get_reward() == env.reward == pytest.approx(0.5)
+        finally:
+            close(env)
+
+
+# -- hostile tool listings: typed one-line errors, never a merge -------------------------------
+
+
+@pytest.fixture(scope="module")
+def hostile_url() -> Iterator[str]:
+    with serve_hostile() as url:
+        yield url
+
+
+@pytest.mark.parametrize(
+    ("case", "error", "start"), [(i, c[2], c[3]) for i, c in enumerate(HOSTILE)], ids=[c[0] for c in HOSTILE]
+)
+def test_a_hostile_listing_is_a_typed_one_line_error(
+    hostile_url: str, case: int, error: str, start: str, backend: str
+) -> None:
+    url = f"{hostile_url}/{case}"
+    with pytest.raises((EnvironmentUnavailable, UnexpressibleSchema)) as caught:
+        environment_factory(url, backend=backend)
+    message = str(caught.value)
+    assert type(caught.value).__name__ == error, message
+    assert message.startswith(start) and "\n" not in message, message
+    if HOSTILE[case][0] == "two tools, one name":
+        assert message == f"{url} lists two tools named 'probe': refusing to merge them into one method"
+
+
+# -- one URL rule ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "/ws", "/ws/"])
+def test_the_agent_channel_s_own_url_is_the_server_s(ledger_url: str, suffix: str, backend: str) -> None:
+    for url in (ledger_url + suffix, "ws" + ledger_url.removeprefix("http") + suffix):
+        Tools = environment_factory(url, backend=backend)
+        assert Tools.__name__ == "LedgerTools"  # /metadata read from the same base
+        env = Tools()
+        try:
+            assert env.reset(seed=1) == '{"balance":1}'
+        finally:
+            close(env)

@@ -132,3 +132,43 @@ class HyphenatedLedger(Ledger):
     def lookup(self, **arguments: Any) -> str:
         """Look an account up."""
         return str(arguments["account-id"])
+
+
+class Tally(Environment):
+    """Tools only: count up to a target; a ``reward`` tool scores the episode (1.0 on target)."""
+
+    NON_BLOCKING = True
+
+    def __init__(self) -> None:
+        self.tally, self.target = 0, 3
+
+    def reset(self, seed: int | None = None, **kwargs: Any) -> dict[str, Any]:
+        self.tally, self.target = 0, seed or 3
+        return {"target": self.target}
+
+    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        return {"tally": self.tally, "reward": 0.0}
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return {"episode_id": None, "step_count": 0}
+
+    @tool
+    def add(self, amount: int) -> int:
+        """Add to the tally; returns the new tally."""
+        self.tally += amount
+        return self.tally
+
+    @tool
+    def reward(self) -> float:
+        """1.0 when the tally is the target, else 0.0."""
+        return 1.0 if self.tally == self.target else 0.0
+
+
+class WordyTally(Tally):
+    """Its ``reward`` tool answers words, not a number."""
+
+    @tool
+    def reward(self) -> str:  # type: ignore[override]
+        """How it went."""
+        return "well done"

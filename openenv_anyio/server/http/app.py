@@ -8,11 +8,13 @@ schemas as the WebSocket frames; a bad body or action is HTTP 422 ``{"detail": [
 from __future__ import annotations
 
 from functools import partial
+from http import HTTPStatus
 from typing import Any
 
 import trio
 from quart import Response, request
 from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException
 
 from ...core import ErrorCode, FrameCodec, ProtocolError, Reset, dumps, parse_json
 from ...core.openapi import openapi_document
@@ -58,6 +60,18 @@ _SIMULATION_ROUTES = frozenset({"/reset", "/step", "/state"})
 
 def _json(value: Any, status: int = 200) -> Response:
     return Response(dumps(value), status=status, content_type="application/json")
+
+
+def _body_problem(body: Any) -> dict[str, Any]:
+    """What is wrong with a request body that is no object, or a ``POST /step`` body whose
+    ``action`` is none, in the ``type`` and ``msg`` upstream's server (pydantic) gives, which
+    callers match on."""
+    if not isinstance(body, dict):
+        msg = "Input should be a valid dictionary or object to extract fields from"
+        return {"loc": ["body"], "msg": msg, "type": "model_attributes_type"}
+    if "action" not in body:
+        return {"loc": ["body", "action"], "msg": "Field required", "type": "missing"}
+    return {"loc": ["body", "action"], "msg": "Input should be a valid dictionary", "type": "dict_type"}
 
 
 def _unprocessable(error: ProtocolError, *, strip: str = "", prefix: tuple[str, ...] = ("body",)) -> Response:
@@ -118,6 +132,15 @@ def create_app(ctx: ServerContext, hosted: KeptSessions, owners: SessionOwners |
     @app.errorhandler(FactoryFailure)
     async def factory_failed(error: FactoryFailure) -> Response:
         return _server_error(ctx, error)
+
+    @app.errorhandler(HTTPException)
+    async def http_error(error: HTTPException) -> Response:
+        """404, 405, ...: JSON in upstream's words (``{"detail": "Not Found"}``), not an HTML page."""
+        response = _json({"detail": HTTPStatus(error.code or 500).phrase}, error.code or 500)
+        allowed = getattr(error, "valid_methods", None)  # a 405 keeps its Allow header
+        if allowed:
+            response.headers["Allow"] = ", ".join(allowed)
+        return response
 
     @app.errorhandler(AtCapacity)
     async def at_capacity(error: AtCapacity) -> Response:  # HTTP-6
@@ -203,6 +226,8 @@ def create_app(ctx: ServerContext, hosted: KeptSessions, owners: SessionOwners |
     @app.post("/reset")
     async def reset() -> Response:  # HTTP-4
         body = await _json_body(ctx, default={})
+        if not isinstance(body, dict):
+            return _json({"detail": [_body_problem(body)]}, 422)
         try:
             frame = codec.decode_value({"type": "reset", "data": body})
         except ProtocolError as error:
@@ -219,8 +244,7 @@ def create_app(ctx: ServerContext, hosted: KeptSessions, owners: SessionOwners |
     async def step() -> Response:  # HTTP-4
         body = await _json_body(ctx, default=None)
         if not isinstance(body, dict) or not isinstance(body.get("action"), dict):
-            missing = {"loc": ["body", "action"], "msg": "Field required: an object", "type": "missing"}
-            return _json({"detail": [missing]}, 422)
+            return _json({"detail": [_body_problem(body)]}, 422)
         async with ctx.fresh_env() as env:
             try:
                 action = env.check_action(body["action"])

@@ -13,6 +13,7 @@ ours better (each module says why; bench/README.md, "Server CPU per step" and "S
   failure ends that connection only;
 - ``early_response``: a kept-alive HTTP/1.1 connection answered before its request body
   arrived is closed, and says so, never left silent;
+- ``reason_phrases``: every HTTP/1.1 status line carries its reason phrase;
 - ``keepalive_timer``: idle timers that do not park the connection;
 - ``accept_bursts``: listeners that take every pending connection after one wait, and the
   seam through which worker processes route connections (:func:`routed_connections`).
@@ -23,9 +24,9 @@ inventory exists, then applies every patch; the last one out puts Hypercorn's ow
 back. When the check fails, nothing is patched: a warning names what is missing and the
 server runs as a plain ASGI application on stock Hypercorn (correct, slower: no fast
 ``/ws`` path, no pings, permessage-deflate negotiated). The patched names are process-wide
-while any of our servers runs; ``direct_ws``, ``liveness``, ``connection_guards`` and
-``early_response`` act only on connections of our application or config, the other two only
-do Hypercorn's own job for less.
+while any of our servers runs; ``direct_ws``, ``liveness``, ``connection_guards``,
+``early_response`` and ``reason_phrases`` act only on connections of our application or
+config, the other two only do Hypercorn's own job for less.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any, Final
 
-from . import accept_bursts, connection_guards, direct_ws, early_response, keepalive_timer, liveness
+from . import accept_bursts, connection_guards, direct_ws, early_response, keepalive_timer, liveness, reason_phrases
 from .accept_bursts import ConnectionRouting, routed_connections
 from .events import (
     HELD_TEXT,
@@ -79,6 +80,7 @@ PATCHES: Final[tuple[Patch, ...]] = (
     *direct_ws.PATCHES,
     *connection_guards.PATCHES,
     *early_response.PATCHES,
+    *reason_phrases.PATCHES,
     *keepalive_timer.PATCHES,
     *accept_bursts.PATCHES,
 )

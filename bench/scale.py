@@ -1,0 +1,379 @@
+"""``python -m bench.scale``: scale figures, with the cost of each session on the server.
+
+Two measurements, each a burst of N sessions arriving at once (scenario 9's load
+processes, ``bench.loadgen --phased``), one fresh server per burst:
+
+- ``burst``: each session connects, resets and takes ``--steps`` steps of ``--env`` (the
+  1 s ``sleep`` env by default), then closes. Per run: success rate and the failures counted
+  by cause (``sessions.failure_cause``), connect p50/p99 (from the common start), step
+  p50/p99/p99.9, the server's CPU per session in each phase, its RSS per session at the
+  peak and per idle session (all sessions open and reset, before their steps), and the
+  steps each session got counted on the env side (``bench.envs`` step ledger).
+- ``zero-sleep``: the same with the zero-work echo env, inline (``echo_inline``) and behind
+  the thread hop (``echo``): steps/s over the stepping phase, steps per second of server CPU
+  (steps per core), step p50/p99.
+
+The sessions pass each phase (connect, reset, steps, close) together: when the last one is
+through, the harness reads the server's CPU time and RSS, then lets them all go on. The load
+processes share the machine's cores with the server. Variants: ``ours``, ``ours-x2``
+(``--workers 2``), ``upstream`` (OpenEnv 0.10's server and client, run by the peer venv's
+Python). Figures are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.compat_clients import UPSTREAM_PYTHON
+from bench.envs import STEP_LEDGER_ENV
+from bench.fleet import preflight
+from bench.procs import (
+    START_TIMEOUT_S,
+    ServerProcess,
+    kill_group,
+    spawn,
+    start_server,
+    tree_cpu_seconds,
+    tree_status,
+    wait_healthy,
+)
+from bench.report import save_figures
+from bench.scenario_scaling import SESSIONS_PER_WORKER, _wait_for_files
+from bench.sessions import PHASES, percentile
+
+BURST_SESSIONS = (1024, 2048, 4096, 8192, 16384)
+ZERO_SLEEP_SESSIONS = (1, 16, 256, 4096)
+#: steps per zero-sleep run, over all sessions (at least 3 per session)
+ZERO_SLEEP_TOTAL_STEPS = 20_000
+#: the kernel's counters of connections it refused or dropped at a listening socket
+#: (``/proc/net/netstat``, ``TcpExt``): read around each burst
+KERNEL_COUNTERS = ("ListenOverflows", "ListenDrops", "TCPReqQFullDrop", "SyncookiesSent", "TCPBacklogDrop")
+#: how long the env side may take, after the last close, to record its sessions' steps
+LEDGER_WAIT_S = 15.0
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A server (``bench.serve`` arguments), the client stack that loads it, their Python."""
+
+    name: str
+    serve: tuple[str, ...]
+    client: str
+    workers: int = 1
+    python: str | None = None  # None: this interpreter
+
+
+VARIANTS = {
+    "ours": Variant("ours", ("ours",), "ours"),
+    "ours-x2": Variant("ours-x2", ("ours", "--workers", "2"), "ours", workers=2),
+    "upstream": Variant("upstream", ("openenv",), "openenv", python=str(UPSTREAM_PYTHON)),
+}
+
+
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _ms(values: list[float], q: float) -> float | None:
+    found = percentile(values, q)
+    return None if math.isnan(found) else round(found * 1000, 2)
+
+
+def kernel_counters() -> dict[str, int]:
+    """``KERNEL_COUNTERS`` now (the network namespace's, all processes in it; empty if unreadable)."""
+    try:
+        lines = Path("/proc/net/netstat").read_text().splitlines()
+    except OSError:
+        return {}
+    for names, values in zip(lines[::2], lines[1::2]):
+        if names.startswith("TcpExt:"):
+            table = dict(zip(names.split()[1:], values.split()[1:]))
+            return {name: int(table[name]) for name in KERNEL_COUNTERS if name in table}
+    return {}
+
+
+class _Run:
+    """The server process of one burst and what the harness read of it at each gate."""
+
+    def __init__(self, server: ServerProcess) -> None:
+        self.server = server
+        self.cpu: dict[str, float] = {}
+        self.at: dict[str, float] = {}
+        self.rss_kb: dict[str, int] = {}
+        self.peak_rss_kb = 0
+        self.peak_threads = 0
+        self.kernel: dict[str, dict[str, int]] = {}
+
+    def sample(self) -> dict[str, int]:
+        status = tree_status(self.server.pid)
+        self.peak_rss_kb = max(self.peak_rss_kb, status.get("VmRSS", 0))
+        self.peak_threads = max(self.peak_threads, status.get("Threads", 0))
+        return status
+
+    def mark(self, name: str) -> None:
+        self.cpu[name] = tree_cpu_seconds(self.server.pid)
+        self.kernel[name] = kernel_counters()
+        self.at[name] = time.time()
+        self.rss_kb[name] = self.sample().get("VmRSS", 0)
+
+
+def burst(
+    variant: Variant,
+    n: int,
+    *,
+    kind: str = "sleep",
+    steps: int = 3,
+    cap_s: float = 120.0,
+    connect_timeout_s: float | None = None,
+    loaders: int | None = None,
+    gated: bool = True,
+) -> dict[str, Any]:
+    """One phased burst of ``n`` sessions against a fresh server of ``variant``: the figures
+    (``summarise``), or ``{"unavailable": why}`` when the server or the load never started.
+    ``gated=False``: the sessions run straight through (the wall time of a free burst, as
+    scenario 9 has it); the CPU and RSS by phase are then not reported."""
+    if variant.python is not None and not Path(variant.python).exists():
+        return {"variant": variant.name, "sessions": n, "unavailable": f"{variant.python} is missing"}
+    count = loaders or max(1, math.ceil(n / SESSIONS_PER_WORKER))
+    shares = [n // count + (1 if i < n % count else 0) for i in range(count)]
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+        folder = Path(tmp)
+        ledger = folder / "ledger"
+        ledger.mkdir()
+        server = start_server(
+            f"{variant.name}[{kind}]",
+            [*variant.serve[:1], kind, *variant.serve[1:], "--max-concurrent-envs", str(max(n, 1))],
+            wait=False,
+            python=variant.python,
+            environ={STEP_LEDGER_ENV: str(ledger)},
+        )
+        run = _Run(server)
+        procs = []
+        outputs: list[dict[str, Any]] = []
+        try:
+            for i, share in enumerate(shares):
+                argv = ["-m", "bench.loadgen", variant.client, server.url, "--sessions", str(share)]
+                argv += ["--steps", str(steps), "--dir", tmp, "--cap", repr(cap_s), "--phased", f"s{i}"]
+                argv += ["--out", str(folder / f"out-{i}.json")] + ([] if gated else ["--free"])
+                if connect_timeout_s is not None:
+                    argv += ["--connect-timeout", repr(connect_timeout_s)]
+                procs.append(spawn(argv, python=variant.python)[0])
+            server.wait_ready(timeout_s=START_TIMEOUT_S if variant.workers == 1 else 180.0)
+            wait_healthy(server, variant.workers)
+            _wait_for_files(folder, "ready-", procs, timeout_s=120.0)
+            time.sleep(1.0)  # the server settles after the health checks
+            run.mark("start")
+            start_at = time.time() + 0.2
+            (folder / "go.tmp").write_text(repr(start_at))
+            (folder / "go.tmp").rename(folder / "go")
+            deadline = start_at + cap_s + 30.0
+            for phase in PHASES:
+                while len(list(folder.glob(f"at-{phase}-*"))) < len(procs):
+                    if time.time() > deadline or all(p.poll() is not None for p in procs):
+                        raise TimeoutError(f"the load processes never all finished phase {phase}")
+                    run.sample()
+                    time.sleep(0.02)
+                run.mark(phase)
+                (folder / f"go-{phase}").touch()
+            for proc in procs:
+                proc.wait(timeout=60.0)
+            for path in sorted(folder.glob("out-*.json")):
+                outputs.append(json.loads(path.read_text()))
+            counted = _read_ledger(ledger, {s["episode"] for o in outputs for s in o["sessions"] if s["ok"]})
+        except (RuntimeError, TimeoutError, OSError) as exc:
+            return {"variant": variant.name, "sessions": n, "unavailable": str(exc)[:300]}
+        finally:
+            for proc in procs:
+                kill_group(proc, grace_s=2.0)
+            alive = server.proc.poll() is None
+            tail = server.stderr_tail(5)
+            server.stop()
+    figures = summarise(variant, n, kind, steps, run, outputs, counted, gated=gated)
+    if not alive:
+        figures["server_died"] = tail
+    return figures
+
+
+def _read_ledger(folder: Path, expected: set[str]) -> dict[str, tuple[int, int]]:
+    """The env side's count per episode id: (resets, steps), once every episode of
+    ``expected`` has been recorded or ``LEDGER_WAIT_S`` has passed (the server closes envs
+    after their sessions)."""
+    deadline = time.monotonic() + LEDGER_WAIT_S
+    while True:
+        found: dict[str, tuple[int, int]] = {}
+        duplicates = 0
+        for path in folder.glob("steps-*.txt"):
+            for line in path.read_text().splitlines():
+                episode, resets, steps = line.split()
+                if episode == "None":
+                    continue  # an env closed without a reset
+                duplicates += episode in found
+                found[episode] = (int(resets), int(steps))
+        if expected <= found.keys() or time.monotonic() > deadline:
+            if duplicates:
+                found["<closed more than once>"] = (duplicates, 0)
+            return found
+        time.sleep(0.2)
+
+
+def summarise(
+    variant: Variant,
+    n: int,
+    kind: str,
+    steps: int,
+    run: _Run,
+    outputs: list[dict[str, Any]],
+    counted: dict[str, tuple[int, int]],
+    *,
+    gated: bool = True,
+) -> dict[str, Any]:
+    """The figures of one burst (see the module docstring); of a free one (not ``gated``),
+    none that need the phases apart: CPU only in all, no idle RSS, no stepping rate."""
+    records = [record for output in outputs for record in output["sessions"]]
+    ok = [r for r in records if r["ok"]]
+    step_s = [s for r in records for s in r["step_s"]]
+    causes = Counter(r["cause"] for r in records if not r["ok"])
+    if len(records) < n:
+        causes["never reported (load process stopped)"] += n - len(records)
+    cpu_ms = {
+        phase: round((run.cpu[phase] - run.cpu[before]) * 1000 / n, 3)
+        for before, phase in zip(("start", *PHASES), PHASES)
+    }
+    cpu_ms["total"] = round((run.cpu["close"] - run.cpu["start"]) * 1000 / n, 3)
+    wall_s = {phase: round(run.at[phase] - run.at[before], 3) for before, phase in zip(("start", *PHASES), PHASES)}
+    stepping_s = run.at["steps"] - run.at["reset"]
+    stepping_cpu_s = run.cpu["steps"] - run.cpu["reset"]
+    exact = sum(1 for r in ok if counted.get(r["episode"]) == (1, steps))
+    wrong = [
+        {"episode": r["episode"], "env_counted": counted[r["episode"]]}
+        for r in ok
+        if r["episode"] in counted and counted[r["episode"]] != (1, steps)
+    ]
+    if not gated:
+        cpu_ms = dict.fromkeys(PHASES, None) | {"total": cpu_ms["total"]}
+        stepping_s = stepping_cpu_s = 0.0
+    return {
+        "variant": variant.name,
+        "gated": gated,
+        "env": kind,
+        "sessions": n,
+        "steps_per_session": steps,
+        "success_pct": round(100.0 * len(ok) / n, 2),
+        "failures": dict(causes.most_common()),
+        "first_error": next((r["error"] for r in records if not r["ok"]), ""),
+        "connect_ms": {"p50": _ms([r["connect_s"] for r in records if r["connect_s"] is not None], 50)}
+        | {"p99": _ms([r["connect_s"] for r in records if r["connect_s"] is not None], 99)},
+        "step_ms": {"p50": _ms(step_s, 50), "p99": _ms(step_s, 99), "p99.9": _ms(step_s, 99.9)},
+        "phase_wall_s": wall_s,
+        "wall_s": round(run.at["close"] - run.at["start"], 3),
+        "server_cpu_ms_per_session": cpu_ms,
+        "client_cpu_ms_per_session": round(sum(o["cpu_s"] for o in outputs) * 1000 / n, 3),
+        "server_rss_mb": {
+            "before": round(run.rss_kb["start"] / 1024, 1),
+            "idle_sessions": round(run.rss_kb["reset"] / 1024, 1),
+            "peak": round(run.peak_rss_kb / 1024, 1),
+        },
+        "server_rss_kb_per_session": round((run.peak_rss_kb - run.rss_kb["start"]) / n, 1),
+        "server_rss_kb_per_idle_session": round((run.rss_kb["reset"] - run.rss_kb["start"]) / max(1, len(ok)), 1)
+        if gated
+        else None,
+        "server_threads_peak": run.peak_threads,
+        "steps_per_s": round(len(step_s) / stepping_s, 1) if stepping_s > 0 else None,
+        "steps_per_server_cpu_s": round(len(step_s) / stepping_cpu_s, 1) if stepping_cpu_s > 0 else None,
+        "env_side": {
+            "sessions_ok": len(ok),
+            "exact_steps": exact,
+            "wrong_steps": wrong[:5],
+            "not_recorded": sum(1 for r in ok if r["episode"] not in counted),
+            "closed_more_than_once": counted.get("<closed more than once>", (0, 0))[0],
+        },
+        # connections the kernel refused or dropped at listening sockets during the burst
+        # (every process of this network namespace counts: other load on the machine too)
+        "kernel_listen_drops": {
+            name: run.kernel["close"][name] - run.kernel["start"].get(name, 0) for name in run.kernel["close"]
+        },
+        "client_fd_limit": min((o["fd_limit"] for o in outputs), default=None),
+        "load_processes": len(outputs),
+    }
+
+
+def _line(figures: dict[str, Any]) -> str:
+    if "unavailable" in figures:
+        return f"{figures['variant']:<9} {figures['sessions']:>6}  n/a: {figures['unavailable']}"
+    cpu, connect = figures["server_cpu_ms_per_session"], figures["connect_ms"]
+    return (
+        f"{figures['variant']:<9} {figures['sessions']:>6} {figures['env']:<11} ok {figures['success_pct']:6.2f} %  "
+        f"wall {figures['wall_s']:6.1f} s  connect p50/p99 {connect['p50']}/{connect['p99']} ms  "
+        f"step p50/p99/p99.9 {figures['step_ms']['p50']}/{figures['step_ms']['p99']}/{figures['step_ms']['p99.9']} ms  "
+        f"server CPU/session {cpu['total']} ms (connect {cpu['connect']}, reset {cpu['reset']}, steps {cpu['steps']}, "
+        f"close {cpu['close']})  RSS/session {figures['server_rss_kb_per_session']} kB "
+        f"(idle {figures['server_rss_kb_per_idle_session']} kB)  steps/s {figures['steps_per_s']} "
+        f"({figures['steps_per_server_cpu_s']} per server CPU s)  env-side exact "
+        f"{figures['env_side']['exact_steps']}/{figures['env_side']['sessions_ok']}"
+        + (f"  failures {figures['failures']}" if figures["failures"] else "")
+        + (f"  kernel {figures['kernel_listen_drops']}" if any(figures["kernel_listen_drops"].values()) else "")
+    )
+
+
+def zero_sleep_steps(n: int, total: int = ZERO_SLEEP_TOTAL_STEPS) -> int:
+    """Steps per session of a zero-sleep run of ``n`` sessions: ``total`` in all, at least 3."""
+    return max(3, math.ceil(total / n))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__.split("\n\n")[0])
+    parser.add_argument("mode", choices=("burst", "zero-sleep"))
+    parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=None)
+    parser.add_argument("--sessions", type=int, nargs="+", help="burst sizes (default: the mode's list)")
+    parser.add_argument("--env", default=None, help="burst: the env kind (default sleep: 1 s steps)")
+    parser.add_argument("--steps", type=int, default=None, help="steps per session (burst: 3; zero-sleep: 20,000 / N)")
+    parser.add_argument("--cap", type=float, default=120.0, help="each session's bound, from the common start (s)")
+    parser.add_argument("--connect-timeout", type=float, help="our client's connect + handshake bound (s)")
+    parser.add_argument(
+        "--free", action="store_true", help="burst: sessions run straight through, not held at each phase (wall time)"
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+    names = args.variants or (["ours", "ours-x2", "upstream"] if args.mode == "burst" else ["ours"])
+    sizes = args.sessions or list(BURST_SESSIONS if args.mode == "burst" else ZERO_SLEEP_SESSIONS)
+    figures: dict[str, Any] = {
+        "mode": args.mode,
+        "limits": preflight(max(sizes)),
+        "cpus": os.cpu_count(),
+        "load_average_before": os.getloadavg(),
+        "runs": [],
+    }
+    kinds = [args.env or "sleep"] if args.mode == "burst" else ([args.env] if args.env else ["echo_inline", "echo"])
+    for n in sizes:
+        for kind in kinds:
+            steps = args.steps or (3 if args.mode == "burst" else zero_sleep_steps(n))
+            for name in names:
+                found = burst(
+                    VARIANTS[name],
+                    n,
+                    kind=kind,
+                    steps=steps,
+                    cap_s=args.cap,
+                    connect_timeout_s=args.connect_timeout,
+                    gated=not args.free,
+                )
+                found["load_average"] = os.getloadavg()
+                figures["runs"].append(found)
+                _log(_line(found))
+    print(json.dumps(figures, indent=2))
+    save_figures(args.json, figures)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Smoke runs of the scale scenario (``bench.scale``) at a small N, on real server processes.
+
+They check the report's structure and that every session got exactly its steps, counted on
+the env side (the step ledger the bench envs write when closed). Nothing here asserts on speed.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import anyio
+import pytest
+
+from bench import scale, sessions
+from bench.procs import free_port
+from bench.stacks import ours
+
+PHASE_KEYS = {"connect", "reset", "steps", "close"}
+
+
+def _check_complete(figures: dict[str, object], n: int, steps: int) -> None:
+    assert "unavailable" not in figures, figures
+    assert figures["sessions"] == n and figures["steps_per_session"] == steps
+    assert figures["success_pct"] == 100.0, figures["failures"]
+    assert figures["failures"] == {}
+    assert figures["env_side"] == {
+        "sessions_ok": n,
+        "exact_steps": n,
+        "wrong_steps": [],
+        "not_recorded": 0,
+        "closed_more_than_once": 0,
+    }
+    assert set(figures["server_cpu_ms_per_session"]) == PHASE_KEYS | {"total"}  # type: ignore[arg-type]
+    assert set(figures["phase_wall_s"]) == PHASE_KEYS  # type: ignore[arg-type]
+    assert set(figures["step_ms"]) == {"p50", "p99", "p99.9"}  # type: ignore[arg-type]
+    assert set(figures["connect_ms"]) == {"p50", "p99"}  # type: ignore[arg-type]
+    step_ms = figures["step_ms"]
+    assert isinstance(step_ms, dict) and step_ms["p50"] is not None
+    assert step_ms["p50"] <= step_ms["p99"] <= step_ms["p99.9"]
+    assert isinstance(figures["server_rss_mb"], dict) and figures["server_rss_mb"]["peak"] > 0
+    assert isinstance(figures["client_fd_limit"], int) and figures["client_fd_limit"] > 0
+
+
+def test_ours_burst_of_64_sessions_gets_every_step_on_the_env_side() -> None:
+    ours.check_available()
+    figures = scale.burst(scale.VARIANTS["ours"], 64, kind="echo", steps=2, cap_s=60.0, loaders=2)
+    _check_complete(figures, 64, 2)
+    assert figures["load_processes"] == 2
+    assert figures["steps_per_s"] is not None and figures["steps_per_s"] > 0
+
+
+def test_free_burst_runs_straight_through_and_reports_cpu_in_all_only() -> None:
+    ours.check_available()
+    figures = scale.burst(scale.VARIANTS["ours"], 32, kind="echo", steps=2, cap_s=60.0, gated=False)
+    _check_complete(figures, 32, 2)
+    assert figures["gated"] is False
+    cpu = figures["server_cpu_ms_per_session"]
+    assert isinstance(cpu, dict) and [cpu[phase] for phase in sorted(PHASE_KEYS)] == [None] * 4
+    assert cpu["total"] is not None and figures["server_rss_kb_per_idle_session"] is None
+
+
+def test_upstream_burst_of_16_sessions_gets_every_step_on_the_env_side() -> None:
+    if not scale.UPSTREAM_PYTHON.exists():
+        pytest.skip(f"upstream OpenEnv 0.10's peer venv is not installed ({scale.UPSTREAM_PYTHON})")
+    figures = scale.burst(scale.VARIANTS["upstream"], 16, kind="echo", steps=2, cap_s=60.0)
+    _check_complete(figures, 16, 2)
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_sessions_refused_at_connect_are_counted_by_cause_and_pass_every_gate(backend: str) -> None:
+    ours.check_available()
+    url = f"http://127.0.0.1:{free_port()}"  # nobody listens there
+    gates: list[str] = []
+
+    async def between(phase: str) -> None:
+        gates.append(phase)
+
+    run = functools.partial(
+        sessions.run_phased_burst,
+        ours.open_session,
+        url,
+        [f"e-{i}" for i in range(5)],
+        2,
+        start_at=time.time(),
+        cap_s=30.0,
+        between=between,
+    )
+    records = anyio.run(run, backend=backend)
+    assert gates == list(sessions.PHASES)  # each gate opened once, in order, though no session got through
+    assert [(r.ok, r.failed_in, r.cause) for r in records] == [(False, "connect", "connect: connect refused")] * 5
