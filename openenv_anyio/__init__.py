@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         Tool,
         ToolFailed,
         UnknownTypeError,
+        ValidationRefused,
         WebSocketAddress,
         http_base_url,
         proxy_url_for,
@@ -110,6 +111,7 @@ __all__ = [
     "Tool",
     "ToolFailed",
     "UnknownTypeError",
+    "ValidationRefused",
     "websocket_address",
     "WebSocketAddress",
 ]
