@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         ToolFailed,
         UnknownTypeError,
         UsedAfterFork,
+        ValidationRefused,
         WebSocketAddress,
         http_base_url,
         proxy_url_for,
@@ -112,6 +113,7 @@ __all__ = [
     "ToolFailed",
     "UnknownTypeError",
     "UsedAfterFork",
+    "ValidationRefused",
     "websocket_address",
     "WebSocketAddress",
 ]

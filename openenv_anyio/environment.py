@@ -14,14 +14,17 @@ No I/O happens here: the server decides where and how the calls run.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, NamedTuple, TypeAlias
+from typing import Any, ClassVar, NamedTuple, Protocol, TypeAlias
 
 __all__ = [
     "EnvFactory",
     "Environment",
     "LiftedObservation",
     "SchemaLike",
+    "TASK_METHODS",
+    "TaskProvider",
     "WEB_HOOKS",
     "has_web_hooks",
     "web_view",
@@ -31,6 +34,7 @@ __all__ = [
     "normalise_state",
     "plain_reward",
     "schema_of",
+    "takes_seed",
     "to_plain_dict",
 ]
 
@@ -56,6 +60,10 @@ class Environment:
       class name).
     - ``MAX_CONCURRENT_SESSIONS``: ``None`` (no limit of its own) or the most sessions the
       environment supports at once; a server caps ``max_concurrent_envs`` at it.
+    - ``SEEDED``: whether ``reset`` applies the ``seed`` it is given: ``True``, ``False``, or
+      ``None`` (the default) for "as its signature says": a ``seed`` parameter or ``**kwargs``
+      takes it. An environment that takes a seed and ignores it says ``False``; validation
+      telemetry reports it (``VAL-SEED-1``, :func:`takes_seed`).
     - ``DETERMINISTIC``: ``True`` promises that the same ``reset`` arguments and the same
       actions always give the same answers, so an episode can be brought back in another
       server process by replaying them (``openenv_anyio.restoration``; each replayed answer is
@@ -75,6 +83,7 @@ class Environment:
     reset_observation_schema: ClassVar[SchemaLike] = None
     metadata: ClassVar[Mapping[str, Any]] = {}
     MAX_CONCURRENT_SESSIONS: ClassVar[int | None] = None
+    SEEDED: ClassVar[bool | None] = None
     DETERMINISTIC: ClassVar[bool] = False
 
     def reset(self, **kwargs: Any) -> Any:
@@ -104,6 +113,43 @@ class Environment:
         """One-click actions for the playground, as ``(label, action)`` pairs (the legal
         moves of a game); each action is what ``step`` receives. Not asked once ``done``."""
         return []
+
+
+class TaskProvider(Protocol):
+    """The optional task methods of a dataset-backed environment (the Task API, ``TASK-1``).
+
+    Declare any of them on the environment (sync or ``async def``); a server answers
+    ``GET /{env}/splits``, ``POST /{env}/num_tasks``, ``/task``, ``/tasks`` and ``/task_range``
+    from them, and 501 for a method the environment lacks or that raises
+    ``NotImplementedError``. They read, never change the episode, and work on a freshly
+    made instance (each request makes one). An unknown split raises ``KeyError``, an index
+    out of range ``IndexError``. A task is chosen by the reset: ``reset(split=..., index=...,
+    seed=...)``; the environment's reset takes those keywords.
+    """
+
+    def list_splits(self) -> list[Any]:
+        """The splits: names (``"train"``) or ``{"name": ..., "type": ...}`` mappings."""
+        ...
+
+    def num_tasks(self, split: str) -> int:
+        """How many tasks ``split`` holds."""
+        ...
+
+    def get_task(self, split: str, index: int) -> Any:
+        """Task ``index`` (from 0) of ``split``, as JSON values."""
+        ...
+
+    def list_tasks(self, split: str) -> list[Any]:
+        """The tasks of ``split`` (a bounded preview for a large split)."""
+        ...
+
+    def get_task_range(self, split: str, start: int | None, stop: int | None) -> list[Any]:
+        """Tasks ``start`` to ``stop`` (excluded) of ``split``, as a slice takes them."""
+        ...
+
+
+#: The task methods a server looks for (:class:`TaskProvider`).
+TASK_METHODS = ("list_splits", "num_tasks", "get_task", "list_tasks", "get_task_range")
 
 
 #: A class or a zero-argument callable that builds one environment instance.
@@ -212,6 +258,23 @@ def normalise_state(value: Any) -> dict[str, Any]:
     if isinstance(step_count, bool) or not isinstance(step_count, int) or step_count < 0:
         raise TypeError(f"state step_count must be an integer >= 0, not {step_count!r}")
     return data
+
+
+def takes_seed(env: Any) -> bool:
+    """Whether ``env`` (instance or class) applies the ``seed`` a reset gives it: its
+    ``SEEDED`` when a boolean, else whether its ``reset`` has a ``seed`` parameter or takes
+    ``**kwargs`` (a reset the server cannot inspect is taken at its word: ``True``)."""
+    declared = getattr(env, "SEEDED", None)
+    if isinstance(declared, bool):
+        return declared
+    reset = getattr(env, "reset", None)
+    if not callable(reset):
+        return False
+    try:
+        parameters = inspect.signature(reset).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD or p.name == "seed" for p in parameters)
 
 
 def schema_of(declared: Any) -> dict[str, Any] | None:

@@ -36,7 +36,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -259,13 +259,21 @@ _SERVING = re.compile(r"serving on (http://\S+)")
 
 
 @contextlib.contextmanager
-def serve_ours(peer: Peer, app_dir: Path, target: str, *extra_args: str, log: list[str] | None = None) -> Iterator[str]:
+def serve_ours(
+    peer: Peer,
+    app_dir: Path,
+    target: str,
+    *extra_args: str,
+    extra_environ: Mapping[str, str] | None = None,
+    log: list[str] | None = None,
+) -> Iterator[str]:
     """``openenv-anyio serve TARGET`` run inside the peer venv from ``app_dir`` (so that an
-    environment written against that release is served through our adapter); yields the URL.
-    ``log``: gets the lines the server printed up to its URL (its start-up log and banner)."""
+    environment written against that release is served through our adapter), with
+    ``extra_environ`` in its environment; yields the URL. ``log``: gets the lines the server
+    printed up to its URL (its start-up log and banner)."""
     peer.require()
     command = [str(peer.bin("openenv-anyio")), "serve", target, "--port", "0", *extra_args]
-    environ = _peer_environ()
+    environ = {**_peer_environ(), **(extra_environ or {})}
     # the env's folder, then this checkout (the peer venv's editable install may point at another)
     environ["PYTHONPATH"] = os.pathsep.join((str(app_dir), str(ROOT)))
     process = subprocess.Popen(

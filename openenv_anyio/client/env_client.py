@@ -44,6 +44,10 @@ from ..core import (
     Session,
     StateRequest,
     Step,
+    Validation,
+    ValidationOpen,
+    ValidationOpened,
+    ValidationRead,
     check_affinity_key,
     decode_server_frame,
     dumps,
@@ -74,7 +78,7 @@ from .urls import WebSocketAddress, websocket_address
 
 __all__ = ["EnvClient", "ReconnectPolicy", "State", "StepResult", "Tool"]
 
-_Answer = TypeVar("_Answer", Observation, StateFrame, Mcp)
+_Answer = TypeVar("_Answer", Observation, StateFrame, Mcp, ValidationOpened, Validation)
 _CLOSE_TEXT: Final = encode_frame(Close())
 
 CLOSE_WAIT_S: Final = 1.0  # for the server's close after our ``close`` frame (WS-CLOSE-1)
@@ -426,6 +430,28 @@ class EnvClient:
         result = await self._rpc(McpMethod.TOOLS_CALL, {"name": name, "arguments": arguments})
         return result.get("data") if isinstance(result, Mapping) else result
 
+    async def validation_open(self, token: str) -> str:
+        """Open this session's validation telemetry (``VAL-OPEN-1``), before its first reset,
+        with the server's validation token; return the capability that reads it. Telemetry
+        records base connections only: make the client with ``reconnect=False``.
+
+        Raises :class:`ValidationRefused` when the server refuses (``VAL-OPEN-2``): telemetry
+        off, a wrong token, after the first reset, open already, or a connection that
+        negotiated the resume extension. The session goes on.
+        """
+        async with self._turn:
+            frame = await self._request(ValidationOpen(token), ValidationOpened)
+        return frame.capability
+
+    async def validation_read(self, capability: str) -> dict[str, Any]:
+        """What the server observed of this session (``VAL-READ-1``): ``seed``
+        (``{requested, accepted, value}``), ``trajectory`` (the reset, step and state
+        exchanges as they went over the wire) and the rest of the ``validation`` frame's data.
+        Raises :class:`ValidationRefused` for a capability that is not this session's."""
+        async with self._turn:
+            frame = await self._request(ValidationRead(capability), Validation)
+        return dict(frame.data)
+
     async def _rpc(self, method: str, params: Mapping[str, Any]) -> Any:
         request_id = next(self._request_numbers)
         request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": dict(params)}
@@ -535,9 +561,9 @@ class EnvClient:
         match frame:
             case Error():
                 raise ServerError.from_frame(frame.code, frame.message, frame.extra)
-            case Observation() | StateFrame() | Mcp() if isinstance(frame, expect):
+            case Observation() | StateFrame() | Mcp() | ValidationOpened() | Validation() if isinstance(frame, expect):
                 return frame
-            case Observation() | StateFrame() | Session() | Mcp():
+            case Observation() | StateFrame() | Session() | Mcp() | ValidationOpened() | Validation():
                 raise ProtocolViolation(self.url, f"a {frame.type} frame answered {request.type}")
             case _:
                 assert_never(frame)
@@ -596,7 +622,7 @@ class EnvClient:
         match frame:
             case Error():
                 raise ServerError.from_frame(frame.code, frame.message, frame.extra)
-            case Observation() | StateFrame() | Session() | Mcp():
+            case Observation() | StateFrame() | Session() | Mcp() | ValidationOpened() | Validation():
                 raise await self._drop(ProtocolViolation(self.url, f"an unrequested {frame.type} frame before {name}"))
             case _:
                 assert_never(frame)

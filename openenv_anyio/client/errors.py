@@ -35,6 +35,7 @@ __all__ = [
     "ProxyRejected",
     "RequestIdReused",
     "ServerBusy",
+    "ValidationRefused",
     "RequestValidationError",
     "RpcError",
     "RpcEpisodeMismatch",
@@ -312,6 +313,13 @@ class ServerBusy(ServerError):
     error_code = ErrorCode.SERVER_BUSY
 
 
+class ValidationRefused(ServerError):
+    """VALIDATION_REFUSED (extension): the server refused a validation telemetry request (off,
+    a wrong token or capability, after the first reset, or open already); the session goes on."""
+
+    error_code = ErrorCode.VALIDATION_REFUSED
+
+
 _BY_CODE: dict[str, type[ServerError]] = {
     cls.error_code.value: cls
     for cls in (
@@ -327,6 +335,7 @@ _BY_CODE: dict[str, type[ServerError]] = {
         ServerMessageTooLarge,
         RequestIdReused,
         ServerBusy,
+        ValidationRefused,
     )
     if cls.error_code is not None
 }

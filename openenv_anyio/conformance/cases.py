@@ -8,13 +8,14 @@ last: it checks every frame the server sent during the run against the spec.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
-from ..core import RESUME_TOKEN_HEADER, SUBPROTOCOL, CloseCode, Validator, spec_validator
+from ..core import RESUME_TOKEN_HEADER, SUBPROTOCOL, CloseCode, Validator, dumps, spec_validator
 from .context import (
     CaseContext,
     check_data_shape,
@@ -25,7 +26,8 @@ from .context import (
     expect_state,
     receive_within,
 )
-from .driver import HandshakeRejected, ServerClosed, WsConnection
+from .driver import HandshakeRejected, ServerClosed, WsConnection, open_ws
+from .evidence import Received, preview
 from .vectors import client_error_vectors, default_examples_dir
 from .verdicts import CaseFailed, NotApplicable
 
@@ -849,6 +851,295 @@ async def _ext_episode_mismatch(ctx: CaseContext) -> None:
         if state.get("step_count") != 0 or state.get("episode_id") != episode_id:
             raise CaseFailed(f"the refused step changed the session: {state}")
         await _end_session(conn)
+
+
+# --- validation telemetry, episode determinism and isolation (PROTOCOL.md section 13) ----
+
+_REFUSALS = ("VALIDATION_REFUSED", "UNKNOWN_TYPE")
+#: a token no server was started with (the kit's refusal probes)
+_WRONG_TOKEN = "conformance-not-the-validation-token-" + "0" * 27
+
+
+def _validation_open(token: str) -> dict[str, Any]:
+    return {"type": "validation_open", "data": {"schema_version": 1, "token": token}}
+
+
+def _validation_read(capability: str) -> dict[str, Any]:
+    return {"type": "validation_read", "data": {"schema_version": 1, "capability": capability}}
+
+
+def _refused(frame: Received, token: str, what: str) -> str:
+    """The code of the error frame refusing a telemetry request (it must not echo ``token``)."""
+    if frame.type != "error" or not isinstance(frame.data, Mapping):
+        raise CaseFailed(f"{what}: expected an error frame, got {frame.describe()}")
+    if token in (frame.payload if isinstance(frame.payload, str) else frame.payload.decode(errors="replace")):
+        raise CaseFailed(f"{what}: the refusal echoes the token (VAL-OPEN-2)")
+    return str(frame.data.get("code"))
+
+
+def _validation_token(ctx: CaseContext) -> str:
+    """The server's validation token; not applicable (before any session opens) without it."""
+    token = ctx.setup.options.validation_token
+    if token is None:
+        raise NotApplicable("not offered here: no validation token given ($OPENENV_VALIDATION_TOKEN)")
+    return token
+
+
+async def _expect_refused(conn: WsConnection, request: Mapping[str, Any], token: str, what: str) -> None:
+    """``request`` is answered VALIDATION_REFUSED (``VAL-OPEN-2``), without echoing ``token``."""
+    code = _refused(await conn.request(request), token, what)
+    if code != "VALIDATION_REFUSED":
+        raise CaseFailed(f"{what}: expected VALIDATION_REFUSED, got {code}")
+
+
+async def _open_telemetry(ctx: CaseContext, conn: WsConnection) -> str:
+    """Open ``conn``'s telemetry with the server's validation token; the capability. Not
+    applicable when the server does not offer telemetry."""
+    token = _validation_token(ctx)
+    frame = await conn.request(_validation_open(token))
+    if frame.type == "error" and _refused(frame, token, "validation_open") in _REFUSALS:
+        if frame.data.get("code") == "UNKNOWN_TYPE":
+            raise NotApplicable("not offered: the server does not know validation_open (UNKNOWN_TYPE)")
+        raise CaseFailed(f"validation_open with the server's token was refused: {frame.data.get('message')!r}")
+    capability = expect_frame(frame, "validation_open", "validation_open").get("capability")
+    if not isinstance(capability, str):
+        raise CaseFailed("validation_open: the answer carries no capability")
+    return capability
+
+
+async def _read_telemetry(conn: WsConnection, capability: str) -> Mapping[str, Any]:
+    data = expect_frame(await conn.request(_validation_read(capability)), "validation", "validation_read")
+    if data.get("schema_version") != 1:
+        raise CaseFailed(f"validation_read: schema_version {data.get('schema_version')!r}, expected 1")
+    return data
+
+
+def _plan(ctx: CaseContext, case_id: str, seed: int = 7) -> list[dict[str, Any]]:
+    """A replayable plan: reset with a seed and an episode id, state, then the action twice,
+    each followed by state (as upstream's validator replays one)."""
+    action = dict(ctx.require_action())
+    step: list[dict[str, Any]] = [{"type": "step", "data": action}, {"type": "state"}]
+    return [{"type": "reset", "data": {"seed": seed, "episode_id": _episode(case_id)}}, {"type": "state"}, *step, *step]
+
+
+async def _replay(conn: WsConnection, plan: list[dict[str, Any]]) -> list[Any]:
+    """The parsed answers to ``plan``'s frames."""
+    return [(await conn.request(frame)).value for frame in plan]
+
+
+@case(
+    "VAL-01",
+    "validation telemetry with a wrong token is refused, never echoed; the session goes on",
+    ("VAL-OPEN-2",),
+)
+async def _telemetry_wrong_token(ctx: CaseContext) -> None:
+    async with ctx.ws() as conn:
+        code = _refused(await conn.request(_validation_open(_WRONG_TOKEN)), _WRONG_TOKEN, "a wrong token")
+        if code == "UNKNOWN_TYPE":
+            raise NotApplicable("not offered: the server does not know validation_open (UNKNOWN_TYPE)")
+        if code != "VALIDATION_REFUSED":
+            ctx.non_strict(f"a wrong token was refused with code {code}, not VALIDATION_REFUSED")
+        await expect_alive(conn, "a refused validation_open")
+
+
+@case(
+    "VAL-02",
+    "telemetry opens before the first reset only, once, and reads with its own capability only",
+    ("VAL-OPEN-1", "VAL-OPEN-2", "VAL-READ-1"),
+)
+async def _telemetry_refusals(ctx: CaseContext) -> None:
+    token = _validation_token(ctx)
+    async with ctx.ws() as conn, ctx.ws() as other:
+        capability = await _open_telemetry(ctx, conn)
+        await _expect_refused(conn, _validation_open(token), token, "a second validation_open")
+        await _expect_refused(
+            conn, _validation_read(capability + "x"), token, "validation_read with another capability"
+        )
+        await _expect_refused(other, _validation_read(capability), token, "another session's capability")
+        await expect_observation(other, {"type": "reset", "data": {}}, "reset")
+        await _expect_refused(other, _validation_open(token), token, "validation_open after the first reset")
+        await _read_telemetry(conn, capability)
+        await expect_alive(other, "refused telemetry requests")
+
+
+@case(
+    "VAL-03",
+    "the trajectory record is what went over the wire; the seed report names the reset's seed",
+    ("VAL-READ-1", "VAL-SEED-1", "VAL-TRAJ-1"),
+)
+async def _telemetry_record(ctx: CaseContext) -> None:
+    _validation_token(ctx)
+    plan = _plan(ctx, "VAL-03")
+    async with ctx.ws() as conn:
+        capability = await _open_telemetry(ctx, conn)
+        answers = await _replay(conn, plan)
+        telemetry = await _read_telemetry(conn, capability)
+    seed = telemetry.get("seed")
+    if not isinstance(seed, Mapping) or seed.get("requested") is not True or seed.get("value") != 7:
+        raise CaseFailed(f"the seed report {seed!r} does not name the reset's seed 7 as requested (VAL-SEED-1)")
+    if seed.get("accepted") is not True:
+        ctx.note("the environment does not take the seed (accepted: false): upstream grades runtime.seed_control fail")
+    trajectory = telemetry.get("trajectory")
+    if not isinstance(trajectory, Mapping) or trajectory.get("source") != "openenv-server":
+        raise CaseFailed("the trajectory record is missing or does not name source openenv-server (VAL-TRAJ-1)")
+    if trajectory.get("complete") is not True:
+        raise CaseFailed("the trajectory record of a short episode says it is incomplete (VAL-TRAJ-2)")
+    expected = [
+        {"operation": frame["type"], "request": frame, "response": answer} for frame, answer in zip(plan, answers)
+    ]
+    records = trajectory.get("records")
+    if records != expected:
+        first = next(
+            (i for i, pair in enumerate(zip(records or [], expected)) if pair[0] != pair[1]),
+            min(len(records or []), len(expected)),
+        )
+        raise CaseFailed(f"the trajectory record differs from the wire at record {first} (VAL-TRAJ-1)")
+
+
+@case(
+    "VAL-04",
+    "one plan replayed in two fresh sessions gets identical reset, step and state answers",
+    ("VAL-DET-1",),
+)
+async def _episode_determinism(ctx: CaseContext) -> None:
+    plan = _plan(ctx, "VAL-04")
+    replays = []
+    for _ in range(2):
+        async with ctx.ws() as conn:
+            replays.append(await _replay(conn, plan))
+    first, second = replays
+    for index, (left, right) in enumerate(zip(first, second)):
+        if left != right:
+            raise CaseFailed(
+                f"the replays differ at the answer to {plan[index]['type']} #{index}: "
+                f"{preview(dumps(left), 120)} then {preview(dumps(right), 120)} (the environment, or a value "
+                "the server adds, varies between replays)"
+            )
+
+
+@case(
+    "VAL-05",
+    "after an episode A and a reset, episode B is answered exactly as B alone",
+    ("VAL-ISO-1",),
+)
+async def _episode_isolation(ctx: CaseContext) -> None:
+    plan_b = _plan(ctx, "VAL-05")
+    plan_a = _plan(ctx, "VAL-05-A", seed=8)
+    async with ctx.ws() as conn:
+        alone = await _replay(conn, plan_b)
+    async with ctx.ws() as conn:
+        await _replay(conn, plan_a)
+        after_a = await _replay(conn, plan_b)
+    for index, (left, right) in enumerate(zip(alone, after_a)):
+        if left != right:
+            raise CaseFailed(
+                f"after episode A, episode B's answer to {plan_b[index]['type']} #{index} differs from B alone: "
+                f"{preview(dumps(right), 120)} instead of {preview(dumps(left), 120)}"
+            )
+
+
+# --- the Task API (PROTOCOL.md section 9.1) ----------------------------------------------
+
+_TASK_ANSWER_BYTES = 1024 * 1024
+
+
+async def _task_env_name(ctx: CaseContext) -> str:
+    """The served environment's name for ``/{env}/...``: ``GET /list_environments``, else
+    the metadata's ``name``."""
+    listed = await ctx.http.request("GET", "/list_environments")
+    if listed.status == 200 and isinstance(listed.body, list) and listed.body and isinstance(listed.body[0], str):
+        return listed.body[0]
+    metadata = await ctx.http.request("GET", "/metadata")
+    name = metadata.body.get("name") if isinstance(metadata.body, Mapping) else None
+    if not isinstance(name, str) or not name:
+        raise NotApplicable("the environment's name is unknown (no /list_environments, no metadata name)")
+    return name
+
+
+def _task_answer(reply: Any, what: str, member: str) -> Any:
+    if reply.status != 200 or not isinstance(reply.body, Mapping) or member not in reply.body:
+        raise CaseFailed(f"{what}: expected 200 with {member!r}, got HTTP {reply.status} {reply.text[:160]!r}")
+    if len(reply.text.encode()) > _TASK_ANSWER_BYTES:
+        raise CaseFailed(f"{what}: the answer is over 1 MiB (TASK-4)")
+    return reply.body[member]
+
+
+@case(
+    "TASK-01",
+    "the Task API's splits, counts and tasks agree; bad requests are refused (not offered: 501)",
+    ("TASK-1", "TASK-2", "TASK-3", "TASK-4"),
+    required=False,
+)
+async def _task_api(ctx: CaseContext) -> None:
+    name = await _task_env_name(ctx)
+    splits = await ctx.http.request("GET", f"/{name}/splits")
+    if splits.status in (404, 405, 501):
+        raise NotApplicable(f"not offered: GET /{name}/splits answers HTTP {splits.status}")
+    if splits.status != 200 or not isinstance(splits.body, list):
+        raise CaseFailed(f"GET /{name}/splits: expected a list, got HTTP {splits.status} {splits.text[:160]!r}")
+    names = [entry.get("name") if isinstance(entry, Mapping) else None for entry in splits.body]
+    if not all(isinstance(split, str) and split for split in names) or len(set(names)) != len(names):
+        raise CaseFailed(f"GET /{name}/splits: every split needs a distinct name (TASK-1): {splits.text[:160]!r}")
+    for split in names[:8]:
+        count = _task_answer(
+            await ctx.http.request("POST", f"/{name}/num_tasks", {"split": split}), f"num_tasks {split}", "num_tasks"
+        )
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise CaseFailed(f"num_tasks {split}: {count!r} is not a count (TASK-2)")
+        for index in range(min(2, count)):
+            reply = await ctx.http.request("POST", f"/{name}/task", {"split": split, "index": index})
+            _task_answer(reply, f"task {split}[{index}]", "task")
+        beyond = await ctx.http.request("POST", f"/{name}/task", {"split": split, "index": count})
+        if beyond.status != 400:
+            ctx.non_strict(f"task {split}[{count}] (past the last) answered HTTP {beyond.status}, not 400 (TASK-3)")
+    for body, what in (({"split": names[0] if names else "train", "index": -1}, "a negative index"), ([], "a list")):
+        bad = await ctx.http.request("POST", f"/{name}/task", body)
+        if bad.status == 200:
+            raise CaseFailed(f"task with {what} was answered 200 (TASK-3)")
+        if bad.status != 422:
+            ctx.non_strict(f"task with {what} answered HTTP {bad.status}, not 422 (TASK-3)")
+
+
+# --- bearer tokens on the /ws upgrade (PROTOCOL.md section 12) ---------------------------
+
+
+async def _upgrade_status(ctx: CaseContext, authorization: str | None) -> int | None:
+    """The HTTP status refusing a ``/ws`` upgrade sent with ``authorization`` (none: without
+    the header), or ``None`` when the WebSocket opened and a state request was answered."""
+    target = dataclasses.replace(ctx.setup.target, headers=())
+    headers = (("Authorization", authorization),) if authorization is not None else ()
+    try:
+        async with open_ws(target, ctx.recorder, connect_timeout=ctx.setup.timeout_s, headers=headers) as conn:
+            await expect_state(conn, "state on a session opened with the token")
+    except HandshakeRejected as rejected:
+        return rejected.status
+    return None
+
+
+@case(
+    "SEC-01",
+    "with a token, the /ws upgrade of the orchestrator opens; without it or with a wrong one it is refused (401)",
+    ("SEC-TOKEN-1",),
+    required=False,
+)
+async def _ws_bearer_token(ctx: CaseContext) -> None:
+    token = ctx.setup.options.token
+    if token is None:
+        raise NotApplicable("not offered here: no token given (--token, $OPENENV_TOKEN)")
+    if await _upgrade_status(ctx, None) is None:
+        raise NotApplicable("not offered: the server opens /ws without a token (it requires none)")
+    for what, authorization in (
+        ("without Authorization", None),
+        ("with a wrong token", "Bearer conformance-wrong-token-" + "0" * 20),
+        ("with a malformed header", "Basic " + token),
+    ):
+        status = await _upgrade_status(ctx, authorization)
+        if status is None:
+            raise CaseFailed(f"the /ws upgrade {what} opened a session (SEC-TOKEN-1)")
+        if status != 401:
+            ctx.non_strict(f"the /ws upgrade {what} was refused with HTTP {status}, not 401")
+    if await _upgrade_status(ctx, f"Bearer {token}") is not None:
+        raise CaseFailed("the /ws upgrade with the token given was refused (SEC-TOKEN-1)")
 
 
 # --- spec vectors ----------------------------------------------------------------------

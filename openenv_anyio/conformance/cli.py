@@ -257,6 +257,7 @@ def run(args: argparse.Namespace) -> int:
         max_sessions=args.max_sessions,
         strict=args.strict,
         token=args.token or os.environ.get("OPENENV_TOKEN") or None,
+        validation_token=os.environ.get("OPENENV_VALIDATION_TOKEN") or None,  # the VAL cases (VAL-OPEN-1)
     )
     started: list[RunReport] = []
     try:

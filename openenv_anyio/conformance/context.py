@@ -48,6 +48,7 @@ class CheckOptions:
     examples_dir: Path | None = None  # spec example vectors (SPEC-VEC-01); default: the bundled spec
     strict: bool = False  # members the spec does not name make a case non-strict, not just a note (COMPAT-5)
     token: str | None = field(default=None, repr=False)  # bearer token (SEC-TOKEN-1); in no report
+    validation_token: str | None = field(default=None, repr=False)  # the server's (VAL-OPEN-1); in no report
 
 
 @dataclass(frozen=True, slots=True)

@@ -143,6 +143,8 @@ class Recorder:
     started: float = field(default_factory=time.monotonic)
     case_id: str = "setup"
     events: list[WireEvent] = field(default_factory=list)
+    #: secrets a sent frame may carry (the validation token, VAL-OPEN-2): never in a preview
+    secrets: tuple[str, ...] = field(default=(), repr=False)
     _connections: int = 0
 
     def new_connection(self) -> int:
@@ -164,7 +166,10 @@ class Recorder:
 
     def sent(self, channel: str, connection: int, payload: str | bytes) -> None:
         kind = "text" if isinstance(payload, str) else "binary"
-        self.add(channel, connection, "sent", kind, length=len(payload), preview=preview(payload))
+        shown = payload
+        for secret in self.secrets:
+            shown = shown.replace(secret, "<redacted>") if isinstance(shown, str) else shown
+        self.add(channel, connection, "sent", kind, length=len(payload), preview=preview(shown))
 
     def received(self, channel: str, connection: int, payload: str | bytes) -> Received:
         value, faults = validate_server_frame(channel, payload)

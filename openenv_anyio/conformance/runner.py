@@ -283,7 +283,7 @@ async def run_checks(options: CheckOptions, *, on_start: Callable[[RunReport], N
     target = Target.from_url(options.url, token=options.token)
     cases = select_cases(list(options.only) if options.only else None)
     await check_reachable(target, options.timeout_s)
-    recorder = Recorder()
+    recorder = Recorder(secrets=(options.validation_token,) if options.validation_token else ())
     started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     started = time.monotonic()
     # the client's proxy rule (loopback never through a proxy); WebSockets go direct

@@ -32,6 +32,7 @@ class ErrorCode(enum.StrEnum):
     REQUEST_ID_REUSED = "REQUEST_ID_REUSED"
     SERVER_BUSY = "SERVER_BUSY"
     REPLAY_MISMATCH = "REPLAY_MISMATCH"
+    VALIDATION_REFUSED = "VALIDATION_REFUSED"
 
 
 class ProtocolError(Exception):

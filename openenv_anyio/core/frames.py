@@ -38,6 +38,10 @@ __all__ = [
     "SessionOutcome",
     "StateUpdate",
     "Step",
+    "Validation",
+    "ValidationOpen",
+    "ValidationOpened",
+    "ValidationRead",
     "check_sendable",
     "decode_client_frame",
     "decode_server_frame",
@@ -225,6 +229,56 @@ class Mcp:
 
 
 @dataclass(frozen=True, slots=True)
+class ValidationOpen:
+    """``validation_open`` sent by a client (validation telemetry, ``VAL-OPEN-1``): record
+    this session, authorised by the server's validation ``token``."""
+
+    token: str = field(repr=False)
+    schema_version: int = 1
+    type: ClassVar[str] = "validation_open"
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"type": "validation_open", "data": {"schema_version": self.schema_version, "token": self.token}}
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationOpened:
+    """``validation_open`` sent by a server: the session is recorded; ``capability`` reads it."""
+
+    capability: str = field(repr=False)
+    type: ClassVar[str] = "validation_open"
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"type": "validation_open", "data": {"capability": self.capability}}
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationRead:
+    """``validation_read`` (``VAL-READ-1``): ask what the server observed of the session."""
+
+    capability: str = field(repr=False)
+    schema_version: int = 1
+    type: ClassVar[str] = "validation_read"
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "type": "validation_read",
+            "data": {"schema_version": self.schema_version, "capability": self.capability},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    """``validation``: the session's telemetry (seed report, trajectory record) in ``data``."""
+
+    data: Mapping[str, Any]
+    type: ClassVar[str] = "validation"
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"type": "validation", "data": self.data}
+
+
+@dataclass(frozen=True, slots=True)
 class StateUpdate:
     """``state_update`` on the UI channel: the episode's state for dashboards."""
 
@@ -257,8 +311,8 @@ class SessionClosed:
 
 
 UiFrame: TypeAlias = StateUpdate | SessionClosed
-ClientFrame: TypeAlias = Reset | Step | StateRequest | Close | Mcp
-ServerFrame: TypeAlias = Observation | State | Error | Session | Mcp
+ClientFrame: TypeAlias = Reset | Step | StateRequest | Close | Mcp | ValidationOpen | ValidationRead
+ServerFrame: TypeAlias = Observation | State | Error | Session | Mcp | ValidationOpened | Validation
 Frame: TypeAlias = ClientFrame | ServerFrame | UiFrame
 
 _ORJSON_OPTIONS: Final = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
@@ -371,6 +425,15 @@ def _from_wire(obj: dict[str, Any]) -> Frame:
             return Close()
         case "mcp":
             return Mcp(obj["data"])
+        case "validation_open":  # the client's carries the token, the server's the capability
+            data = obj["data"]
+            if "token" in data:
+                return ValidationOpen(data["token"], data["schema_version"])
+            return ValidationOpened(data["capability"])
+        case "validation_read":
+            return ValidationRead(obj["data"]["capability"], obj["data"]["schema_version"])
+        case "validation":
+            return Validation(obj["data"])
         case "state_update":
             return StateUpdate(obj["episode_state"])
         case "session_closed":
@@ -544,9 +607,18 @@ def decode_client_text(utf8: bytes | bytearray | memoryview) -> ClientFrame:
 
 def _client_frame(frame: Frame) -> ClientFrame:
     match frame:
-        case Step() | Reset() | StateRequest() | Close() | Mcp():  # the usual frame first
-            return frame
-        case Observation() | State() | Error() | Session() | StateUpdate() | SessionClosed():
+        case Step() | Reset() | StateRequest() | Close() | Mcp() | ValidationOpen() | ValidationRead():
+            return frame  # the usual frame first
+        case (
+            Observation()
+            | State()
+            | Error()
+            | Session()
+            | StateUpdate()
+            | SessionClosed()
+            | ValidationOpened()
+            | Validation()
+        ):
             raise _not_on("client-frame", frame)
         case _:
             assert_never(frame)
@@ -556,9 +628,18 @@ def decode_server_frame(payload: str | bytes) -> ServerFrame:
     """Decode a frame a server sent on ``/ws`` (raises :class:`ProtocolError`)."""
     frame = _codec("server-frame").decode(payload)
     match frame:
-        case Observation() | State() | Error() | Session() | Mcp():
+        case Observation() | State() | Error() | Session() | Mcp() | ValidationOpened() | Validation():
             return frame
-        case Reset() | Step() | StateRequest() | Close() | StateUpdate() | SessionClosed():
+        case (
+            Reset()
+            | Step()
+            | StateRequest()
+            | Close()
+            | StateUpdate()
+            | SessionClosed()
+            | ValidationOpen()
+            | ValidationRead()
+        ):
             raise _not_on("server-frame", frame)
         case _:
             assert_never(frame)
@@ -570,7 +651,21 @@ def decode_ui_frame(payload: str | bytes) -> UiFrame:
     match frame:
         case StateUpdate() | SessionClosed():
             return frame
-        case Reset() | Step() | StateRequest() | Close() | Observation() | State() | Error() | Session() | Mcp():
+        case (
+            Reset()
+            | Step()
+            | StateRequest()
+            | Close()
+            | Observation()
+            | State()
+            | Error()
+            | Session()
+            | Mcp()
+            | ValidationOpen()
+            | ValidationOpened()
+            | ValidationRead()
+            | Validation()
+        ):
             raise _not_on("ui-frame", frame)
         case _:
             assert_never(frame)

@@ -81,6 +81,15 @@ FLOW: tuple[Phase, ...] = (
         ),
     ),
     Phase(
+        "Validation telemetry (extension, base sessions, before the first reset)",
+        (
+            Step(_A, _S, "VAL-OPEN-1", (_C, "validation_open"), "the validation token"),
+            Step(_S, _A, "VAL-OPEN-1", (_R, "validation_open"), "a capability; now recorded"),
+            Step(_A, _S, "VAL-READ-1", (_C, "validation_read"), "the capability"),
+            Step(_S, _A, "VAL-READ-1", (_R, "validation"), "seed report, trajectory"),
+        ),
+    ),
+    Phase(
         "Resume (extension, negotiated sessions)",
         (
             Step(_A, _A, "EXT-RES-2", detail="link lost: session kept for resume_grace_s"),

@@ -143,6 +143,8 @@ class GymnasiumEnv:
     NON_BLOCKING: bool = False
     #: Instances are independent: no limit of the environment's own on concurrent sessions.
     MAX_CONCURRENT_SESSIONS: int | None = None
+    #: Gymnasium's ``reset(seed=...)`` seeds the environment's generator (``VAL-SEED-1``).
+    SEEDED: bool = True
     action_schema: Mapping[str, Any] | None = None
     observation_schema: Mapping[str, Any] | None = None
     state_schema: Mapping[str, Any] | None = STATE_SCHEMA

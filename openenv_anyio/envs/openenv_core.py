@@ -46,7 +46,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from ..core.jsonrpc import RpcCode, RpcFailure
-from ..environment import WEB_HOOKS, LiftedObservation, plain_reward
+from ..environment import TASK_METHODS, WEB_HOOKS, LiftedObservation, plain_reward
 from ..restoration import RestoreFailed, RestoreWay, SnapshotFailed
 from .errors import ActionRejected, EnvTargetError, json_pointer
 from .jsonable import to_jsonable
@@ -176,6 +176,8 @@ class OpenEnvCoreEnv:
             "_factory": staticmethod(env),
             "MAX_CONCURRENT_SESSIONS": max_concurrent_sessions or (None if concurrent else 1),
             "SESSION_LIMIT_REASON": _session_limit_reason(max_concurrent_sessions, session_limit_reason, concurrent),
+            # the wrapper's reset takes **kwargs and passes on what the env's own accepts
+            "SEEDED": _takes_keyword(env_class.reset_async if overridden_reset else env_class.reset, "seed"),
             "REQUIRES_SINGLE_THREAD_EXECUTOR": bool(getattr(env_class, "REQUIRES_SINGLE_THREAD_EXECUTOR", False)),
             "action_model": action,
             "observation_model": observation,
@@ -191,6 +193,10 @@ class OpenEnvCoreEnv:
             "RESTORE_WAY": RestoreWay.SNAPSHOT if set_state else RestoreWay.NONE,
             "step": cls._step_async if overridden_step else cls._step_sync,
         }
+        for method in TASK_METHODS:  # the Task API (TASK-1): the env's own task methods, passed through
+            own = getattr(env_class, method, None)
+            if callable(own):
+                attributes[method] = _task_method(method, inspect.iscoroutinefunction(own))
         if set_state:
             if "injected_state" not in (_keywords(env_class.reset) or {"injected_state"}):
                 raise EnvTargetError(f"{name} declares set_state but its reset takes no injected_state")
@@ -567,6 +573,24 @@ def _keywords(method: Callable[..., Any]) -> frozenset[str] | None:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return None
     return frozenset(p.name for p in parameters)
+
+
+def _task_method(name: str, is_async: bool) -> Callable[..., Any]:
+    """A method calling the wrapped environment's task method ``name``, its answer as JSON values."""
+
+    def forward(self: OpenEnvCoreEnv, *args: Any) -> Any:
+        return to_jsonable(getattr(self._env, name)(*args))
+
+    async def forward_async(self: OpenEnvCoreEnv, *args: Any) -> Any:
+        return to_jsonable(await getattr(self._env, name)(*args))
+
+    return forward_async if is_async else forward
+
+
+def _takes_keyword(method: Callable[..., Any], name: str) -> bool:
+    """Whether ``method`` accepts the keyword ``name`` (by name or by ``**kwargs``)."""
+    keywords = _keywords(method)
+    return keywords is None or name in keywords
 
 
 def _rejection(exc: Any) -> ActionRejected:

@@ -9,7 +9,8 @@ exits 0; when an environment's ``close()`` is still running after ``--shutdown-g
 seconds, it exits 1 with one line naming it. A bad target is a one-line error.
 Access (SECURITY.md): ``--token`` / ``OPENENV_TOKEN`` / ``--token-file``,
 ``--agent-tokens-file``, ``--allow-origin``, ``--expose-errors``; binding a non-loopback
-address without a token prints a warning at start.
+address without a token prints a warning at start. ``$OPENENV_VALIDATION_TOKEN`` turns on
+validation telemetry (PROTOCOL.md section 13; simulation mode only).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ __all__ = ["configure", "operator_token", "run"]
 
 #: The environment variable that carries the operator token (``--token`` wins over it).
 TOKEN_ENV = "OPENENV_TOKEN"
+#: The environment variable that carries the validation token (``VAL-OPEN-1``), as upstream's
+#: validator starts a server with it; read once and removed, so environment code never sees it.
+VALIDATION_TOKEN_ENV = "OPENENV_VALIDATION_TOKEN"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -133,7 +137,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--mode",
         choices=("simulation", "production"),
         default=None,
-        help="production leaves out the stateless HTTP /reset, /step and /state (agents use /ws and /mcp); "
+        help="production leaves out the stateless HTTP /reset, /step and /state (agents use /ws and /mcp) "
+        "and refuses validation telemetry ($OPENENV_VALIDATION_TOKEN); "
         "default: an upstream app's own mode, else simulation",
     )
     parser.add_argument(
@@ -503,6 +508,7 @@ def run(args: argparse.Namespace) -> int:
             token=operator_token(args, os.environ),
             agent_tokens=tuple(_token_lines(args.agent_tokens_file)) if args.agent_tokens_file else (),
             expose_errors=args.expose_errors,
+            validation_token=os.environ.pop(VALIDATION_TOKEN_ENV, None) or None,
         )
         from .workers.supervisor import WorkerSupervisor, worker_count
 

@@ -90,6 +90,10 @@ class ServerConfig:
     - ``expose_errors``: an environment's exception reaches clients as its type and clipped
       message (``True``) or as an opaque error id the server logs with the traceback
       (``False``); ``None`` (default) exposes on a loopback address only (``SEC-ERR-1``).
+    - ``validation_token``: the token a validator opens a session's telemetry with
+      (``validation_open``, PROTOCOL.md section 13); ``None`` (default): telemetry is off.
+      ``openenv-anyio serve`` reads ``$OPENENV_VALIDATION_TOKEN``, as upstream's server does.
+      Simulation mode only; not in ``repr``.
     """
 
     host: str = "127.0.0.1"
@@ -123,6 +127,7 @@ class ServerConfig:
     token: str | None = field(default=None, repr=False)
     agent_tokens: tuple[str, ...] = field(default=(), repr=False)
     expose_errors: bool | None = None
+    validation_token: str | None = field(default=None, repr=False)
     access: AccessPolicy = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -183,6 +188,12 @@ class ServerConfig:
     def production(self) -> bool:
         """Whether the simulation routes are left out (``HTTP-10``)."""
         return self.mode == "production"
+
+    @property
+    def validation_telemetry(self) -> bool:
+        """Whether sessions may open validation telemetry (``VAL-OPEN-1``): a validation
+        token is set and the server runs in simulation mode."""
+        return bool(self.validation_token) and not self.production
 
     @property
     def max_message_bytes(self) -> int:

@@ -41,6 +41,7 @@ from .sessions.base import serve_ws
 from .sessions.kept import KeptSessions
 from .sessions.resumable import negotiated, serve_resumable
 from .ui.endpoint import OtherWorkers, serve_ui
+from .validation import validation_handlers
 
 __all__ = ["EnvServer", "LISTEN_BACKLOG", "RunningServer", "WorkerSeat"]
 
@@ -109,7 +110,7 @@ class _Router:
         rpc = session_rpc(ctx)
         self._attached = partial(serve_attached, ctx, kept, rpc)
         self._resumable = partial(serve_resumable, ctx, kept, rpc)
-        self._plain = serve_ws(ctx, rpc)
+        self._plain = serve_ws(ctx, rpc, validation_handlers(ctx, rpc))  # VAL-OPEN-1: telemetry when on
         self._mcp = serve_mcp_socket(ctx, rpc)
         self._ui = partial(serve_ui, ctx, kept, others)
         #: whether ``/ws`` sessions may run in their connection's task (the adapter is engaged)

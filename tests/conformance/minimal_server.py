@@ -30,6 +30,8 @@ from openenv_anyio.core import (
     StateRequest,
     StateUpdate,
     Step,
+    ValidationOpen,
+    ValidationRead,
     Validator,
     decode_client_frame,
     dumps,
@@ -231,8 +233,8 @@ class MinimalServer:
             return None if self.flaws.ignore_state else encode_frame(State(env.state()))
         if isinstance(frame, Reset):
             return self.encode_observation(env.reset(dict(frame.kwargs)))
-        if isinstance(frame, Mcp):  # no MCP surface: the frame type is unknown here (MCP-WS-0)
-            return encode_frame(Error(ErrorCode.UNKNOWN_TYPE.value, "Unknown message type: mcp"))
+        if isinstance(frame, (Mcp, ValidationOpen, ValidationRead)):  # no MCP surface (MCP-WS-0), no telemetry
+            return encode_frame(Error(ErrorCode.UNKNOWN_TYPE.value, f"Unknown message type: {frame.type}"))
         assert isinstance(frame, Step)
         try:
             self.action_validator.check(frame.action, what="action")

@@ -22,6 +22,10 @@ def test_correct_server_passes_every_case(minimal_url: str) -> None:
     expected = {case_id: "not-applicable" for case_id in EXTENSION_CASES}  # a base server (EXT-NEG-1)
     # no MCP surface and no OpenAPI document (MCP-WS-0)
     expected.update({case_id: "not-applicable" for case_id in ("HTTP-07", "MCP-01", "MCP-02", "MCP-03")})
+    # no validation telemetry (PROTOCOL.md section 13: an extension): not offered
+    expected.update({case_id: "not-applicable" for case_id in ("VAL-01", "VAL-02", "VAL-03")})
+    expected["TASK-01"] = "not-applicable"  # no Task API
+    expected["SEC-01"] = "not-applicable"  # no token given
     assert not_passed == expected
     assert report.passed
 

@@ -41,11 +41,35 @@ class KitEchoEnv:
     def state(self) -> dict[str, Any]:
         return {"episode_id": self.episode_id, "step_count": self.step_count}
 
+    # the Task API (TASK-1): two prompts to echo
+    def list_splits(self) -> list[str]:
+        return ["train"]
+
+    def num_tasks(self, split: str) -> int:
+        return len({"train": ["hi", "hello"]}[split])
+
+    def get_task(self, split: str, index: int) -> dict[str, Any]:
+        return {"prompt": {"train": ["hi", "hello"]}[split][index]}
+
 
 def test_every_required_case_passes_against_our_server() -> None:
-    config = server.ServerConfig(host="127.0.0.1", port=0, max_message_size_mb=1.0, max_concurrent_envs=4)
+    """With validation telemetry on (the VAL cases need the server's token, VAL-OPEN-1) and a
+    bearer token (SEC-01 needs one)."""
+    token, bearer = "kit-validation-token-0123456789abcdef", "kit-bearer-token-0123456789abcdef"
+    config = server.ServerConfig(
+        host="127.0.0.1", port=0, max_message_size_mb=1.0, max_concurrent_envs=4, validation_token=token, token=bearer
+    )
     with server.EnvServer(KitEchoEnv, config).run_in_thread() as running:
-        report = run_checks_sync(CheckOptions(running.url, timeout_s=10, frame_limit_mb=1.0, max_sessions=4))
+        report = run_checks_sync(
+            CheckOptions(
+                running.url,
+                timeout_s=10,
+                frame_limit_mb=1.0,
+                max_sessions=4,
+                validation_token=token,
+                token=bearer,
+            )
+        )
     not_passed = {r.case_id: r.reason for r in report.results if r.verdict.value != "pass"}
     assert not_passed == {}
     assert report.passed

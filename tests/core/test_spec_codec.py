@@ -252,7 +252,15 @@ class TestDumps:
 
 
 def test_codec_lists_its_frame_types() -> None:
-    assert FrameCodec("client-frame").frame_types == ("reset", "step", "state", "close", "mcp")
+    assert FrameCodec("client-frame").frame_types == (
+        "reset",
+        "step",
+        "state",
+        "close",
+        "mcp",
+        "validation_open",
+        "validation_read",
+    )
     assert FrameCodec("ui-frame").frame_types == ("state_update", "session_closed")
 
 

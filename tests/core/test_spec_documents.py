@@ -35,7 +35,7 @@ def _refs(node: Any, base: str) -> Iterator[tuple[str, str]]:
 def test_spec_holds_every_frame_document() -> None:
     assert "error-codes.json" in DOCUMENTS
     assert set(ENTRY_POINTS.values()) <= set(DOCUMENTS)
-    assert len([d for d in DOCUMENTS if d.startswith("frames/")]) == 12
+    assert len([d for d in DOCUMENTS if d.startswith("frames/")]) == 16
 
 
 @pytest.mark.parametrize("relative", DOCUMENTS)
@@ -72,6 +72,8 @@ def test_entry_points_reference_frame_documents() -> None:
         "state": "frames/state.json",
         "close": "frames/close.json",
         "mcp": "frames/mcp.json",
+        "validation_open": "frames/validation-open.json",
+        "validation_read": "frames/validation-read.json",
     }
     assert SPEC.frame_schemas("server-frame") == {
         "observation": "frames/observation.json",
@@ -79,6 +81,8 @@ def test_entry_points_reference_frame_documents() -> None:
         "error": "frames/error.json",
         "session": "frames/session.json",
         "mcp": "frames/mcp-reply.json",
+        "validation_open": "frames/validation-opened.json",
+        "validation": "frames/validation.json",
     }
     assert SPEC.frame_schemas("ui-frame") == {
         "state_update": "frames/state-update.json",

@@ -75,7 +75,7 @@ def test_hypothesis_jsonschema_frames_of_the_whole_entry_point_are_valid(entry: 
     codec = FrameCodec(entry)
     types_seen: set[str] = set()
 
-    @settings(PROPERTY_SETTINGS, max_examples=50)
+    @settings(PROPERTY_SETTINGS, max_examples=80)
     @given(frame=jsonschema_frames(entry))
     def check(frame: dict[str, Any]) -> None:
         assert validator.is_valid(frame) and validator.reference_is_valid(frame), frame

@@ -29,6 +29,8 @@ REPLIES = {
     "frames/state.json": {"frames/state-reply.json", "frames/error.json"},
     "frames/close.json": None,
     "frames/mcp.json": {"frames/mcp-reply.json", "frames/error.json"},
+    "frames/validation-open.json": {"frames/validation-opened.json", "frames/error.json"},
+    "frames/validation-read.json": {"frames/validation.json", "frames/error.json"},
 }
 #: WS /mcp carries bare JSON-RPC (no frame envelope): request -> response.
 MCP_SOCKET_REPLIES = {"jsonrpc/request.json": {"jsonrpc/response.json"}}

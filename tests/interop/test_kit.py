@@ -23,9 +23,9 @@ from openenv_anyio.conformance.baseline import load_baseline
 from openenv_anyio.conformance.cases import CASES
 from openenv_anyio.conformance.runner import CheckOptions, RunReport, run_checks_sync
 from openenv_anyio.conformance.verdicts import Verdict
-from tests.upstream_peers import Peer, serve_upstream
+from tests.upstream_peers import Peer, serve_ours, serve_upstream
 
-from .conftest import SESSIONS
+from .conftest import SESSIONS, TEMPLATE_TARGET
 
 BASELINES = Path(__file__).parent / "kit-baselines"
 #: what a baseline comment says of the case in which the server stopped answering
@@ -98,3 +98,42 @@ def test_demanding_two_sessions_fails_a_one_session_server(peer: Peer, one_sessi
     report = run_checks_sync(CheckOptions(url=one_session_url, only=["WS-CONN-02"], max_sessions=2))
     (isolation,) = report.results
     assert isolation.verdict is Verdict.FAIL and "CAPACITY_REACHED" in (isolation.reason or "")
+
+
+def test_validation_telemetry_is_not_offered_and_replays_agree(peer: Peer, one_session_url: str) -> None:
+    """A release without validation telemetry (PROTOCOL.md section 13): the kit says "not
+    offered", never a failure, with or without a token; the template's episodes replay
+    identically and a reset forgets the previous one (VAL-DET-1, VAL-ISO-1), unless its
+    environment keeps no episode id (WS-RESET-03 in the baseline: a fresh uuid4 in every
+    state, which upstream's runtime.episode_determinism fails as well)."""
+    token = "interop-validation-token-" + "0" * 32
+    report = run_checks_sync(CheckOptions(url=one_session_url, only=["VAL"], validation_token=token))
+    verdicts = {r.case_id: (r.verdict, r.reason or "") for r in report.results}
+    # without a token the telemetry cases open no session (openenv-core 0.3.0's server stops
+    # answering after about a dozen)
+    without = run_checks_sync(CheckOptions(url=one_session_url, only=["VAL-02", "VAL-03"]))
+    for result in (*report.results[:3], *without.results):
+        assert result.verdict is Verdict.NOT_APPLICABLE and "not offered" in (result.reason or ""), result
+    if "WS-RESET-03" not in recorded_defects(peer):
+        assert verdicts["VAL-04"][0] is verdicts["VAL-05"][0] is Verdict.PASS, verdicts
+    else:
+        assert verdicts["VAL-04"][0] is Verdict.FAIL and "episode_id" in verdicts["VAL-04"][1], verdicts
+
+
+def test_our_server_serving_the_template_passes_every_val_case(
+    peer: Peer, upstream_template: Callable[..., Path]
+) -> None:
+    """``OPENENV_VALIDATION_TOKEN=... openenv-anyio serve`` (the way upstream's validator
+    starts a server) of the release's template through our adapter: telemetry is offered and
+    every VAL case passes, whatever the release's own server lacks; but the replays of a
+    template that keeps no episode id (WS-RESET-03 in the baseline) differ in it."""
+    token = "interop-validation-token-" + "1" * 32
+    with serve_ours(
+        peer, upstream_template(peer), TEMPLATE_TARGET, extra_environ={"OPENENV_VALIDATION_TOKEN": token}
+    ) as url:
+        report = run_checks_sync(CheckOptions(url=url, only=["VAL"], validation_token=token))
+    verdicts = {r.case_id: (r.verdict, r.reason or "") for r in report.results}
+    for case_id in ("VAL-01", "VAL-02", "VAL-03"):
+        assert verdicts[case_id][0] is Verdict.PASS, verdicts
+    replays = (Verdict.PASS, Verdict.PASS) if "WS-RESET-03" not in recorded_defects(peer) else (Verdict.FAIL,) * 2
+    assert (verdicts["VAL-04"][0], verdicts["VAL-05"][0]) == replays, verdicts

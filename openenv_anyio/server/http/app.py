@@ -33,6 +33,7 @@ from ..sessions.kept import KeptSessions
 from ..ui.web_page import WEB_VIEW_ROUTE, add_web_routes
 from .env_profile import EnvProfile
 from .stateless_envs import StatelessEnvs
+from .tasks import add_task_routes
 
 __all__ = ["create_app"]
 
@@ -200,6 +201,7 @@ def create_app(ctx: ServerContext, hosted: KeptSessions, owners: SessionOwners |
         return _json((await profile.describe())[1])
 
     add_mcp_route(app, ctx, hosted, owners)
+    add_task_routes(app, ctx, partial(_json_body, ctx, default=None))  # TASK-1 to TASK-4, both modes
     openapi: list[dict[str, Any]] = []
 
     @app.get("/openapi.json")

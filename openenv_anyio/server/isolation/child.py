@@ -34,7 +34,7 @@ from typing import Any, Final, assert_never
 import trio
 
 from ...core import ProtocolError, RpcFailure
-from ...environment import env_metadata, schema_of
+from ...environment import env_metadata, schema_of, takes_seed
 from ...envs.loading import EnvTargetError, resolve_env_target
 from ...restoration import Snapshot, SnapshotError, SnapshotTooLarge, restore_way
 from ..execution.bound_env import EnvironmentAborted, FactoryFailure, InProcessEnv
@@ -143,6 +143,7 @@ def describe(bound: InProcessEnv, tools: EnvTools) -> dict[str, Any]:
             for key in ("action", "observation", "reset_observation", "state")
         },
         "tools": tools.available(),
+        "seeded": takes_seed(env),
         "restore": restore_way(env).value,
     }
 

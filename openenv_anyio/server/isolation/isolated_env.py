@@ -91,6 +91,8 @@ class _Description:
         self.reset_observation_schema = schemas.get("reset_observation")
         self.metadata = ready.get("metadata")
         self.name = str(ready.get("name") or "environment")
+        #: whether its reset applies a seed (read by :func:`~openenv_anyio.environment.takes_seed`)
+        self.SEEDED = bool(ready.get("seeded", True))
         #: how its episode comes back (``openenv_anyio.restoration``), as the process said
         self.RESTORE_WAY = RestoreWay(ready.get("restore") or RestoreWay.NONE.value)
         if ready.get("tools"):

@@ -29,6 +29,8 @@ from ...core import (
     Reset,
     StateRequest,
     Step,
+    ValidationOpen,
+    ValidationRead,
     decode_client_frame,
 )
 from ..asgi import AsgiReceive, AsgiSend, close_websocket
@@ -58,13 +60,19 @@ HandlerFactory = Callable[[SessionsServer, SessionIdentity, BoundEnv, AsgiSend],
 class ProtocolFrames:
     """The base protocol's frames: ``close`` ends the session (``WS-CLOSE-1``); reset, step,
     state and mcp are answered in order (``WS-ORDER-1``); a frame that is not one is answered
-    with its error and the session goes on."""
+    with its error and the session goes on. Validation telemetry (``validation_open``,
+    ``validation_read``) is refused with ``validation_refusal`` (``VAL-OPEN-2``); a server
+    that offers it serves sessions with :class:`~..validation.ValidationFrames` around this."""
 
     def __init__(self, ctx: SessionsServer, identity: SessionIdentity, answers: Answers, send: AsgiSend) -> None:
         self.ctx = ctx
         self.identity = identity
         self.answers = answers
         self.send = send
+        self.validation_refusal = (
+            "telemetry is off on this connection (no validation token, production mode, "
+            "or a connection that negotiated the openenv-anyio.v1 subprotocol)"
+        )
 
     @classmethod
     def for_env(
@@ -103,6 +111,9 @@ class ProtocolFrames:
                         text = await self.answers.answer(frame)
                 await self.send({"type": "websocket.send", "text": text})
                 ctx.instruments.request_done(kind, time.perf_counter() - started)
+            case ValidationOpen() | ValidationRead():  # VAL-OPEN-2
+                refusal = Error(ErrorCode.VALIDATION_REFUSED.value, f"validation {self.validation_refusal}")
+                await self.send({"type": "websocket.send", "text": ctx.encode(refusal, session=self.identity)})
             case _:
                 assert_never(frame)
         if self.answers.aborted is not None:  # SRV-FAULT-1, SRV-ISO-2
@@ -167,6 +178,7 @@ def session_endpoint(ctx: SessionsServer, handlers: HandlerFactory) -> AsgiHandl
     return partial(serve_connection, ctx, open_session=partial(_run_session, ctx, handlers))
 
 
-def serve_ws(ctx: SessionsServer, rpc: RpcDispatch) -> AsgiHandler:
-    """The ASGI handler of plain ``/ws`` connections (``rpc`` answers their ``mcp`` frames)."""
-    return session_endpoint(ctx, partial(ProtocolFrames.for_env, rpc=rpc))
+def serve_ws(ctx: SessionsServer, rpc: RpcDispatch, handlers: HandlerFactory | None = None) -> AsgiHandler:
+    """The ASGI handler of plain ``/ws`` connections (``rpc`` answers their ``mcp`` frames),
+    whose frames ``handlers`` answer (default: the base protocol's, :meth:`ProtocolFrames.for_env`)."""
+    return session_endpoint(ctx, handlers or partial(ProtocolFrames.for_env, rpc=rpc))

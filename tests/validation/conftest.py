@@ -1,0 +1,10 @@
+"""Fixtures of the validation tests: client tests run on both anyio backends."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return request.param
