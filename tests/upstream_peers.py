@@ -260,11 +260,17 @@ _SERVING = re.compile(r"serving on (http://\S+)")
 
 @contextlib.contextmanager
 def serve_ours(
-    peer: Peer, app_dir: Path, target: str, *extra_args: str, extra_environ: Mapping[str, str] | None = None
+    peer: Peer,
+    app_dir: Path,
+    target: str,
+    *extra_args: str,
+    extra_environ: Mapping[str, str] | None = None,
+    log: list[str] | None = None,
 ) -> Iterator[str]:
     """``openenv-anyio serve TARGET`` run inside the peer venv from ``app_dir`` (so that an
     environment written against that release is served through our adapter), with
-    ``extra_environ`` in its environment; yields the URL."""
+    ``extra_environ`` in its environment; yields the URL. ``log``: gets the lines the server
+    printed up to its URL (its start-up log and banner)."""
     peer.require()
     command = [str(peer.bin("openenv-anyio")), "serve", target, "--port", "0", *extra_args]
     environ = {**_peer_environ(), **(extra_environ or {})}
@@ -294,6 +300,8 @@ def serve_ours(
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{peer}: {' '.join(command[1:3])} did not serve within {START_TIMEOUT_S} s")
         _wait_healthy(url, process, f"{peer}: openenv-anyio serve")
+        if log is not None:
+            log.extend(lines)
         yield url
     finally:
         _stop(process)

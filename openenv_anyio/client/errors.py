@@ -51,6 +51,7 @@ __all__ = [
     "SessionError",
     "SessionNotFound",
     "UnknownTypeError",
+    "UsedAfterFork",
 ]
 
 
@@ -202,6 +203,12 @@ class NotConnected(EnvClientError, RuntimeError):
     """A call on a client that is not open (or closed): use ``async with EnvClient(url) as env``.
 
     Also a ``RuntimeError``, what upstream's client raises for a client it cannot use."""
+
+
+class UsedAfterFork(NotConnected):
+    """A blocking client used in a process forked from the one that opened it (``os.fork``,
+    ``multiprocessing``'s ``fork`` start method): its connection and the thread running its
+    event loop stayed in the parent. Create the client in the child process."""
 
 
 # -- error frames ----------------------------------------------------------------------

@@ -3,18 +3,25 @@
 The client runs in an event loop of its own, in a thread started by
 ``anyio.from_thread.start_blocking_portal``; each blocking call is carried to it. So it
 works from a script with no event loop and from a worker thread while another loop runs.
+
+A process forked while the client is open (``os.fork``, ``multiprocessing``) has neither
+that thread nor a connection of its own: there, a call raises :class:`UsedAfterFork` at
+once (it would wait forever for a thread that is not there), and :meth:`close` lets the
+parent's connection be, so the child's exit never waits for it either.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import os
+import weakref
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from .errors import NotConnected
+from .errors import NotConnected, UsedAfterFork
 from .results import State, StepResult, Tool
 
 __all__ = ["AsyncSession", "SyncEnvClient"]
@@ -55,6 +62,20 @@ else:
     _Client = TypeVar("_Client", bound=AsyncSession)
 
 
+#: the clients whose event-loop thread runs now (a forked child lets theirs go)
+_open: weakref.WeakSet[SyncEnvClient[Any]] = weakref.WeakSet()
+
+
+def _forked_child() -> None:
+    """In a child process just forked: the open clients' threads stayed in the parent."""
+    for client in list(_open):
+        client._left_in_parent()
+    _open.clear()
+
+
+os.register_at_fork(after_in_child=_forked_child)
+
+
 class SyncEnvClient(Generic[_Client]):
     """Blocking ``reset`` / ``step`` / ``state`` / ``close`` on an :class:`EnvClient`.
 
@@ -69,6 +90,8 @@ class SyncEnvClient(Generic[_Client]):
         self._stack: contextlib.ExitStack | None = None
         self._portal: BlockingPortal | None = None
         self._closed = False
+        #: the process that opened the connection (a forked child has no part in it)
+        self._opened_in: int | None = None
 
     def __repr__(self) -> str:
         return f"SyncEnvClient({self.client.url!r})"
@@ -78,6 +101,7 @@ class SyncEnvClient(Generic[_Client]):
         if self._closed:
             raise NotConnected(f"{self!r} is closed")
         if self._portal is not None:
+            self._check_process()
             return self
         stack = contextlib.ExitStack()
         try:
@@ -86,14 +110,33 @@ class SyncEnvClient(Generic[_Client]):
         except BaseException:
             stack.close()
             raise
-        self._stack, self._portal = stack, portal
+        self._stack, self._portal, self._opened_in = stack, portal, os.getpid()
+        _open.add(self)
         return self
 
+    def _left_in_parent(self) -> None:
+        """After a fork, in the child: the portal's thread is not in this process. Marked as
+        not running (anyio's ``BlockingPortal`` state), so whatever reaches it fails at once
+        and the portal's own shutdown, when the client is collected or at exit, waits for
+        nothing."""
+        if self._portal is not None:
+            self._portal._event_loop_thread_id = None
+
+    def _check_process(self) -> None:
+        """Raise :class:`UsedAfterFork` in a process forked after the connection was opened."""
+        if self._opened_in is not None and self._opened_in != os.getpid():
+            raise UsedAfterFork(
+                f"{self!r} was opened in process {self._opened_in}, which this one was forked from: its "
+                f"connection and event loop stayed there; create the client in this process"
+            )
+
     def close(self) -> None:
-        """Close the session and stop the event-loop thread (idempotent)."""
+        """Close the session and stop the event-loop thread (idempotent). In a forked child
+        it only lets go: the connection is the parent's."""
         stack, self._stack, self._portal = self._stack, None, None
         self._closed = True
-        if stack is not None:
+        _open.discard(self)
+        if stack is not None and self._opened_in == os.getpid():
             stack.close()
 
     def __enter__(self) -> SyncEnvClient[_Client]:
@@ -110,6 +153,7 @@ class SyncEnvClient(Generic[_Client]):
     def _call(self, func: Any, *args: Any) -> Any:
         if self._closed:
             raise NotConnected(f"{self!r} is closed")
+        self._check_process()
         portal = self._portal or self.connect()._portal
         assert portal is not None
         return portal.call(func, *args)

@@ -16,8 +16,14 @@ on any loop) and is raised as itself. Interpreter exit never hangs: the thread i
 and loops still running at exit are stopped by an ``atexit`` hook, each within
 :data:`STOP_TIMEOUT_S`, so clients nobody closed still close their sessions.
 
+Fork: a process forked while the loop runs (``os.fork``, ``multiprocessing``) has no loop
+thread; there the loop is ``FORKED``: a call raises :class:`UsedAfterFork` at once (it would
+wait forever for the thread), and stopping, at exit too, waits for nothing.
+
 States (:class:`LoopState`): ``NEW`` -> ``RUNNING`` (:meth:`start`) -> ``STOPPED``
-(:meth:`stop`, or the loop ended); ``NEW`` -> ``STOPPED`` too. Nothing leaves ``STOPPED``.
+(:meth:`stop`, or the loop ended); ``NEW`` -> ``STOPPED`` too; ``RUNNING`` -> ``FORKED`` in
+a forked child (``os.register_at_fork``) -> ``STOPPED`` (:meth:`stop`, without a call to the
+loop). Nothing leaves ``STOPPED``.
 """
 
 from __future__ import annotations
@@ -27,12 +33,15 @@ import atexit
 import concurrent.futures
 import contextvars
 import enum
+import os
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Final, Protocol, TypeVar, assert_never
 
 import anyio
+
+from ..client import UsedAfterFork
 
 __all__ = ["LoopState", "LoopThread", "STOP_TIMEOUT_S"]
 
@@ -48,6 +57,7 @@ BACKENDS: Final = ("asyncio", "trio")
 class LoopState(enum.Enum):
     NEW = "new"
     RUNNING = "running"
+    FORKED = "forked"  # running in the process this one was forked from
     STOPPED = "stopped"
 
 
@@ -71,6 +81,16 @@ class Resident(Protocol):
 def _stop_live_loops() -> None:
     for loop in list(_live):
         loop.stop()
+
+
+def _forked_child() -> None:
+    """In a child process just forked: the running loops' threads stayed in the parent."""
+    for loop in list(_live):
+        loop._left_in_parent()
+    _live.clear()
+
+
+os.register_at_fork(after_in_child=_forked_child)
 
 
 class LoopThread:
@@ -115,6 +135,11 @@ class LoopThread:
             for resident in list(self._residents):
                 await resident.close()
 
+    def _left_in_parent(self) -> None:
+        self._lock = threading.Lock()  # another thread of the parent may have held it
+        if self.state is LoopState.RUNNING:
+            self.state = LoopState.FORKED
+
     def in_loop_thread(self) -> bool:
         """Whether the caller runs on this loop's thread."""
         return self._thread is threading.current_thread()
@@ -129,6 +154,11 @@ class LoopThread:
                     return
                 case LoopState.STOPPED:
                     raise RuntimeError(f"{self!r} was stopped; a stopped loop does not start again")
+                case LoopState.FORKED:
+                    raise UsedAfterFork(
+                        f"{self!r}: its client was opened in the process this one was forked from; its "
+                        f"connection and event loop stayed there: create the client in this process"
+                    )
                 case LoopState.NEW:
                     pass
                 case _:

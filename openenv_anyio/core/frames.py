@@ -330,11 +330,13 @@ def parse_json(payload: str | bytes | bytearray | memoryview) -> Any:
     try:
         return orjson.loads(payload)
     except orjson.JSONDecodeError as exc:
-        raise ProtocolError(ErrorCode.INVALID_JSON, clip_message(f"Invalid JSON: {exc}")) from None
+        reason = clip_message(f"Invalid JSON: {exc}")
     except TypeError:  # not text at all (e.g. None): the caller broke the contract
-        raise ProtocolError(
-            ErrorCode.INVALID_JSON, f"Invalid JSON: expected text, got {type(payload).__name__}"
-        ) from None
+        reason = f"Invalid JSON: expected text, got {type(payload).__name__}"
+    # Raised outside the handler: the parser's exception holds the whole text (``doc``), and
+    # as the new error's context it would keep it, in a reference cycle through this frame,
+    # until a full collection.
+    raise ProtocolError(ErrorCode.INVALID_JSON, reason)
 
 
 def _json_default(value: Any) -> Any:

@@ -17,9 +17,16 @@ import jsonschema_rs
 
 from .spec import SPEC_VERSION, Spec, load_spec
 
-__all__ = ["OPENAPI_VERSION", "openapi_document"]
+__all__ = ["OPENAPI_VERSION", "STEP_REQUEST_OPTIONS", "openapi_document"]
 
 OPENAPI_VERSION: Final = "3.1.0"
+#: ``POST /step``'s members besides ``action`` (``HTTP-4``): upstream's step request takes
+#: them and refuses a ``timeout_s`` not above 0 or a ``request_id`` over 255 characters; other
+#: members are allowed (and ignored)
+STEP_REQUEST_OPTIONS: Final[Mapping[str, Any]] = {
+    "timeout_s": {"type": ["number", "null"], "exclusiveMinimum": 0},
+    "request_id": {"type": ["string", "null"], "maxLength": 255},
+}
 _JSON: Final = "application/json"
 _DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 
@@ -206,7 +213,7 @@ def openapi_document(
         schemas["StepRequest"] = {
             "type": "object",
             "required": ["action"],
-            "properties": {"action": {"$ref": "#/components/schemas/Action"}},
+            "properties": {"action": {"$ref": "#/components/schemas/Action"}, **STEP_REQUEST_OPTIONS},
         }
         paths["/reset"] = {
             "post": {

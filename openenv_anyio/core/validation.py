@@ -18,7 +18,7 @@ import jsonschema_rs
 import referencing
 import referencing.jsonschema
 
-from .errors import ErrorCode, ProtocolError, clip_message
+from .errors import MAX_MESSAGE_CHARS, ErrorCode, ProtocolError, clip_message
 from .spec import Spec, build_rs_registry, load_spec, sender_view
 
 if TYPE_CHECKING:
@@ -65,6 +65,105 @@ def _label_message(error: jsonschema.ValidationError) -> None:
         error.message = f"{error.message} ({label})"
 
 
+class _Full(Exception):
+    """The rendering reached its length (:func:`_clipped_repr`)."""
+
+
+def _clipped_repr(value: Any, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``repr(value)`` of a parsed JSON value, cut after ``limit`` characters ("..." then):
+    the same text up to there, made without rendering the rest."""
+    parts: list[str] = []
+    room = limit
+
+    def put(text: str) -> None:
+        nonlocal room
+        parts.append(text[: max(room, 0)])
+        room -= len(text)
+        if room < 0:
+            raise _Full
+
+    def render(item: Any) -> None:
+        if isinstance(item, str):
+            put(repr(item[: room + 1]) if len(item) > room else repr(item))
+        elif isinstance(item, dict):
+            put("{")
+            for index, (key, member) in enumerate(dict.items(item)):
+                put(", " if index else "")
+                render(key)
+                put(": ")
+                render(member)
+            put("}")
+        elif isinstance(item, list):
+            put("[")
+            for index, member in enumerate(list.__iter__(item)):
+                put(", " if index else "")
+                render(member)
+            put("]")
+        else:
+            put(repr(item))
+
+    try:
+        render(value)
+    except _Full:
+        return "".join(parts) + "..."
+    return "".join(parts)
+
+
+class _ShownObject(dict[str, Any]):
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return _clipped_repr(self)
+
+
+class _ShownArray(list[Any]):
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return _clipped_repr(self)
+
+
+class _ShownString(str):
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return _clipped_repr(str(self))
+
+
+#: strings longer than this are quoted through :func:`_clipped_repr` in messages
+_LONG_STRING = MAX_MESSAGE_CHARS
+
+
+def _shown(instance: Any) -> Any:
+    """``instance`` as a keyword sees it when explaining: equal to it, of a subclass of its
+    type, whose ``repr`` (which the reference engine's messages quote) renders at most a
+    message's length. A container is copied shallowly (its members stay themselves)."""
+    if type(instance) is dict:
+        return _ShownObject(instance)
+    if type(instance) is list:
+        return _ShownArray(instance)
+    if type(instance) is str and len(instance) > _LONG_STRING:
+        return _ShownString(instance)
+    return instance
+
+
+def _quoting_clipped(keyword: Any) -> Any:
+    def check(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        return keyword(validator, value, _shown(instance), schema)
+
+    return check
+
+
+@functools.cache
+def _explaining_class(cls: Any) -> Any:
+    """``cls`` whose every keyword quotes a clipped rendering of the value it checks: the
+    messages are those ``cls`` makes, clipped, without rendering a large request whole (a
+    batch of thousands of requests took megabytes of text, made holding the interpreter's
+    lock, to be cut to one line)."""
+    keywords = {name: _quoting_clipped(keyword) for name, keyword in cls.VALIDATORS.items()}
+    return jsonschema.validators.extend(cls, keywords)
+
+
 @functools.cache
 def _reference_registry(spec: Spec) -> referencing.Registry[Any]:
     resources = [
@@ -98,7 +197,7 @@ class Validator:
         except (ValueError, jsonschema_rs.ReferencingError) as exc:
             raise ValueError(f"invalid schema: {exc}") from exc
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        self._reference = cls(schema, registry=_reference_registry(spec))
+        self._reference = _explaining_class(cls)(schema, registry=_reference_registry(spec))
 
     def is_valid(self, instance: Any) -> bool:
         """Fast verdict (compiled engine)."""

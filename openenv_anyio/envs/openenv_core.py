@@ -91,6 +91,11 @@ class OpenEnvCoreEnv:
     NON_BLOCKING: bool = False
     #: At most this many sessions at once (None: no limit of the environment's own).
     MAX_CONCURRENT_SESSIONS: int | None = 1
+    #: Where ``MAX_CONCURRENT_SESSIONS`` was declared, as the server's log and banner say it.
+    SESSION_LIMIT_REASON: str | None = "an openenv-core environment without SUPPORTS_CONCURRENT_SESSIONS = True"
+    #: Whether the stateless HTTP requests' environments hold a session slot (``HTTP-6``); an
+    #: upstream app's do not, as in upstream's server.
+    HTTP_REQUESTS_HOLD_SESSION_SLOTS: bool = True
     #: openenv-core's flag: every instance's calls must run on one shared thread.
     REQUIRES_SINGLE_THREAD_EXECUTOR: bool = False
     #: ``SNAPSHOT`` when the environment declares the ``set_state`` capability, else ``NONE``.
@@ -121,6 +126,7 @@ class OpenEnvCoreEnv:
         reset_observation_model: type | None = None,
         name: str | None = None,
         max_concurrent_sessions: int | None = None,
+        session_limit_reason: str | None = None,
         set_state: bool = False,
     ) -> type[OpenEnvCoreEnv]:
         """A zero-argument subclass serving ``env``, an Environment subclass or a factory of one.
@@ -130,7 +136,9 @@ class OpenEnvCoreEnv:
         from a step's (``GET /schema`` answers it as ``reset_observation``). ``name`` names the
         subclass (default: the environment class's name); ``max_concurrent_sessions`` is its
         session limit (upstream's ``max_concurrent_envs``; default: none when the class declares
-        ``SUPPORTS_CONCURRENT_SESSIONS = True``, else 1). ``set_state`` declares upstream
+        ``SUPPORTS_CONCURRENT_SESSIONS = True``, else 1) and ``session_limit_reason`` says where
+        that limit was declared (the subclass's ``SESSION_LIMIT_REASON``, which the server's
+        log and banner give when they name the limit). ``set_state`` declares upstream
         0.10's capability of that name: ``reset(injected_state=STATE)`` brings back the
         episode whose State model dumped is ``STATE`` (see the module docstring).
 
@@ -167,6 +175,7 @@ class OpenEnvCoreEnv:
             "__doc__": env_class.__doc__,
             "_factory": staticmethod(env),
             "MAX_CONCURRENT_SESSIONS": max_concurrent_sessions or (None if concurrent else 1),
+            "SESSION_LIMIT_REASON": _session_limit_reason(max_concurrent_sessions, session_limit_reason, concurrent),
             # the wrapper's reset takes **kwargs and passes on what the env's own accepts
             "SEEDED": _takes_keyword(env_class.reset_async if overridden_reset else env_class.reset, "seed"),
             "REQUIRES_SINGLE_THREAD_EXECUTOR": bool(getattr(env_class, "REQUIRES_SINGLE_THREAD_EXECUTOR", False)),
@@ -537,6 +546,13 @@ def _pick(candidates: list[Any], base: type) -> type | None:
     if specific:
         return specific[0]
     return models[0] if models else None
+
+
+def _session_limit_reason(limit: int | None, given: str | None, concurrent: bool) -> str | None:
+    """Where a wrapped environment's session limit comes from (:meth:`OpenEnvCoreEnv.wrap`)."""
+    if limit:
+        return given or f"max_concurrent_sessions={limit} given to OpenEnvCoreEnv.wrap"
+    return None if concurrent else "an openenv-core environment without SUPPORTS_CONCURRENT_SESSIONS = True"
 
 
 def _class_metadata(env: Callable[[], Any], env_class: Any, core_environment: Any) -> dict[str, Any]:

@@ -123,10 +123,11 @@ def read_upstream_app(app: Any, where: str) -> UpstreamApp | None:
 
 def served_factory(app: UpstreamApp) -> type[Any]:
     """The environment factory our server serves for ``app``: its environment through the
-    openenv-core adapter, under the app's models, name and session limit."""
+    openenv-core adapter, under the app's models, name and session limit; its stateless
+    HTTP requests hold no session slot, as upstream's do (``HTTP-6``)."""
     from .openenv_core import OpenEnvCoreEnv
 
-    return OpenEnvCoreEnv.wrap(
+    served = OpenEnvCoreEnv.wrap(
         app.factory,
         action_model=app.action_model,
         observation_model=app.observation_model,
@@ -134,7 +135,10 @@ def served_factory(app: UpstreamApp) -> type[Any]:
         state_model=app.state_model,
         name=app.env_name,
         max_concurrent_sessions=app.max_concurrent_envs,
+        session_limit_reason=f"max_concurrent_envs={app.max_concurrent_envs} in its create_app",
     )
+    served.HTTP_REQUESTS_HOLD_SESSION_SLOTS = False  # upstream's stateless requests are no sessions (HTTP-6)
+    return served
 
 
 def _held(value: Any, depth: int = _CLOSURE_DEPTH) -> Iterator[Any]:

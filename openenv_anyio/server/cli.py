@@ -272,9 +272,8 @@ def _port(text: str) -> int:
     return port
 
 
-def _limit_line(factory: Any, configured: int | None, app: Any = None) -> str:
-    """The session limit in force and where it comes from (``WS-CAP-1``); ``app``: the
-    upstream app (:class:`~openenv_anyio.envs.upstream_app.UpstreamApp`) it was read from."""
+def _limit_line(factory: Any, configured: int | None) -> str:
+    """The session limit in force and where it comes from (``WS-CAP-1``)."""
     from .context import session_cap_source, session_limit, session_limit_lowered
 
     limit = session_limit(factory, configured, warn=False)
@@ -282,11 +281,7 @@ def _limit_line(factory: Any, configured: int | None, app: Any = None) -> str:
         return "no session limit (--max-concurrent-envs N sets one)"
     sessions = "session" if limit == 1 else "sessions"
     refused = "more agents are refused with CAPACITY_REACHED"
-    if app is not None:
-        name = getattr(factory, "__qualname__", None) or type(factory).__name__
-        source = f"{name} allows no more (max_concurrent_envs={app.max_concurrent_envs} in its create_app)"
-    else:
-        source = session_cap_source(factory)
+    source = session_cap_source(factory)
     if session_limit_lowered(factory, configured) is not None:
         return (
             f"at most {limit} concurrent {sessions}: --max-concurrent-envs {configured} lowered to {limit}: "
@@ -548,7 +543,7 @@ def run(args: argparse.Namespace) -> int:
         else WorkerSupervisor.for_factory(args.target, local, config, workers)
     )
     try:
-        limit_line = _limit_line(local, config.max_concurrent_envs, app)
+        limit_line = _limit_line(local, config.max_concurrent_envs)
         if files != files_before:
             limit_line += f"; open-file limit raised from {files_before} to {files}"
         trio.run(_serve_until_signalled, server, args.log_format, limit_line)

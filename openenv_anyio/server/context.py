@@ -41,10 +41,10 @@ log = logging.getLogger("openenv_anyio.server")
 class AtCapacity(Exception):
     """No session slot is free for an HTTP request's environment (``HTTP-6``)."""
 
-    def __init__(self, active: int, limit: int | None) -> None:
+    def __init__(self, active: int, limit: int | None, why: str) -> None:
         self.active = active
         self.limit = limit
-        super().__init__(f"Server at capacity: {active}/{limit} sessions active. Retry later.")
+        super().__init__(f"{why}. Retry later.")
 
 
 class OutboundFrameError(RuntimeError):
@@ -74,15 +74,12 @@ def session_limit_lowered(factory: EnvFactory, configured: int | None) -> dict[s
 
 
 def session_cap_source(factory: EnvFactory) -> str:
-    """Who caps the sessions: ``Single allows no more (Single.MAX_CONCURRENT_SESSIONS)``."""
-    from ..envs.openenv_core import OpenEnvCoreEnv
-
+    """Who caps the sessions: ``Single allows no more (Single.MAX_CONCURRENT_SESSIONS)``, or
+    the reason the factory gives itself (``SESSION_LIMIT_REASON``, e.g. an upstream app's
+    ``create_app`` argument): the one source of the log's warning and the banner."""
     name = getattr(factory, "__qualname__", None) or type(factory).__name__
-    declared = (
-        "an openenv-core environment without SUPPORTS_CONCURRENT_SESSIONS = True"
-        if isinstance(factory, type) and issubclass(factory, OpenEnvCoreEnv)
-        else f"{name}.MAX_CONCURRENT_SESSIONS"
-    )
+    reason = getattr(factory, "SESSION_LIMIT_REASON", None)
+    declared = reason if isinstance(reason, str) and reason else f"{name}.MAX_CONCURRENT_SESSIONS"
     return f"{name} allows no more ({declared})"
 
 
@@ -183,7 +180,7 @@ class ServerContext:
         """
         slot = self.registry.try_reserve() if counted else None
         if counted and slot is None:
-            raise AtCapacity(self.registry.sessions, self.registry.max_sessions)
+            raise AtCapacity(self.registry.sessions, self.registry.max_sessions, self.registry.refusal())
         try:
             bound = await self.create_env()
             self.registry.env_opened()

@@ -105,8 +105,22 @@ class SessionRegistry:
 
     @property
     def ready(self) -> bool:
-        """Whether the server accepts new sessions (``GET /ready``)."""
-        return self.phase is ServerPhase.SERVING
+        """Whether the server accepts new sessions (``GET /ready``): serving, and not held
+        by stuck closes (``SRV-FAULT-3``)."""
+        return self.phase is ServerPhase.SERVING and not (self._late and self.stuck_full)
+
+    def refusal(self) -> str:
+        """Why a new session is refused now (:meth:`try_reserve` gave ``None`` while serving):
+        the stuck closes that hold every new session off, else the capacity in use."""
+        if self._late and self.stuck_full:
+            stuck = self.stuck_count()
+            whose = "1 environment's" if stuck == 1 else f"{stuck} environments'"
+            return (
+                f"Server refuses new sessions: {whose} close() still running, the most it keeps "
+                f"(max_stuck_closes={self.stuck_limit}); retry once one returns"
+            )
+        limit = "" if self.max_sessions is None else f"/{self.max_sessions}"
+        return f"Server at capacity: {self.active_sessions}{limit} sessions active"
 
     def move_to(self, phase: ServerPhase) -> None:
         check_transition(self.phase, phase)

@@ -15,6 +15,8 @@ from tests.upstream_peers import Peer, peer_params, serve_ours, serve_upstream
 SESSIONS = 4
 #: the template's environment class, as ``openenv-anyio serve`` names it from the template folder
 TEMPLATE_TARGET = "server.tiny_env_environment:TinyEnvironment"
+#: the template's app, as its Dockerfile serves it (``uvicorn server.app:app``)
+TEMPLATE_APP = "server.app:app"
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -10,7 +10,8 @@ hold ``max_concurrent_envs``, and answer ``/metadata`` as upstream does.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from tests.upstream_peers import Peer, peer_named, serve_ours, serve_upstream
+
+from .conftest import TEMPLATE_APP
 
 HERE = Path(__file__).resolve().parent
 APP = "shout_env.server.app:app"
@@ -104,6 +107,54 @@ def test_max_concurrent_envs_is_held(served: tuple[str, str]) -> None:
                 extra.recv(timeout=30)
     with _ws(ours) as ws:  # a slot is free again
         assert _ask(ws, {"type": "reset"})["type"] == "observation"
+
+
+def test_the_lowered_limit_is_given_its_reason(peer: Peer) -> None:
+    """``--max-concurrent-envs 8`` above the app's ``max_concurrent_envs=2``: the warning and
+    the banner give the one reason, the app's ``create_app`` (its environment declares
+    ``SUPPORTS_CONCURRENT_SESSIONS = True``: that is not why)."""
+    log: list[str] = []
+    with serve_ours(peer, HERE, APP, "--max-concurrent-envs", "8", log=log):
+        pass
+    said = [line for line in log if "lowered to 2" in line]
+    assert len(said) == 2, log  # the warning and the banner
+    for line in said:
+        assert f"max_concurrent_envs={MAX_SESSIONS} in its create_app" in line, line
+        assert "SUPPORTS_CONCURRENT_SESSIONS" not in line, line
+
+
+#: concurrent ``POST /step`` requests in :func:`test_http_steps_are_answered_as_upstream_answers_them`
+CONCURRENT_STEPS = 50
+
+
+def _concurrent_steps(url: str, body: dict[str, Any]) -> list[int]:
+    with httpx.Client(timeout=120, limits=httpx.Limits(max_connections=CONCURRENT_STEPS)) as http:
+
+        def step(_: int) -> int:
+            return http.post(url + "/step", json=body).status_code
+
+        with ThreadPoolExecutor(CONCURRENT_STEPS) as pool:
+            return list(pool.map(step, range(CONCURRENT_STEPS)))
+
+
+def test_http_steps_are_answered_as_upstream_answers_them(peer: Peer, upstream_template: Callable[..., Path]) -> None:
+    """The ``openenv init`` template's app at its own limit (``max_concurrent_envs=1``):
+    upstream answers every one of 50 concurrent stateless ``POST /step`` (each on a fresh
+    environment that is no session), and so must ours; and both refuse what upstream's
+    request model refuses (``timeout_s`` not above 0, a ``request_id`` over 255 characters)
+    with 422."""
+    template = upstream_template(peer)
+    step = {"action": {"message": "hi"}}
+    with serve_upstream(peer, template, TEMPLATE_APP) as upstream, serve_ours(peer, template, TEMPLATE_APP) as ours:
+        for url in (upstream, ours):
+            assert _concurrent_steps(url, step) == [200] * CONCURRENT_STEPS, url
+            for refused in ({"timeout_s": -1}, {"timeout_s": 0}, {"timeout_s": "soon"}, {"request_id": "r" * 256}):
+                answer = httpx.post(url + "/step", json={**step, **refused}, timeout=30)
+                assert answer.status_code == 422, (url, refused, answer.text)
+                assert answer.json()["detail"][0]["loc"] == ["body", *refused], (url, answer.text)
+            for accepted in ({"timeout_s": 30}, {"request_id": "r" * 255}, {"timeout_s": None}):
+                answer = httpx.post(url + "/step", json={**step, **accepted}, timeout=30)
+                assert answer.status_code == 200, (url, accepted, answer.text)
 
 
 def test_a_production_app_is_served_in_production_mode(peer: Peer) -> None:

@@ -189,3 +189,36 @@ def test_hung_closes_hold_a_bounded_number_of_threads_and_show_in_metrics() -> N
                 assert ask(ws, {"type": "step", "data": {}})["type"] == "observation"
     finally:
         HangingClose.release.set()
+
+
+def test_stuck_closes_make_the_server_not_ready_and_every_refusal_says_why() -> None:
+    """SRV-FAULT-3, HTTP-7: while stuck closes refuse every new session, ``/ready`` says not
+    ready (a balancer sends the work elsewhere) and each refusal (``/ws``, ``POST /step``,
+    ``POST /mcp``'s session create) names the stuck closes, not an empty capacity ("0/None
+    sessions": the server has no session limit and no session)."""
+    HangingClose.release.clear()
+    try:
+        with running(HangingClose, shutdown_grace_s=0.3, max_stuck_closes=1) as server:
+            with httpx.Client(base_url=server.url, timeout=TIMEOUT) as http:
+                assert http.get("/ready").json() == {"status": "ready"}
+                with ws_connect(server) as ws:
+                    assert ask(ws, {"type": "step", "data": {}})["type"] == "observation"
+                wait_for(lambda: len(server.stuck_envs()) == 1)
+                not_ready = http.get("/ready")
+                assert not_ready.status_code == 503, not_ready.text
+                assert not_ready.json()["status"] == "stuck_closes"
+                with ws_connect(server) as ws:
+                    refusals = [json.loads(ws.recv(timeout=TIMEOUT))["data"]["message"]]
+                step = http.post("/step", json={"action": {}})
+                assert step.status_code == 503
+                refusals.append(step.json()["detail"])
+                create = {"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}}
+                refusals.append(http.post("/mcp", json=create).json()["error"]["message"])
+                for refusal in refusals:
+                    assert "1 environment's close() still running" in refusal, refusal
+                    assert "None" not in refusal and "0/" not in refusal, refusal
+                HangingClose.release.set()
+                wait_for(lambda: not server.stuck_envs())
+                assert http.get("/ready").json() == {"status": "ready"}
+    finally:
+        HangingClose.release.set()

@@ -17,12 +17,14 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from ...core import ErrorCode, FrameCodec, ProtocolError, Reset, dumps, parse_json
-from ...core.openapi import openapi_document
+from ...core.openapi import STEP_REQUEST_OPTIONS, openapi_document
+from ...core.validation import Validator
 from ...environment import web_view
 from ..access.policy import ACCESS_ROUTE, presented_role
 from ..context import AtCapacity, ServerContext, session_limit_lowered
 from ..execution.bound_env import EnvironmentAborted, FactoryFailure
 from ..execution.error_text import public_error
+from ..lifecycle import ServerPhase
 from ..mcp.http_route import add_mcp_route
 from ..mcp.owners import SessionOwners
 from ..memory.http_body import busy_response, parse_request_body
@@ -30,6 +32,7 @@ from ..observability.metrics import CONTENT_TYPE, exposition
 from ..sessions.kept import KeptSessions
 from ..ui.web_page import WEB_VIEW_ROUTE, add_web_routes
 from .env_profile import EnvProfile
+from .stateless_envs import StatelessEnvs
 from .tasks import add_task_routes
 
 __all__ = ["create_app"]
@@ -124,6 +127,8 @@ def create_app(ctx: ServerContext, hosted: KeptSessions, owners: SessionOwners |
     app.config["MAX_CONTENT_LENGTH"] = ctx.config.max_message_bytes
     profile = EnvProfile(ctx)
     codec = FrameCodec("client-frame")
+    stateless = StatelessEnvs(ctx)
+    step_options = Validator({"type": "object", "properties": dict(STEP_REQUEST_OPTIONS)})
 
     @app.errorhandler(_BadBody)
     async def bad_body(error: _BadBody) -> Response:
@@ -167,6 +172,8 @@ def create_app(ctx: ServerContext, hosted: KeptSessions, owners: SessionOwners |
         registry = ctx.registry
         if registry.ready:
             return _json({"status": "ready"})
+        if registry.phase is ServerPhase.SERVING:  # SRV-FAULT-3: stuck closes refuse every new session
+            return _json({"status": "stuck_closes", "detail": registry.refusal()}, 503)
         return _json({"status": registry.phase.value}, 503)
 
     @app.get(ACCESS_ROUTE)
@@ -217,7 +224,7 @@ def create_app(ctx: ServerContext, hosted: KeptSessions, owners: SessionOwners |
 
     @app.get("/state")
     async def state() -> Response:  # HTTP-5
-        async with ctx.fresh_env() as env:
+        async with stateless.open() as env:
             try:
                 return _json(await env.state())
             except Exception as exc:
@@ -233,7 +240,7 @@ def create_app(ctx: ServerContext, hosted: KeptSessions, owners: SessionOwners |
         except ProtocolError as error:
             return _unprocessable(error, strip="/data")
         assert isinstance(frame, Reset)
-        async with ctx.fresh_env() as env:
+        async with stateless.open() as env:
             try:
                 lifted, _ = await env.reset(frame.kwargs)
             except Exception as exc:
@@ -245,7 +252,11 @@ def create_app(ctx: ServerContext, hosted: KeptSessions, owners: SessionOwners |
         body = await _json_body(ctx, default=None)
         if not isinstance(body, dict) or not isinstance(body.get("action"), dict):
             return _json({"detail": [_body_problem(body)]}, 422)
-        async with ctx.fresh_env() as env:
+        try:
+            step_options.check({key: body[key] for key in STEP_REQUEST_OPTIONS if key in body}, what="step request")
+        except ProtocolError as error:
+            return _unprocessable(error)
+        async with stateless.open() as env:
             try:
                 action = env.check_action(body["action"])
             except ProtocolError as error:

@@ -18,16 +18,27 @@ still closed after ``keep_alive_timeout``); later restarts (after each HTTP requ
 kept-alive connection) always start it. :data:`PATCHES` makes Hypercorn's trio TCP server
 use it (for every connection opened while one of our servers runs: it only does the same
 job for less).
+
+A connection its peer closed is closed at once. Hypercorn's reader ends at the peer's end
+of stream, but the connection is closed only once its other tasks have ended, the idle
+timer among them: a client that closed right after reading its response, while Hypercorn
+was recycling the connection for a next request, left the socket open, with the timer of
+that request, for the whole ``keep_alive_timeout`` (thousands of open files under a few
+churning clients). On our servers' connections the reader's end stops the timer: no request
+can come on a connection whose peer has ended it.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
+from hypercorn.trio.tcp_server import TCPServer
 
 from ..request_head import head_complete, peek_now
+from .events import SEND_TIMEOUT_ATTR
 from .inventory import Patch
 
 __all__ = ["KeepAliveTimer", "PATCHES"]
@@ -75,10 +86,27 @@ class KeepAliveTimer:
             self._scope = None
 
 
+def _timer_stopped_at_end_of_stream(original_read: Any) -> Any:
+    @functools.wraps(original_read)
+    async def _read_data(self: TCPServer) -> None:
+        try:
+            await original_read(self)
+        finally:
+            if hasattr(self.config, SEND_TIMEOUT_ATTR):  # one of our servers' connections
+                await self.idle_task.stop()
+
+    return _read_data
+
+
 PATCHES = (
     Patch(
         "hypercorn.trio.tcp_server:TrioSingleTask",
         lambda original: KeepAliveTimer,
         "idle timers started without parking the connection",
+    ),
+    Patch(
+        "hypercorn.trio.tcp_server:TCPServer._read_data",
+        _timer_stopped_at_end_of_stream,
+        "a connection its peer closed is closed at once, not after keep_alive_timeout",
     ),
 )

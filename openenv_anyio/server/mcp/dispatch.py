@@ -226,7 +226,7 @@ async def _create_session(ctx: McpServer, hosted: KeptSessions) -> dict[str, Any
         active = registry.active_sessions
         raise RpcFailure(
             RpcCode.SERVER_ERROR,
-            f"Server at capacity: {active}/{registry.max_sessions} sessions active",
+            registry.refusal(),
             {"active_sessions": active, "max_sessions": registry.max_sessions},
         )
     try:

@@ -29,12 +29,14 @@ for room is buffered there, so for HTTP the budget bounds the parses, not the re
 from __future__ import annotations
 
 import math
+import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
 
+import outcome
 import trio
 
-from ...core import ClientFrame, ErrorCode, ProtocolError, decode_client_frame, decode_client_text
+from ...core import ClientFrame, ErrorCode, ProtocolError, RpcFailure, decode_client_frame, decode_client_text
 from ...ws import FAST_FRAME_LIMIT
 from ..hypercorn_adapter.events import HeldText
 from .inflight_bytes import InflightBytes
@@ -45,6 +47,33 @@ __all__ = ["LARGE_FRAME_CHARS", "LargeFrames"]
 LARGE_FRAME_CHARS: Final = FAST_FRAME_LIMIT
 
 _Parsed = TypeVar("_Parsed")
+
+
+def _capture(decode: Callable[[Any], _Parsed], payload: Any) -> outcome.Outcome[_Parsed]:
+    """``decode(payload)``'s result or error, as a value handed back from the worker thread.
+
+    An error comes back without its frames: they hold the whole payload, and through the
+    worker thread's own frames (each frame keeps its caller) the error itself, a reference
+    cycle that would keep the payload until a full collection. A refusal of the payload
+    (:class:`ProtocolError`, :class:`RpcFailure`) needs no frames; any other error keeps
+    where it was raised as a note."""
+    try:
+        return outcome.Value(decode(payload))
+    except Exception as error:
+        return outcome.Error(_without_frames(error))
+
+
+def _without_frames(error: BaseException) -> BaseException:
+    """``error`` and the errors it chains, their tracebacks dropped (see :func:`_capture`)."""
+    if not isinstance(error, (ProtocolError, RpcFailure)) and error.__traceback__ is not None:
+        error.add_note("raised at:\n" + "".join(traceback.format_tb(error.__traceback__)).rstrip())
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        link.__traceback__ = None
+        link = link.__cause__ or link.__context__
+    return error
 
 
 class LargeFrames:
@@ -61,7 +90,7 @@ class LargeFrames:
             await trio.sleep_until(self._next_parse)
             started = trio.current_time()
             try:
-                return await trio.to_thread.run_sync(decode, payload)
+                return (await trio.to_thread.run_sync(_capture, decode, payload)).unwrap()
             finally:
                 ended = trio.current_time()
                 self._next_parse = ended + (ended - started)

@@ -130,10 +130,9 @@ async def refuse_at_capacity(ctx: AcceptServer, scope: dict[str, Any], send: Asg
     """``CAPACITY_REACHED`` then close 1013 (``WS-CAP-1``)."""
     registry = ctx.registry
     active, limit = registry.active_sessions, registry.max_sessions
-    stuck = f" and {registry.stuck_count()} environments' close() still running" if registry.stuck_full else ""
     refusal = Error(
         ErrorCode.CAPACITY_REACHED.value,
-        f"Server at capacity: {active}/{limit} sessions active{stuck}. Cannot accept new connections.",
+        f"{registry.refusal()}. Cannot accept new connections.",
         {"active_sessions": active, **({} if limit is None else {"max_sessions": limit})},
     )
     await send({"type": "websocket.send", "text": ctx.encode(refusal)})

@@ -33,6 +33,7 @@ without I/O.
 from __future__ import annotations
 
 import collections
+import contextlib
 import enum
 import logging
 import os
@@ -42,6 +43,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, assert_never
 
 import trio
+from hypercorn.config import Config as HypercornConfig
 
 from ...core import ResumeToken
 from ..request_head import HEAD_LIMIT, Head, read_head
@@ -67,10 +69,10 @@ BALANCE_SLACK: Final = 4
 #: connections in flight, and moving them made handshakes miss their clients' connect
 #: timeouts (bench/README.md, "Multi-process serving").
 BALANCE_WHILE_ARRIVING: Final = 2
-#: How long to wait for a whole request head before serving the connection here.
-PEEK_TIMEOUT_S: Final = 10.0
-#: Pause between peeks while a request head is still arriving.
-PEEK_RETRY_S: Final = 0.002
+#: How long a request head may take to arrive whole: Hypercorn's ``keep_alive_timeout``, the
+#: bound a single process holds a slow head to (a connection without a whole head by then
+#: is closed, as there).
+HEAD_TIMEOUT_S: Final = float(HypercornConfig.keep_alive_timeout)
 #: Most handed-over connections taken from the inbox after one wait.
 INBOX_BURST: Final = 256
 #: How long a hand-off may wait for room in the target's inbox.
@@ -81,6 +83,14 @@ HANDOFF_TIMEOUT_S: Final = 5.0
 _SESSION_ID: Final = re.compile(r"(\d+)-(\d+)-(?:[0-9a-f]{32}|[A-Za-z0-9_-]{43})")
 
 Handler = Callable[[Any], Awaitable[None]]
+
+
+class _NoHead(enum.Enum):
+    NO_HEAD = "no head"
+
+
+#: a request head did not arrive whole in time (:meth:`OwnerRouter._peek_head`)
+NO_HEAD: Final = _NoHead.NO_HEAD
 
 
 def _ignore(placement: Placement) -> None:
@@ -106,6 +116,15 @@ class Placement(enum.Enum):
     HERE = "here"  # this worker
     OWNER = "owner"  # the worker that owns the session it resumes
     LEAST_LOADED = "least_loaded"  # a new session, and another worker holds far fewer
+
+
+async def _close_unserved(stream: trio.SocketStream) -> None:
+    """Close a connection whose request head never arrived whole: its bytes read first (a
+    socket closed with unread bytes resets the connection instead of ending it)."""
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        with trio.move_on_after(1.0):  # the bytes peeked are there: no wait
+            await stream.receive_some(HEAD_LIMIT)
+    await trio.aclose_forcefully(stream)
 
 
 class InboxListener(trio.abc.Listener[trio.SocketStream]):
@@ -160,8 +179,11 @@ class OwnerRouter:
         table: WorkerTable,
         inbox: socket.socket,
         peers: Sequence[socket.socket],
+        *,
+        head_timeout_s: float = HEAD_TIMEOUT_S,
     ) -> None:
         self.slot = slot
+        self.head_timeout_s = head_timeout_s
         self.table = table
         self.inbox = inbox
         self.peers = list(peers)
@@ -186,26 +208,36 @@ class OwnerRouter:
 
         return routed, [*listeners, inbox]
 
-    async def _peek_head(self, stream: trio.SocketStream) -> Head | None:
+    async def _peek_head(self, stream: trio.SocketStream) -> Head | None | _NoHead:
         """The connection's request head, peeked (its bytes stay in the socket for whichever
-        worker serves it); ``None`` when the peer hung up, sent no HTTP head, or did not
-        send a whole one within :data:`PEEK_TIMEOUT_S`."""
-        with trio.move_on_after(PEEK_TIMEOUT_S):
-            while True:
-                try:
-                    data = await stream.socket.recv(HEAD_LIMIT, socket.MSG_PEEK)
-                except OSError:
-                    return None
-                if not data:
-                    return None
-                try:
-                    head = read_head(data)
-                except ValueError:
-                    return None
-                if head is not None:
-                    return head
-                await trio.sleep(PEEK_RETRY_S)
-        return None
+        worker serves it); ``None`` when the peer hung up or sent no HTTP head (served here),
+        :data:`NO_HEAD` when a whole one did not arrive within ``head_timeout_s``.
+
+        Read on readiness: while the head is incomplete, the socket's receive low-water mark
+        (``SO_RCVLOWAT``) is set above the bytes already peeked, so the wait ends when more
+        arrive (or the peer hangs up), not at once; it is put back before the socket is served."""
+        sock = stream.socket
+        try:
+            with trio.move_on_after(self.head_timeout_s):
+                while True:
+                    try:
+                        data = await sock.recv(HEAD_LIMIT, socket.MSG_PEEK)
+                    except OSError:
+                        return None
+                    if not data:
+                        return None
+                    try:
+                        head = read_head(data)
+                    except ValueError:
+                        return None
+                    if head is not None:
+                        return head
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, len(data) + 1)
+                    await trio.lowlevel.wait_readable(sock)
+            return NO_HEAD
+        finally:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
 
     def place(self, head: Head | None, *, burst: bool = False) -> tuple[Placement, int]:
         """Where a connection with this request head is served, and by which slot
@@ -243,10 +275,14 @@ class OwnerRouter:
         return slot
 
     async def _moved(self, stream: trio.SocketStream) -> bool:
-        """Hand ``stream`` to another worker when it belongs there; ``True`` when it went."""
+        """Hand ``stream`` to another worker when it belongs there; ``True`` when it went, or
+        was closed (its request head did not arrive whole in time)."""
         self._arriving += 1
         try:
             head = await self._peek_head(stream)
+            if head is NO_HEAD:  # closed, as a single process closes it after keep_alive_timeout
+                await _close_unserved(stream)
+                return True
             placement, slot = self.place(head, burst=self._arriving > BALANCE_WHILE_ARRIVING)
         finally:
             self._arriving -= 1
