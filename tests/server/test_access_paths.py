@@ -34,7 +34,7 @@ def _routes(server: RunningServer) -> list[tuple[str, str, bool]]:
     for rule in app.url_map.iter_rules():
         if rule.endpoint == "static":
             continue
-        path = rule.rule.replace("<name>", "dashboard.js")
+        path = rule.rule.replace("<name>", "dashboard.js").replace("<env>", EchoEnv.__name__)
         assert "<" not in path, f"a route with a variable this test does not fill: {rule.rule}"
         for method in rule.methods or ():
             if method not in ("HEAD", "OPTIONS"):
