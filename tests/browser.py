@@ -2,8 +2,9 @@
 ``tools/install-test-deps.sh``) driven by Playwright through its public API.
 
 Playwright's own browser downloads are not used: the system Chromium is launched by path. Every
-page opened here records console errors, uncaught exceptions and requests to other origins, so
-a test can assert that a page works on its own server alone. :func:`page_server` serves fixed
+page opened here records console errors, uncaught exceptions and requests to other origins
+(less those the browser refused to send: see :data:`REFUSED_BY_POLICY`), so a test can assert
+that a page works on its own server alone. :func:`page_server` serves fixed
 pages from another loopback port: another origin than any server under test, a foreign web
 page as a user would meet one.
 """
@@ -20,9 +21,17 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, Request, sync_playwright
 
-__all__ = ["CHROMIUM_ARGS", "WatchedPage", "chromium_path", "open_browser", "page_server", "watched_page"]
+__all__ = [
+    "CHROMIUM_ARGS",
+    "REFUSED_BY_POLICY",
+    "WatchedPage",
+    "chromium_path",
+    "open_browser",
+    "page_server",
+    "watched_page",
+]
 
 #: Headless, no sandbox (tests run as root in CI), nothing that reaches out to the network.
 CHROMIUM_ARGS = (
@@ -55,6 +64,16 @@ def open_browser() -> Iterator[Browser]:
             yield browser
         finally:
             browser.close()
+
+
+#: What Playwright's ``Request.failure`` reads for a load the page's Content-Security-Policy
+#: refused: Chromium checks the policy before a request is made, so such a request never
+#: left the browser. Chromium reports some refused loads as a request that then fails (in a
+#: page's own document always; in a ``srcdoc`` frame just drawn only now and then, more often
+#: on a loaded machine), so a refused load is taken back here once its failure says why. Every
+#: other failure (a refused connection, an unsafe port) went out or was meant to: it stays
+#: recorded.
+REFUSED_BY_POLICY = frozenset({"csp", "net::ERR_BLOCKED_BY_CSP"})
 
 
 @dataclass
@@ -90,7 +109,12 @@ def watched_page(browser: Browser, origin: str) -> Iterator[WatchedPage]:
             if parts.netloc != netloc:
                 watched.foreign_requests.append(url)
 
+    def note_refusal(request: Request) -> None:
+        if request.failure in REFUSED_BY_POLICY and request.url in watched.foreign_requests:
+            watched.foreign_requests.remove(request.url)
+
     page.on("request", note_request)
+    page.on("requestfailed", note_refusal)
     page.on("websocket", lambda socket: note_request(socket))
     try:
         yield watched
