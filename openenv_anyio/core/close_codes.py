@@ -24,6 +24,7 @@ class CloseCode(enum.IntEnum):
     POLICY_VIOLATION = 1008  # a client closes a server that floods it (WS-ORDER-2)
     MESSAGE_TOO_BIG = 1009  # WS-ERR-6
     INTERNAL_ERROR = 1011  # WS-FACT-1, WS-PING-1
+    SERVICE_RESTART = 1012  # EXT-HAND-1: the session is kept in the server's session store
     TRY_AGAIN_LATER = 1013  # WS-CAP-1, WS-DRAIN-1
     SESSION_NOT_FOUND = 4404  # EXT-RES-4, MCP-SES-3
     IDLE_TIMEOUT = 4408  # WS-IDLE-1
@@ -40,6 +41,7 @@ RESUMABLE_CLOSE_CODES: Final[frozenset[int]] = frozenset(
         CloseCode.INVALID_PAYLOAD,
         CloseCode.POLICY_VIOLATION,
         CloseCode.INTERNAL_ERROR,
+        CloseCode.SERVICE_RESTART,
         CloseCode.TRY_AGAIN_LATER,
     }
 )

@@ -296,6 +296,7 @@ class SessionOutcome(enum.Enum):
     CLOSED = "closed"  # the client closed it, or its connection's end ended it
     EXPIRED = "expired"  # nobody came back in time: a dropped resumable session, an idle hosted one
     SHUTDOWN = "shutdown"  # the server is stopping
+    HANDED_OVER = "handed_over"  # the server is stopping and kept it in its session store (EXT-HAND-1)
 
 
 @dataclass(frozen=True, slots=True)
