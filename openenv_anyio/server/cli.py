@@ -6,7 +6,9 @@ Loopback by default. SIGINT/SIGTERM drain and stop (``GET /ready`` answers 503, 
 sessions are refused with 1013, requests being executed finish within ``--drain-timeout``,
 then every connection is closed with 1001 and every environment closed) and the command
 exits 0; when an environment's ``close()`` is still running after ``--shutdown-grace``
-seconds, it exits 1 with one line naming it. A bad target is a one-line error.
+seconds, it exits 1 with one line naming it. Under ``--workers N``, SIGHUP replaces the
+workers one at a time (a rolling restart, :mod:`.workers.supervisor`). A bad target is a
+one-line error.
 Access (SECURITY.md): ``--token`` / ``OPENENV_TOKEN`` / ``--token-file``,
 ``--agent-tokens-file``, ``--allow-origin``, ``--expose-errors``; binding a non-loopback
 address without a token prints a warning at start. ``$OPENENV_VALIDATION_TOKEN`` turns on
@@ -235,7 +237,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default="1",
         metavar="N",
         help="worker processes serving the one port (a number, or 'auto': one per core; default 1). "
-        "Resumes reach the worker that owns the session; --max-concurrent-envs counts all workers together",
+        "Resumes reach the worker that owns the session; --max-concurrent-envs counts all workers together; "
+        "SIGHUP replaces the workers one at a time (with --session-store their sessions carry on)",
     )
     parser.add_argument(
         "--web",
@@ -386,8 +389,9 @@ class _HeldEvent(logging.Filter):
 
 
 async def _serve_until_signalled(server: Any, log_format: str, limit_line: str) -> None:
-    """Serve until SIGINT or SIGTERM, then drain and stop. The console format also prints
-    two plain lines (the URLs, the signal); JSON logs carry the same as events only."""
+    """Serve until SIGINT or SIGTERM, then drain and stop (a server of workers takes SIGHUP
+    as a rolling restart and goes on). The console format also prints two plain lines (the
+    URLs, the signal); JSON logs carry the same as events only."""
     import signal
 
     import trio
@@ -396,7 +400,9 @@ async def _serve_until_signalled(server: Any, log_format: str, limit_line: str) 
 
     plain = log_format == "console"
     held = _HeldEvent("server_started", logging.getLogger("openenv_anyio.server"), hold=plain)
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    rolling = hasattr(server, "roll")  # --workers N: SIGHUP replaces the workers one at a time
+    watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) if rolling else (signal.SIGINT, signal.SIGTERM)
+    with trio.open_signal_receiver(*watched) as signals:
         async with trio.open_nursery() as nursery:
             with held:  # the console's banner first, then the server's own start event
                 url = await nursery.start(server.serve)
@@ -416,6 +422,14 @@ async def _serve_until_signalled(server: Any, log_format: str, limit_line: str) 
                     log_event(logging.INFO, "server_started", None, url=url, workers=sorted(workers.values()))
             async for signum in signals:
                 name = signal.Signals(signum).name
+                if signum == signal.SIGHUP:
+                    if plain:
+                        print(
+                            f"openenv-anyio: {name}: replacing the workers one at a time", file=sys.stderr, flush=True
+                        )
+                    log_event(logging.INFO, "signal_received", None, signal=name)
+                    server.roll()
+                    continue
                 if plain:
                     print(f"openenv-anyio: {name}: draining, then shutting down", file=sys.stderr, flush=True)
                 log_event(logging.INFO, "signal_received", None, signal=name)

@@ -22,6 +22,17 @@ closed; a worker takes that as its shutdown signal (and also when the supervisor
 closes its sessions with 1001 and exits; a worker still running after the grace period is
 killed. Workers run in sessions of their own, so a terminal's Ctrl-C reaches the
 supervisor only, which stops them in order.
+
+Rolling restart (:meth:`roll`; the CLI calls it on SIGHUP): the slots are replaced one at a
+time. For slot k a replacement process starts beside the one serving (same slot, same
+generation: it serves the session ids the old one made, and takes the connections routed
+to the slot's inbox); once it reports ``ready`` the old one is asked to stop as on
+shutdown. With a session store the old one hands its resumable sessions over (close 1012)
+and their clients' resumes are routed to the slot, where the replacement takes them from
+the store; without one they end as on shutdown. The next slot starts only once the old
+process has exited. A replacement that does not become ready in time is stopped, the old
+one keeps serving, and the rolling restart stops there (said in the log). A replacement is
+a new interpreter: it runs the code and environment module found on disk at that moment.
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -77,6 +88,21 @@ class WorkerFailed(RuntimeError):
     """A worker could not be started."""
 
 
+@dataclass(eq=False)
+class _Process:
+    """One process run for a slot (a slot has two while a rolling restart replaces it)."""
+
+    spec: WorkerSpec
+    ready: trio.Event = field(default_factory=trio.Event)
+    exited: trio.Event = field(default_factory=trio.Event)
+    #: asked to stop alone: a replacement serves its slot
+    retire: trio.Event = field(default_factory=trio.Event)
+    pid: int | None = None
+    status: int | None = None
+    #: the process that serves the slot after this one (a rolling restart)
+    successor: _Process | None = None
+
+
 class WorkerSupervisor:
     """Runs ``workers`` worker processes serving ``target`` on one port."""
 
@@ -93,6 +119,11 @@ class WorkerSupervisor:
         self.restarts = 0
         self._unclean: list[str] = []  # workers that exited non-zero when asked to stop
         self._stop = trio.Event()
+        self._roll_wanted = trio.Event()
+        self._rolling = False
+        self._current: dict[int, _Process] = {}  # slot -> the process that serves it
+        self._started: tuple[socket.socket, list[tuple[socket.socket, socket.socket]], WorkerTable] | None = None
+        self._nursery: trio.Nursery | None = None
 
     @classmethod
     def for_factory(cls, target: str, factory: object, config: ServerConfig, workers: int) -> WorkerSupervisor:
@@ -107,6 +138,14 @@ class WorkerSupervisor:
     def shutdown(self) -> None:
         """Stop every worker (call from the supervisor's trio thread)."""
         self._stop.set()
+        self._roll_wanted.set()
+
+    def roll(self) -> None:
+        """Replace every worker, one at a time (call from the supervisor's trio thread; see
+        the module docstring). Asked during a rolling restart, another follows it."""
+        if self._rolling:
+            log.info("rolling restart asked while one runs: another follows it")
+        self._roll_wanted.set()
 
     # -- hooks for what every worker process needs ---------------------------------------
 
@@ -155,16 +194,22 @@ class WorkerSupervisor:
         try:
             host, port = listener.getsockname()[:2]
             url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+            self._started = (listener, inboxes, table)
             async with trio.open_nursery() as nursery:
+                self._nursery = nursery
                 ready = [trio.Event() for _ in range(self.workers)]
-                for slot in range(self.workers):
-                    nursery.start_soon(self._run_slot, slot, listener, inboxes, table, ready[slot])
-                with trio.fail_after(START_TIMEOUT_S):
-                    for event in ready:
-                        await event.wait()
-                self.url = url
-                task_status.started(url)
+                async with trio.open_nursery() as slots:
+                    for slot in range(self.workers):
+                        slots.start_soon(self._run_slot, slot, table, ready[slot])
+                    with trio.fail_after(START_TIMEOUT_S):
+                        for event in ready:
+                            await event.wait()
+                    self.url = url
+                    nursery.start_soon(self._roll_when_asked)
+                    task_status.started(url)
+                self._roll_wanted.set()  # every slot stopped: so does the roller
         finally:
+            self._started = self._nursery = None
             table.close()
             listener.close()
             for pair in inboxes:
@@ -172,33 +217,35 @@ class WorkerSupervisor:
                     end.close()
             shutil.rmtree(runtime, ignore_errors=True)
 
-    async def _run_slot(
-        self,
-        slot: int,
-        listener: socket.socket,
-        inboxes: list[tuple[socket.socket, socket.socket]],
-        table: WorkerTable,
-        first_ready: trio.Event,
-    ) -> None:
+    def _spec(self, slot: int, generation: int) -> WorkerSpec:
+        assert self._started is not None
+        listener, inboxes, table = self._started
+        return WorkerSpec(
+            target=self.target,
+            config=split_secrets(self.config)[0],
+            slot=slot,
+            generation=generation,
+            listen_fd=listener.fileno(),
+            inbox_fd=inboxes[slot][0].fileno(),
+            peer_fds=[pair[1].fileno() for pair in inboxes],
+            table_path=str(table.path),
+            ready_fd=-1,
+        )
+
+    async def _run_slot(self, slot: int, table: WorkerTable, first_ready: trio.Event) -> None:
         generation = table.generation(slot)
         backoff = RESTART_BACKOFF_S
         while True:
             started_at = trio.current_time()
-            ready = trio.Event() if first_ready.is_set() else first_ready
-            spec = WorkerSpec(
-                target=self.target,
-                config=split_secrets(self.config)[0],
-                slot=slot,
-                generation=generation,
-                listen_fd=listener.fileno(),
-                inbox_fd=inboxes[slot][0].fileno(),
-                peer_fds=[pair[1].fileno() for pair in inboxes],
-                table_path=str(table.path),
-                ready_fd=-1,
-            )
-            status = await self._run_process(spec, ready)
+            process = self._current[slot] = _Process(self._spec(slot, generation))
+            await self._run_process(process, first_ready if not first_ready.is_set() else None)
             if not first_ready.is_set():
-                raise WorkerFailed(f"worker {slot} exited before it was ready (status {status})")
+                raise WorkerFailed(f"worker {slot} exited before it was ready (status {process.status})")
+            while process.successor is not None:  # replaced (a rolling restart): its successor serves
+                process = process.successor
+                await process.exited.wait()
+                started_at = trio.current_time()
+            status = process.status
             if self._stop.is_set():
                 if status:
                     self._unclean.append(f"of worker {slot} (exit status {status})")
@@ -221,10 +268,83 @@ class WorkerSupervisor:
             else:
                 backoff = RESTART_BACKOFF_S
 
-    async def _run_process(self, spec: WorkerSpec, ready: trio.Event) -> int | None:
-        """Run one process for ``spec``'s slot until it exits; its exit status."""
+    # -- rolling restart -----------------------------------------------------------------
+
+    async def _roll_when_asked(self) -> None:
+        while True:
+            await self._roll_wanted.wait()
+            self._roll_wanted = trio.Event()
+            if self._stop.is_set() or self._started is None:
+                return
+            self._rolling = True
+            try:
+                await self._roll()
+            finally:
+                self._rolling = False
+
+    async def _roll(self) -> None:
+        """Replace each slot's process in turn (see the module docstring)."""
+        log.info("rolling restart: replacing %d workers one at a time", self.workers)
+        for slot in range(self.workers):
+            if self._stop.is_set():
+                return
+            if not await self._replace(slot):
+                log.error("rolling restart stopped at worker %d; the workers not yet replaced keep serving", slot)
+                return
+        log.info("rolling restart: done, %d workers replaced", self.workers)
+
+    async def _replace(self, slot: int) -> bool:
+        """Start slot's replacement, wait until it is ready, then stop the old process and
+        wait for it to exit; ``False`` when the replacement did not become ready."""
+        assert self._nursery is not None
+        old = self._current[slot]
+        if old.exited.is_set() or old.successor is not None:  # dead and being restarted
+            log.warning("rolling restart: worker %d is restarting; left to that", slot)
+            return True
+        new = old.successor = _Process(self._spec(slot, old.spec.generation))
+        self._nursery.start_soon(self._run_replacement, new)
+        with trio.move_on_after(START_TIMEOUT_S):
+            async with trio.open_nursery() as either:
+                for event in (new.ready, new.exited):
+                    either.start_soon(_cancel_when_set, event, either.cancel_scope)
+        if self._stop.is_set():
+            return True
+        if not new.ready.is_set():
+            if not old.exited.is_set():
+                old.successor = None  # the old one keeps the slot
+                if old.pid is not None:
+                    self.pids[slot] = old.pid
+            new.retire.set()
+            log.error(
+                "rolling restart: the replacement of worker %d %s; the old one (pid %s) keeps serving",
+                slot,
+                f"exited (status {new.status})" if new.exited.is_set() else "did not become ready in time",
+                old.pid,
+            )
+            return False
+        self._current[slot] = new
+        log.info(
+            "rolling restart: worker %d: replacement ready (pid %s); draining the old one (pid %s)",
+            slot,
+            new.pid,
+            old.pid,
+        )
+        old.retire.set()
+        await old.exited.wait()
+        log.info("rolling restart: worker %d: the old one (pid %s) exited (status %s)", slot, old.pid, old.status)
+        return True
+
+    async def _run_replacement(self, proc: _Process) -> None:
+        try:
+            await self._run_process(proc, None)
+        except OSError as exc:  # the server goes on with the process it has
+            log.error("rolling restart: worker %d: its replacement could not be started: %s", proc.spec.slot, exc)
+
+    async def _run_process(self, proc: _Process, first_ready: trio.Event | None) -> None:
+        """Run one process for ``proc``'s slot until it exits (its status in ``proc``);
+        ``first_ready``: set too once it is ready (the slot's first process)."""
         ready_r, ready_w = os.pipe()
-        spec = WorkerSpec(**{**asdict(spec), "ready_fd": ready_w})
+        spec = proc.spec = WorkerSpec(**{**asdict(proc.spec), "ready_fd": ready_w})
         try:
             process = await trio.lowlevel.open_process(
                 [sys.executable, "-m", "openenv_anyio.server.workers.process", spec.to_json()],
@@ -235,14 +355,15 @@ class WorkerSupervisor:
             )
         except BaseException:
             os.close(ready_r)
+            proc.exited.set()
             raise
         finally:
             os.close(ready_w)
-        self.pids[spec.slot] = process.pid
+        proc.pid = self.pids[spec.slot] = process.pid
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._watch_ready, spec, process.pid, ready_r, ready)
-                nursery.start_soon(self._stop_when_asked, process)
+                nursery.start_soon(self._watch_ready, proc, ready_r, first_ready)
+                nursery.start_soon(self._stop_when_asked, process, proc)
                 await process.wait()
                 nursery.cancel_scope.cancel()
         finally:
@@ -250,11 +371,13 @@ class WorkerSupervisor:
                 if process.returncode is None:  # the supervisor itself is being cancelled
                     process.kill()
                     await process.wait()
-            self.pids.pop(spec.slot, None)
+            if self.pids.get(spec.slot) == process.pid:
+                del self.pids[spec.slot]
             self.worker_exited(spec.slot, process.pid)
-        return process.returncode
+            proc.status = process.returncode
+            proc.exited.set()
 
-    async def _watch_ready(self, spec: WorkerSpec, pid: int, ready_r: int, ready: trio.Event) -> None:
+    async def _watch_ready(self, proc: _Process, ready_r: int, first_ready: trio.Event | None) -> None:
         stream = trio.lowlevel.FdStream(ready_r)
         async with stream:
             data = b""
@@ -264,12 +387,17 @@ class WorkerSupervisor:
                     return
                 data += chunk
         if data.startswith(b"ready"):
-            if spec.generation:
-                log.warning("worker %d restarted (pid %d, generation %d)", spec.slot, pid, spec.generation)
-            ready.set()
+            spec = proc.spec
+            if spec.generation and first_ready is None and self._current.get(spec.slot) is proc:
+                log.warning("worker %d restarted (pid %s, generation %d)", spec.slot, proc.pid, spec.generation)
+            proc.ready.set()
+            if first_ready is not None:
+                first_ready.set()
 
-    async def _stop_when_asked(self, process: trio.Process) -> None:
-        await self._stop.wait()
+    async def _stop_when_asked(self, process: trio.Process, proc: _Process) -> None:
+        async with trio.open_nursery() as either:  # the server stops, or this process alone
+            for event in (self._stop, proc.retire):
+                either.start_soon(_cancel_when_set, event, either.cancel_scope)
         assert process.stdin is not None
         try:
             await process.stdin.aclose()  # the worker's signal to shut down
@@ -280,3 +408,8 @@ class WorkerSupervisor:
             return
         log.warning("worker (pid %d) did not stop in time; killing it", process.pid)
         process.kill()
+
+
+async def _cancel_when_set(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()

@@ -1,0 +1,110 @@
+"""``serve --workers N``: SIGHUP replaces the workers one at a time (a rolling restart). With
+a session store every session carries on, each step run exactly once; without one, the
+sessions of each replaced worker end as on shutdown and the server keeps serving."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from pathlib import Path
+
+import anyio
+import pytest
+from handover.episodes import Episode, episodes
+from serve_process import ServeProcess, serve_process
+
+from openenv_anyio.client import ConnectionClosedByServer, ConnectionDropped, EnvClient
+from openenv_anyio.server.workers.routing import session_owner
+
+pytestmark = pytest.mark.anyio
+
+WORKERS = 3
+ROLLED = r"rolling restart: done, 3 workers replaced"
+
+
+def _slot(episode: Episode) -> int:
+    assert episode.client.session_id is not None
+    owner = session_owner(episode.client.session_id)
+    assert owner is not None, episode.client.session_id
+    return owner[0]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _replacements(served: ServeProcess) -> dict[int, tuple[int, int]]:
+    """slot -> (new pid, old pid), from the log."""
+    found = {}
+    for line in served.lines:
+        match = re.search(r"worker (\d+): replacement ready \(pid (\d+)\); draining the old one \(pid (\d+)\)", line)
+        if match:
+            found[int(match[1])] = (int(match[2]), int(match[3]))
+    return found
+
+
+async def _wait_line(served: ServeProcess, pattern: str, start: int = 0) -> None:
+    await anyio.to_thread.run_sync(lambda: served.wait_for_line(pattern, timeout_s=120, start=start))
+
+
+async def test_a_rolling_restart_with_a_store_keeps_every_session(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'sessions.db'}"
+    target = "handover.envs:SnapTally"
+    with serve_process(target, "--workers", str(WORKERS), "--session-store", store, "--ping-interval", "0") as served:
+        async with episodes(served.url, 12) as opened:
+            slots = {_slot(episode) for episode in opened}
+            assert slots == set(range(WORKERS)), slots  # sessions on every worker
+            for episode in opened:
+                await episode.step()
+            rolled = anyio.Event()
+
+            async def keep_stepping(episode: Episode) -> None:
+                while not rolled.is_set():
+                    await episode.step()
+                    await anyio.sleep(0.01)
+                for _ in range(5):
+                    await episode.step()
+
+            mark = len(served.lines)
+            served.process.send_signal(signal.SIGHUP)
+            async with anyio.create_task_group() as group:
+                for episode in opened:
+                    group.start_soon(keep_stepping, episode)
+                await _wait_line(served, ROLLED, mark)
+                rolled.set()
+            for episode in opened:
+                await episode.check_state()
+                assert episode.client.resumes >= 1  # each came back from a replaced worker
+                assert _slot(episode) in range(WORKERS)
+        replaced = _replacements(served)
+        assert sorted(replaced) == list(range(WORKERS))
+        assert sorted(old for _, old in replaced.values()) == sorted(served.pids)
+        assert not any(_alive(old) for _, old in replaced.values())
+        # the order: each replacement was ready before its old worker was told to stop
+        text = "".join(served.lines[mark:])
+        for slot in range(WORKERS):
+            assert text.index(f"worker {slot}: replacement ready") < text.index(f"worker {slot}: the old one")
+        # and the server still takes new sessions on every worker
+        async with episodes(served.url, 6) as fresh:
+            for episode in fresh:
+                await episode.step()
+
+
+async def test_a_rolling_restart_without_a_store_ends_the_replaced_sessions(tmp_path: Path) -> None:
+    with serve_process("handover.envs:SnapTally", "--workers", "2", "--ping-interval", "0") as served:
+        async with episodes(served.url, 6) as opened:
+            mark = len(served.lines)
+            served.process.send_signal(signal.SIGHUP)
+            await _wait_line(served, r"rolling restart: done, 2 workers replaced", mark)
+            for episode in opened:
+                # closed 1001 as on shutdown (or, had it resumed, SessionNotFound): never a fresh episode
+                with pytest.raises((ConnectionClosedByServer, ConnectionDropped)):
+                    await episode.step()
+        async with EnvClient(served.url, ping_interval_s=None) as client:
+            await client.reset()
+            assert (await client.step({"n": 0})).observation["count"] == 1
