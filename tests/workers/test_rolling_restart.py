@@ -95,6 +95,7 @@ async def test_a_rolling_restart_with_a_store_keeps_every_session(tmp_path: Path
                 await episode.step()
 
 
+@pytest.mark.parametrize("anyio_backend", ["trio"])  # server behaviour: one backend is enough
 async def test_a_rolling_restart_without_a_store_ends_the_replaced_sessions(tmp_path: Path) -> None:
     with serve_process("handover.envs:SnapTally", "--workers", "2", "--ping-interval", "0") as served:
         async with episodes(served.url, 6) as opened:
