@@ -111,6 +111,34 @@ class BigObservationEnv(EchoEnv):
     pad: ClassVar[str] = _BIG_PAD
 
 
+class TallyEnv:
+    """Counts its steps; its state is a snapshot of a few bytes (``restore`` brings it back),
+    so a server with a session store keeps its episodes (``bench.handover``)."""
+
+    NON_BLOCKING: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def reset(self, **_: Any) -> dict[str, Any]:
+        self.count = 0
+        return {"count": 0}
+
+    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        self.count += 1
+        return {"count": self.count, "reward": 1.0, "done": False}
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return {"episode_id": None, "step_count": self.count}
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"count": self.count}
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        self.count = int(snapshot["count"])
+
+
 #: env kind (as named on the command line of ``bench.serve``) -> plain class
 ENV_KINDS: dict[str, type[EchoEnv]] = {
     "echo": EchoEnv,
@@ -131,4 +159,5 @@ __all__ = [
     "STEP_LEDGER_ENV",
     "STEP_LEDGER_FILE",
     "SleepyEnv",
+    "TallyEnv",
 ]
