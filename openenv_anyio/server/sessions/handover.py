@@ -335,6 +335,7 @@ class Handover:
         if refusal is not None:
             await session.end(SessionOutcome.CLOSED)
             return refusal
+        session.view.brought_back = stored.env.way.value  # the dashboard shows it came back
         kept = self.kept.readmit(_kept_record(stored, presented), session)
         kept.restore_way = stored.env.way
         if stored.env.log is not None:
