@@ -5,13 +5,15 @@ restarted server is back (bench/README.md, "Sessions kept in a store").
    small snapshot) on four servers started together: no store, a SQLite store, ``--durable``
    SQLite, ``--durable`` Redis (a ``redis-server`` of the run's own; ``n/a`` without one).
    The variants run interleaved (A B C D A B C D ...) after one warm-up run each; each
-   figure is the median over the runs; ratios are to no store.
+   figure is the median over the runs; ratios are to no store. Beside steps/s, the server's
+   CPU time per step (its threads included; Redis's own process not), which moves much
+   less with the machine's load.
 2. A restart with N kept sessions (default 1,000): a server with a SQLite store holds N
    sessions (each reset and stepped once), is stopped with SIGTERM (it writes them out and
    closes them with 1012), and a new process is started on the same port and store; every
    client then steps once (its resume taken from the store). Reported: how long the old one
    took to hand over and exit; from the new process's start: listening, the first resumed
-   step answered, all N answered.
+   step answered, all N answered; and the new server's CPU time to listen and for the resumes.
 
 Figures on a shared 2-core machine are noisy: compare the ratios of one run.
 """
@@ -35,7 +37,7 @@ from typing import Any
 
 import anyio
 
-from bench.procs import HOST, ServerProcess, _listening, free_port, raise_fd_limit, spawn
+from bench.procs import HOST, ServerProcess, _listening, free_port, raise_fd_limit, spawn, tree_cpu_seconds
 from openenv_anyio.client import EnvClient
 from openenv_anyio.client.reconnect import ReconnectPolicy
 
@@ -93,8 +95,10 @@ def _redis(workdir: Path) -> Iterator[str | None]:
 # -- 1. steps/s ---------------------------------------------------------------------------------
 
 
-async def _steps_per_s(url: str, sessions: int, run_s: float) -> float:
-    """``sessions`` sessions reset, then all step for ``run_s``: steps/s over that time."""
+async def _steps_per_s(server: ServerProcess, sessions: int, run_s: float) -> tuple[float, float]:
+    """``sessions`` sessions reset, then all step for ``run_s``: steps/s over that time, and
+    the server's CPU time per step (ms; its threads included, a Redis server not)."""
+    url = server.url
     async with contextlib.AsyncExitStack() as stack:
         clients = [
             await stack.enter_async_context(EnvClient(url, ping_interval_s=None, message_timeout_s=60))
@@ -103,6 +107,7 @@ async def _steps_per_s(url: str, sessions: int, run_s: float) -> float:
         for client in clients:
             await client.reset()
         steps = 0
+        cpu = tree_cpu_seconds(server.pid)
         started = time.perf_counter()
         deadline = started + run_s
 
@@ -115,19 +120,22 @@ async def _steps_per_s(url: str, sessions: int, run_s: float) -> float:
         async with anyio.create_task_group() as group:
             for client in clients:
                 group.start_soon(drive, client)
-        return steps / (time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        return steps / elapsed, (tree_cpu_seconds(server.pid) - cpu) * 1000 / max(steps, 1)
 
 
-async def throughput(variants: list[Variant], sessions: int, runs: int, run_s: float) -> dict[str, list[float]]:
-    figures: dict[str, list[float]] = {variant.name: [] for variant in variants if not variant.skipped}
+async def throughput(
+    variants: list[Variant], sessions: int, runs: int, run_s: float
+) -> dict[str, list[tuple[float, float]]]:
+    figures: dict[str, list[tuple[float, float]]] = {variant.name: [] for variant in variants if not variant.skipped}
     for round_ in range(runs + 1):  # the first round warms up
         for variant in variants:
             if variant.skipped:
                 continue
             assert variant.server is not None
-            rate = await _steps_per_s(variant.server.url, sessions, run_s)
+            measured = await _steps_per_s(variant.server, sessions, run_s)
             if round_:
-                figures[variant.name].append(rate)
+                figures[variant.name].append(measured)
     return figures
 
 
@@ -183,9 +191,11 @@ async def restart(workdir: Path, kept: int) -> dict[str, float]:
                     raise RuntimeError(f"the new server exited: {new.stderr_tail()}")
                 await anyio.sleep(0.005)
             listening = time.perf_counter() - spawned
+            cpu_listening = tree_cpu_seconds(new.pid)
             go.set()
             while len(answered) < kept:
                 await anyio.sleep(0.01)
+            cpu_all = tree_cpu_seconds(new.pid)
             done.set()
     finally:
         old.stop()
@@ -197,6 +207,8 @@ async def restart(workdir: Path, kept: int) -> dict[str, float]:
         "listening_s": listening,
         "first_answer_s": min(answered),
         "all_answered_s": max(answered),
+        "server_cpu_to_listen_s": cpu_listening,
+        "server_cpu_resumes_s": cpu_all - cpu_listening,
     }
 
 
@@ -221,7 +233,9 @@ def main(argv: list[str] | None = None) -> int:
                 variants = [
                     Variant("no store", []),
                     Variant("store (SQLite)", ["--session-store", f"sqlite:///{workdir / 'plain.db'}"]),
-                    Variant("--durable SQLite", ["--session-store", f"sqlite:///{workdir / 'durable.db'}", "--durable"]),
+                    Variant(
+                        "--durable SQLite", ["--session-store", f"sqlite:///{workdir / 'durable.db'}", "--durable"]
+                    ),
                     Variant("--durable Redis", ["--session-store", redis or "", "--durable"]),
                 ]
                 if redis is None:
@@ -238,17 +252,30 @@ def main(argv: list[str] | None = None) -> int:
                     for variant in variants:
                         if variant.server is not None:
                             variant.server.stop()
-            base = statistics.median(figures["no store"])
-            print(f"steps/s at {args.sessions} sessions, median of {runs} interleaved runs of {run_s:g} s")
+            base = statistics.median(rate for rate, _ in figures["no store"])
+            base_cpu = statistics.median(cpu for _, cpu in figures["no store"])
+            print(f"steps/s at {args.sessions} sessions, median of {runs} interleaved runs of {run_s:g} s;")
+            print("server CPU ms per step (median) and its ratio to no store")
             report["throughput"] = {}
             for variant in variants:
                 if variant.skipped:
                     print(f"  {variant.name:<18} n/a ({variant.skipped})")
                     continue
-                rates = figures[variant.name]
+                rates = [rate for rate, _ in figures[variant.name]]
                 median = statistics.median(rates)
-                report["throughput"][variant.name] = {"steps_per_s": median, "runs": rates, "ratio": median / base}
-                print(f"  {variant.name:<18} {median:>9,.0f}   {median / base:.2f}x   (runs: {', '.join(f'{r:,.0f}' for r in rates)})")
+                cpu = statistics.median(cpu for _, cpu in figures[variant.name])
+                report["throughput"][variant.name] = {
+                    "steps_per_s": median,
+                    "runs": rates,
+                    "ratio": median / base,
+                    "server_cpu_ms_per_step": cpu,
+                    "cpu_ratio": cpu / base_cpu,
+                }
+                runs_text = ", ".join(f"{rate:,.0f}" for rate in rates)
+                print(
+                    f"  {variant.name:<18} {median:>9,.0f}   {median / base:.2f}x   "
+                    f"cpu {cpu:.3f} ms {cpu / base_cpu:.2f}x   (runs: {runs_text})"
+                )
         if args.only in (None, "restart"):
             figures_restart = anyio.run(restart, workdir, args.kept, backend="trio")
             report["restart"] = figures_restart
@@ -257,6 +284,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  new server, from its process start: listening {figures_restart['listening_s']:.2f} s,")
             print(f"    first resumed step answered {figures_restart['first_answer_s']:.2f} s,")
             print(f"    all {figures_restart['sessions']:,.0f} answered {figures_restart['all_answered_s']:.2f} s")
+            print(
+                f"  new server's CPU: {figures_restart['server_cpu_to_listen_s']:.2f} s to listen, "
+                f"{figures_restart['server_cpu_resumes_s']:.2f} s for the resumes"
+            )
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
     return 0

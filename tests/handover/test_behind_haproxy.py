@@ -10,10 +10,11 @@ from urllib.parse import urlsplit
 import anyio
 import pytest
 from deploy.proxies import haproxy
-from handover.episodes import episodes, step_all
 from ops.scrape import scrape
 from serve_process import serve_process
 from session_store.redis_server import redis_server
+
+from .episodes import episodes, step_all
 
 pytestmark = pytest.mark.anyio
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from handover.episodes import Episode, episodes
-from handover.restarts import RestartedServer, restarted_server
+
+from .episodes import Episode, episodes
+from .restarts import RestartedServer, restarted_server
 
 pytestmark = pytest.mark.anyio
 

@@ -1,6 +1,8 @@
 """``serve --workers N``: SIGHUP replaces the workers one at a time (a rolling restart). With
-a session store every session carries on, each step run exactly once; without one, the
-sessions of each replaced worker end as on shutdown and the server keeps serving."""
+a session store every session carries on, each step run exactly once, and sessions opened
+during the rolling restart work too (a draining worker hands what it accepts to its
+replacement); without a store, the sessions of each replaced worker end as on shutdown and
+the server keeps serving."""
 
 from __future__ import annotations
 
@@ -70,13 +72,25 @@ async def test_a_rolling_restart_with_a_store_keeps_every_session(tmp_path: Path
                 for _ in range(5):
                     await episode.step()
 
+            fresh_sessions = 0
+
+            async def open_new_sessions() -> None:  # none lands on a draining worker
+                nonlocal fresh_sessions
+                while not rolled.is_set():
+                    async with episodes(served.url, 1) as (fresh,):
+                        for _ in range(3):
+                            await fresh.step()
+                    fresh_sessions += 1
+
             mark = len(served.lines)
             served.process.send_signal(signal.SIGHUP)
             async with anyio.create_task_group() as group:
                 for episode in opened:
                     group.start_soon(keep_stepping, episode)
+                group.start_soon(open_new_sessions)
                 await _wait_line(served, ROLLED, mark)
                 rolled.set()
+            assert fresh_sessions > 0
             for episode in opened:
                 await episode.check_state()
                 assert episode.client.resumes >= 1  # each came back from a replaced worker

@@ -3,7 +3,10 @@ openenv_anyio.server.workers.process SPEC_JSON`` (started by the supervisor only
 
 It serves the environment on the inherited listening socket until its standard input
 ends (the supervisor closed it, or exited) or it gets SIGINT/SIGTERM, then shuts down as a
-single server does (sessions closed with 1001, environments closed) and exits 0.
+single server does (sessions closed with 1001, or handed over to its session store,
+environments closed) and exits 0. When the supervisor wrote :data:`.role.RETIRE` before closing
+standard input, a replacement serves this worker's slot (a rolling restart): the connections
+it would serve go there while it drains (:meth:`.routing.OwnerRouter.retire`).
 """
 
 from __future__ import annotations
@@ -19,13 +22,13 @@ from ..env_server import EnvServer
 from ..isolation import ProcessIsolated
 from ..observability.log_setup import configure_logging_from_environment
 from ..observability.tracing import TRACES_ENV_VAR, flush_exporter, install_exporter
-from .role import WorkerRole, WorkerSpec
+from .role import RETIRE, WorkerRole, WorkerSpec
 
 __all__ = ["main", "run_worker"]
 
 
-async def _stop_requested() -> None:
-    """Return on SIGINT/SIGTERM or when standard input ends."""
+async def _stop_requested(role: WorkerRole) -> None:
+    """Return on SIGINT/SIGTERM or when standard input ends (retired first when it said so)."""
     async with trio.open_nursery() as watchers:
 
         async def on_signal() -> None:
@@ -36,9 +39,12 @@ async def _stop_requested() -> None:
 
         async def on_end_of_input() -> None:
             stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+            said = b""
             async with stdin:
-                while await stdin.receive_some(4096):
-                    pass
+                while chunk := await stdin.receive_some(4096):
+                    said = (said + chunk)[-64:]
+            if RETIRE in said:
+                role.router.retire()
             watchers.cancel_scope.cancel()
 
         watchers.start_soon(on_signal)
@@ -54,7 +60,7 @@ async def run_worker(server: EnvServer, role: WorkerRole, ready_fd: int) -> None
             role.table.mark_serving(role.slot)
             os.write(ready_fd, b"ready\n")
             os.close(ready_fd)
-            await _stop_requested()
+            await _stop_requested(role)
             server.shutdown()
 
 

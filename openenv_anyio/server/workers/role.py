@@ -17,11 +17,14 @@ from .forwarding import OwnerForwarding
 from .routing import OwnerRouter, session_prefix
 from .table import WorkerTable
 
-__all__ = ["SECRETS_ENV", "SlotCapacity", "WorkerRole", "WorkerSpec", "split_secrets"]
+__all__ = ["RETIRE", "SECRETS_ENV", "SlotCapacity", "WorkerRole", "WorkerSpec", "split_secrets"]
 
 #: The environment variable that hands a worker its bearer tokens. A command line is visible
 #: to every local user (``ps``); a process's environment only to its owner.
 SECRETS_ENV = "OPENENV_ANYIO_WORKER_SECRETS"
+#: written by the supervisor on a worker's standard input, before closing it, when a
+#: replacement serves the worker's slot (a rolling restart): the worker retires as it drains
+RETIRE = b"retire\n"
 _SECRET_FIELDS = ("token", "agent_tokens", "validation_token", "session_store")  # a Redis URL may hold a password
 
 

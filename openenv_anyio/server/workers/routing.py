@@ -25,6 +25,12 @@ the session counts lag behind the connections in flight, and re-routing bounced
 connections between workers more often than there were connections). The target's inbox
 is a second listener beside the TCP one (:class:`InboxListener`).
 
+A worker being replaced (a rolling restart, :meth:`OwnerRouter.retire`) stops taking
+connections from its inbox (its replacement, which serves the same slot, reads that inbox
+now) and hands every connection it accepts that it would have served itself to its own
+slot, that is to the replacement: resumes of the sessions it hands over, new sessions and
+everything else reach the new process while the old one drains.
+
 The request-head parsing (:func:`~openenv_anyio.server.request_head.read_head`) and the
 session-id format (:func:`session_prefix`, :func:`session_owner`) are plain functions
 without I/O.
@@ -136,9 +142,11 @@ class InboxListener(trio.abc.Listener[trio.SocketStream]):
     past their clients' connect timeouts during bursts (bench/README.md, "Multi-process serving").
     """
 
-    def __init__(self, inbox: socket.socket) -> None:
+    def __init__(self, inbox: socket.socket, retired: trio.Event) -> None:
         inbox.setblocking(False)
         self._inbox = inbox
+        #: once set, what arrives in the inbox is left to the slot's replacement
+        self._retired = retired
         self._ready: collections.deque[trio.SocketStream] = collections.deque()
         #: streams handed out and not yet taken by the router (they are never moved again)
         self.arrived: set[trio.SocketStream] = set()
@@ -159,6 +167,8 @@ class InboxListener(trio.abc.Listener[trio.SocketStream]):
     async def accept(self) -> trio.SocketStream:
         while not self._ready:
             await trio.lowlevel.wait_readable(self._inbox)
+            if self._retired.is_set():
+                await trio.sleep_forever()  # the replacement takes them (Hypercorn cancels this)
             self._drain()
         stream = self._ready.popleft()
         self.arrived.add(stream)
@@ -193,11 +203,18 @@ class OwnerRouter:
         self._arriving = 0  # connections between accept and placement
         #: told of every connection handed to another worker (the server's metrics)
         self.on_hand_off: Callable[[Placement], None] = _ignore
+        #: set when a replacement serves this worker's slot (see the module docstring)
+        self.retired = trio.Event()
+
+    def retire(self) -> None:
+        """A replacement process serves this slot now: connections this worker would serve
+        go to it (call before the worker drains)."""
+        self.retired.set()
 
     def wrap(self, handler: Handler, listeners: list[Any]) -> tuple[Handler, list[Any]]:
         """Hypercorn's connection handler and listeners, routed (see ``accept_bursts``)."""
 
-        inbox = InboxListener(self.inbox)
+        inbox = InboxListener(self.inbox, self.retired)
 
         async def routed(stream: Any) -> None:
             if stream in inbox.arrived:  # moved here once: served here (no ping-pong)
@@ -286,6 +303,9 @@ class OwnerRouter:
             placement, slot = self.place(head, burst=self._arriving > BALANCE_WHILE_ARRIVING)
         finally:
             self._arriving -= 1
+        if placement is Placement.HERE and self.retired.is_set():  # to the slot's replacement
+            placement = Placement.OWNER
+            slot = self.slot
         match placement:
             case Placement.HERE:
                 return False

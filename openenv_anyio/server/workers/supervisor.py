@@ -29,7 +29,9 @@ generation: it serves the session ids the old one made, and takes the connection
 to the slot's inbox); once it reports ``ready`` the old one is asked to stop as on
 shutdown. With a session store the old one hands its resumable sessions over (close 1012)
 and their clients' resumes are routed to the slot, where the replacement takes them from
-the store; without one they end as on shutdown. The next slot starts only once the old
+the store; without one they end as on shutdown. While it drains, the old one hands every
+connection it accepts and would serve itself to the replacement (:data:`.role.RETIRE`
+on its standard input, then end of input). The next slot starts only once the old
 process has exited. A replacement that does not become ready in time is stopped, the old
 one keeps serving, and the rolling restart stops there (said in the log). A replacement is
 a new interpreter: it runs the code and environment module found on disk at that moment.
@@ -55,7 +57,7 @@ from ..context import session_limit
 from ..env_server import LISTEN_BACKLOG
 from ..observability import multiprocess
 from ..observability.log_setup import WORKER_ENV_VAR
-from .role import SECRETS_ENV, WorkerSpec, split_secrets
+from .role import RETIRE, SECRETS_ENV, WorkerSpec, split_secrets
 from .table import WorkerTable
 
 __all__ = ["WorkerSupervisor", "worker_count"]
@@ -400,6 +402,8 @@ class WorkerSupervisor:
                 either.start_soon(_cancel_when_set, event, either.cancel_scope)
         assert process.stdin is not None
         try:
+            if proc.retire.is_set() and not self._stop.is_set():  # its replacement serves the slot
+                await process.stdin.send_all(RETIRE)
             await process.stdin.aclose()  # the worker's signal to shut down
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
