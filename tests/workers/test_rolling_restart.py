@@ -16,7 +16,7 @@ import pytest
 from handover.episodes import Episode, episodes
 from serve_process import ServeProcess, serve_process
 
-from openenv_anyio.client import ConnectionClosedByServer, ConnectionDropped, EnvClient
+from openenv_anyio.client import ConnectionClosedByServer, ConnectionDropped, EnvClient, SessionNotFound
 from openenv_anyio.server.workers.routing import session_owner
 
 pytestmark = pytest.mark.anyio
@@ -118,7 +118,7 @@ async def test_a_rolling_restart_without_a_store_ends_the_replaced_sessions(tmp_
             await _wait_line(served, r"rolling restart: done, 2 workers replaced", mark)
             for episode in opened:
                 # closed 1001 as on shutdown (or, had it resumed, SessionNotFound): never a fresh episode
-                with pytest.raises((ConnectionClosedByServer, ConnectionDropped)):
+                with pytest.raises((ConnectionClosedByServer, ConnectionDropped, SessionNotFound)):
                     await episode.step()
         async with EnvClient(served.url, ping_interval_s=None) as client:
             await client.reset()
