@@ -10,10 +10,11 @@ restarted server is back (bench/README.md, "Sessions kept in a store").
    less with the machine's load.
 2. A restart with N kept sessions (default 1,000): a server with a SQLite store holds N
    sessions (each reset and stepped once), is stopped with SIGTERM (it writes them out and
-   closes them with 1012), and a new process is started on the same port and store; every
-   client then steps once (its resume taken from the store). Reported: how long the old one
-   took to hand over and exit; from the new process's start: listening, the first resumed
-   step answered, all N answered; and the new server's CPU time to listen and for the resumes.
+   closes them with 1012), and a new process is started on the same port and store; once it
+   listens one client steps (its resume taken from the store: the server is back to
+   answering), then all the others at once. Reported: how long the old one took to hand
+   over and exit; from the new process's start: listening, that first resumed step
+   answered, all N answered; and the new server's CPU time to listen and for the resumes.
 
 Figures on a shared 2-core machine are noisy: compare the ratios of one run.
 """
@@ -149,12 +150,12 @@ async def restart(workdir: Path, kept: int) -> dict[str, float]:
     await anyio.to_thread.run_sync(old.wait_ready)
     new: ServerProcess | None = None
     limit = anyio.Semaphore(OPEN_AT_ONCE)
-    opened, go, done = [0], anyio.Event(), anyio.Event()
+    opened, first, go, done = [0], anyio.Event(), anyio.Event(), anyio.Event()
     all_open = anyio.Event()
     answered: list[float] = []
     spawned = 0.0
 
-    async def session() -> None:  # each client lives in its own task
+    async def session(index: int) -> None:  # each client lives in its own task
         async with limit:
             client = EnvClient(old.url, ping_interval_s=None, reconnect=RIDE_OUT, message_timeout_s=120)
             await client.__aenter__()
@@ -165,18 +166,20 @@ async def restart(workdir: Path, kept: int) -> dict[str, float]:
             opened[0] += 1
             if opened[0] == kept:
                 all_open.set()
-            await go.wait()
+            await (first if index == 0 else go).wait()
             result = await client.step({"add": 1})  # resumed on the new server
             assert result.observation["count"] == 2, result.observation
             answered.append(time.perf_counter() - spawned)
+            if index == 0:
+                go.set()
             await done.wait()
         finally:
             await client.__aexit__(None, None, None)
 
     try:
         async with anyio.create_task_group() as group:
-            for _ in range(kept):
-                group.start_soon(session)
+            for index in range(kept):
+                group.start_soon(session, index)
             await all_open.wait()
             stopping = time.perf_counter()
             old.proc.send_signal(signal.SIGTERM)
@@ -192,7 +195,7 @@ async def restart(workdir: Path, kept: int) -> dict[str, float]:
                 await anyio.sleep(0.005)
             listening = time.perf_counter() - spawned
             cpu_listening = tree_cpu_seconds(new.pid)
-            go.set()
+            first.set()  # one client first (back to answering), then all the others at once
             while len(answered) < kept:
                 await anyio.sleep(0.01)
             cpu_all = tree_cpu_seconds(new.pid)
@@ -205,7 +208,7 @@ async def restart(workdir: Path, kept: int) -> dict[str, float]:
         "sessions": len(answered),
         "handed_over_and_exited_s": handed_over,
         "listening_s": listening,
-        "first_answer_s": min(answered),
+        "first_answer_s": answered[0],
         "all_answered_s": max(answered),
         "server_cpu_to_listen_s": cpu_listening,
         "server_cpu_resumes_s": cpu_all - cpu_listening,
@@ -283,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  old server: handed over and exited in {figures_restart['handed_over_and_exited_s']:.2f} s")
             print(f"  new server, from its process start: listening {figures_restart['listening_s']:.2f} s,")
             print(f"    first resumed step answered {figures_restart['first_answer_s']:.2f} s,")
-            print(f"    all {figures_restart['sessions']:,.0f} answered {figures_restart['all_answered_s']:.2f} s")
+            sessions, all_s = figures_restart["sessions"], figures_restart["all_answered_s"]
+            print(f"    all {sessions:,.0f} answered {all_s:.2f} s (the rest at once)")
             print(
                 f"  new server's CPU: {figures_restart['server_cpu_to_listen_s']:.2f} s to listen, "
                 f"{figures_restart['server_cpu_resumes_s']:.2f} s for the resumes"
