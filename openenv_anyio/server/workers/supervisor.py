@@ -184,7 +184,7 @@ class WorkerSupervisor:
 
     async def serve(self, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
         """Start the workers, report the URL once all listen, run until :meth:`shutdown`."""
-        self._stop = trio.Event()
+        self._stop, self._roll_wanted = trio.Event(), trio.Event()
         runtime = Path(tempfile.mkdtemp(prefix="openenv-anyio-"))
         self.runtime_dir = runtime
         (runtime / "metrics").mkdir()
