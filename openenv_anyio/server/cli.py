@@ -111,6 +111,34 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="keep a resumable session S seconds after its connection drops (default 60; 0: end at once)",
     )
     parser.add_argument(
+        "--session-store",
+        metavar="URL",
+        help="keep resumable sessions where they outlive this process: a file path or sqlite:///PATH (SQLite), "
+        "or redis://HOST:PORT/N. On SIGTERM the server writes its sessions there and closes their connections "
+        "with 1012; a server started later on the same store takes each back when its client resumes "
+        "(environments that snapshot, or replay: see --deterministic; others end)",
+    )
+    parser.add_argument(
+        "--durable",
+        action="store_true",
+        help="with --session-store: write each reset and step to the store before its answer leaves, so a crash "
+        "(SIGKILL) loses nothing answered (group commits: slower steps)",
+    )
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="with --session-store: the environment gives the same answers for the same reset arguments and "
+        "actions, so its sessions come back by replay (each replayed answer checked) if it has no snapshot()",
+    )
+    parser.add_argument(
+        "--snapshot-limit-mb",
+        type=float,
+        default=16.0,
+        metavar="MB",
+        help="with --session-store: the largest snapshot kept (default 16); a session whose snapshot is larger "
+        "ends at a restart, and the log says so",
+    )
+    parser.add_argument(
         "--max-ui-subscribers",
         type=int,
         default=100,
@@ -429,6 +457,9 @@ _FLAGS = {
     "max_inflight_bytes": "--max-inflight-bytes",
     "step_timeout_s": "--step-timeout",
     "full_gc_threshold": "--full-gc-threshold",
+    "session_store": "--session-store",
+    "durable": "--durable",
+    "snapshot_limit_bytes": "--snapshot-limit-mb",
 }
 _PYTHON_ONLY = {
     "(or None for no limit)": "(leave the flag out for no limit)",
@@ -509,7 +540,13 @@ def run(args: argparse.Namespace) -> int:
             agent_tokens=tuple(_token_lines(args.agent_tokens_file)) if args.agent_tokens_file else (),
             expose_errors=args.expose_errors,
             validation_token=os.environ.pop(VALIDATION_TOKEN_ENV, None) or None,
+            session_store=args.session_store,
+            durable=args.durable,
+            deterministic=args.deterministic,
+            snapshot_limit_bytes=max(1, int(args.snapshot_limit_mb * 1024 * 1024)),
         )
+        if (args.deterministic or args.snapshot_limit_mb != 16.0) and args.session_store is None:
+            raise ValueError("--deterministic and --snapshot-limit-mb need --session-store")
         from .workers.supervisor import WorkerSupervisor, worker_count
 
         workers = worker_count(args.workers)
@@ -530,6 +567,14 @@ def run(args: argparse.Namespace) -> int:
     except FactoryFailure as failure:
         print(f"openenv-anyio serve: {args.target}: {failure}", file=sys.stderr)
         return 2
+    if config.session_store is not None:
+        from .session_store import StoreUnavailable
+
+        try:
+            trio.run(_probe_store, config.session_store)
+        except StoreUnavailable as exc:
+            print(f"openenv-anyio serve: {exc}", file=sys.stderr)
+            return 2
     if not is_loopback_host(config.host) and not config.access.tokens_required:
         print(
             f"openenv-anyio serve: WARNING: listening on {config.host} without a token: anyone who can reach "
@@ -569,6 +614,14 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+async def _probe_store(url: str) -> None:
+    """Open the session store once before serving, so one that cannot be opened is one line."""
+    from .session_store import open_session_store
+
+    store = await open_session_store(url)
+    await store.aclose()
 
 
 def _first_os_error(exc: BaseException) -> OSError | None:

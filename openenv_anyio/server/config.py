@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.addresses import is_loopback_host
+from ..restoration import MAX_SNAPSHOT_BYTES
 from .access.policy import AccessPolicy
 
 __all__ = ["ISOLATION_MODES", "SERVER_MODES", "ServerConfig"]
@@ -94,6 +95,17 @@ class ServerConfig:
       (``validation_open``, PROTOCOL.md section 13); ``None`` (default): telemetry is off.
       ``openenv-anyio serve`` reads ``$OPENENV_VALIDATION_TOKEN``, as upstream's server does.
       Simulation mode only; not in ``repr``.
+    - ``session_store``: where resumable sessions outlive the server process (``EXT-HAND-1``):
+      a file path or ``sqlite:///PATH`` (SQLite), or ``redis://HOST:PORT/N``. A draining
+      server writes its sessions there and closes their connections with 1012; a server on
+      the same store takes each back when its client resumes. ``None``: sessions end with
+      the server. Not in ``repr`` (a Redis URL may hold a password).
+    - ``durable``: with a store, write each reset's and step's record before its answer
+      leaves (``EXT-HAND-4``): a crash loses nothing answered.
+    - ``deterministic``: the operator's word that the environment is deterministic: with a
+      store, sessions of an environment with no way of its own are brought back by replay.
+    - ``snapshot_limit_bytes``: the largest snapshot a session store keeps; a larger one
+      ends its session at a hand-over (said in the logs).
     """
 
     host: str = "127.0.0.1"
@@ -128,6 +140,10 @@ class ServerConfig:
     agent_tokens: tuple[str, ...] = field(default=(), repr=False)
     expose_errors: bool | None = None
     validation_token: str | None = field(default=None, repr=False)
+    session_store: str | None = field(default=None, repr=False)
+    durable: bool = False
+    deterministic: bool = False
+    snapshot_limit_bytes: int = MAX_SNAPSHOT_BYTES
     access: AccessPolicy = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -167,6 +183,12 @@ class ServerConfig:
                 raise ValueError("a step timeout needs process isolation (a thread running a step cannot be stopped)")
         if self.full_gc_threshold is not None and self.full_gc_threshold < 1:
             raise ValueError("full_gc_threshold must be at least 1 (or None to leave gc alone)")
+        if self.session_store is not None and not self.session_store.strip():
+            raise ValueError("session_store is empty: give a file path, sqlite:///PATH or redis://HOST:PORT/N")
+        if self.durable and self.session_store is None:
+            raise ValueError("durable needs a session_store")
+        if self.snapshot_limit_bytes < 1:
+            raise ValueError("snapshot_limit_bytes must be at least 1")
         policy = AccessPolicy.build(
             allowed_origins=self.allowed_origins,
             operator_tokens=() if self.token is None else (self.token,),

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, cast
@@ -36,8 +36,10 @@ from .mcp.dispatch import session_rpc
 from .mcp.owners import SessionOwners
 from .mcp.websocket import serve_mcp_socket
 from .session_registry import SharedCapacity
+from .session_store import group_commit, open_session_store
 from .sessions.attached import requested_session, serve_attached
 from .sessions.base import serve_ws
+from .sessions.handover import Handover, HandoverPolicy
 from .sessions.kept import KeptSessions
 from .sessions.resumable import negotiated, serve_resumable
 from .ui.endpoint import OtherWorkers, serve_ui
@@ -100,6 +102,7 @@ class _Router:
         ctx: ServerContext,
         http_app: Any,
         kept: KeptSessions,
+        handover: Handover | None,
         others: OtherWorkers | None,
     ) -> None:
         self._ctx = ctx
@@ -109,7 +112,7 @@ class _Router:
         # uses, and the MCP surface's answers to its mcp frames.
         rpc = session_rpc(ctx)
         self._attached = partial(serve_attached, ctx, kept, rpc)
-        self._resumable = partial(serve_resumable, ctx, kept, rpc)
+        self._resumable = partial(serve_resumable, ctx, kept, rpc, handover)
         self._plain = serve_ws(ctx, rpc, validation_handlers(ctx, rpc))  # VAL-OPEN-1: telemetry when on
         self._mcp = serve_mcp_socket(ctx, rpc)
         self._ui = partial(serve_ui, ctx, kept, others)
@@ -185,9 +188,14 @@ class EnvServer:
         #: the sessions that outlive their connections (resumable, hosted), handed to the
         #: handlers that use them
         self.kept = KeptSessions(self.ctx)
+        #: the resumable sessions kept in a session store beyond the process (EXT-HAND-1)
+        self.handover: Handover | None = None
+        if self.config.session_store is not None:
+            policy = HandoverPolicy(self.config.durable, self.config.deterministic, self.config.snapshot_limit_bytes)
+            self.handover = self.kept.keeper = Handover(self.ctx, self.kept, policy)
         owners = worker.session_owners if worker is not None else None
         others = worker.other_dashboards if worker is not None else None
-        self.asgi = _Router(self.ctx, create_app(self.ctx, self.kept, owners), self.kept, others)
+        self.asgi = _Router(self.ctx, create_app(self.ctx, self.kept, owners), self.kept, self.handover, others)
         self.url: str | None = None
         self._stop = trio.Event()
 
@@ -212,6 +220,8 @@ class EnvServer:
     async def _shutdown_trigger(self) -> None:
         await self._stop.wait()
         instruments, registry = self.ctx.instruments, self.ctx.registry
+        if self.handover is not None:  # EXT-HAND-1: resumable sessions go to the store
+            await self.handover.hand_over_all()
         await self.kept.end_all()  # MCP-SES-5, WS-SHUT-1: no new kept sessions; those nobody holds end now
         instruments.server_event(
             "server_draining", url=self.url, sessions=registry.sessions, drain_timeout_s=self.config.drain_timeout_s
@@ -247,17 +257,38 @@ class EnvServer:
             await self._serve_routed(task_status)
 
     async def _serve_routed(self, task_status: trio.TaskStatus[str]) -> None:
-        async with thread_starter(), trio.open_nursery() as nursery:
+        async with thread_starter(), self._session_store(), trio.open_nursery() as nursery:
             binds = await nursery.start(self._serve_http)
             self.url = binds[0]
             self.ctx.registry.move_to(ServerPhase.SERVING)
             self.ctx.instruments.server_event("server_started", url=self.url)
             task_status.started(self.url)
 
+    @contextlib.asynccontextmanager
+    async def _session_store(self) -> AsyncIterator[None]:
+        """The session store open while the server serves (``--session-store``), with its
+        group commit; raises :class:`~.session_store.StoreUnavailable` (one line) when it
+        cannot be opened."""
+        url = self.config.session_store
+        if url is None or self.handover is None:
+            yield
+            return
+        store = await open_session_store(url)
+        try:
+            async with group_commit(store) as commit:
+                self.handover.attach(store, commit)
+                self.ctx.instruments.server_event("session_store_opened", store=store.name, durable=self.config.durable)
+                yield
+        finally:
+            with trio.CancelScope(shield=True):
+                await store.aclose()
+
     async def _serve_http(self, *, task_status: trio.TaskStatus[list[str]]) -> None:
         """Hypercorn, with the reaper of kept sessions beside it for as long as it serves."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.kept.reap)  # EXT-RES-2, MCP-SES-5
+            if self.handover is not None:
+                nursery.start_soon(self.handover.maintain)  # records nobody came back for
             await hypercorn_serve(
                 cast(Any, self.asgi),  # a plain ASGI callable (Hypercorn's types name each event)
                 self._hypercorn_config(),

@@ -195,7 +195,7 @@ function cellTexts(state) {
     formatNumber(state.episode_return),
     state.done ? "done" : "",
     formatAge(state.opened_at),
-    state.status,
+    state.brought_back ? `${state.status} · back (${state.brought_back})` : state.status,
   ];
 }
 
@@ -234,6 +234,9 @@ function renderSessions() {
     });
     row.cells[1].title = state.episode_id ?? "";
     row.cells[7].firstChild.className = `state state-${state.status}`;
+    row.cells[7].title = state.brought_back
+      ? `came back after a server restart: ${state.brought_back === "replay" ? "replayed" : "restored from a snapshot"}`
+      : "";
     row.classList.toggle("selected", state.session_id === selectedId);
   });
 }

@@ -20,6 +20,7 @@ from ...core import ErrorCode, FrameCodec, ProtocolError, Reset, dumps, parse_js
 from ...core.openapi import STEP_REQUEST_OPTIONS, openapi_document
 from ...core.validation import Validator
 from ...environment import web_view
+from ...restoration import RestoreWay
 from ..access.policy import ACCESS_ROUTE, presented_role
 from ..context import AtCapacity, ServerContext, session_limit_lowered
 from ..execution.bound_env import EnvironmentAborted, FactoryFailure
@@ -193,8 +194,15 @@ def create_app(ctx: ServerContext, hosted: KeptSessions, owners: SessionOwners |
     @app.get("/metadata")
     async def metadata() -> Response:  # HTTP-2
         body = (await profile.describe())[0]
-        lowered = session_limit_lowered(ctx.factory, ctx.config.max_concurrent_envs)
-        return _json(body if lowered is None else {**body, "max_concurrent_envs": lowered})
+        config = ctx.config
+        lowered = session_limit_lowered(ctx.factory, config.max_concurrent_envs)
+        if lowered is not None:
+            body = {**body, "max_concurrent_envs": lowered}
+        if config.session_store is not None:  # EXT-HAND-1: sessions outlive this process
+            body = {**body, "handover": {"durable": config.durable}}
+            if config.deterministic and body.get("restore") == RestoreWay.NONE.value:
+                body["restore"] = RestoreWay.REPLAY.value
+        return _json(body)
 
     @app.get("/schema")
     async def schema() -> Response:  # HTTP-3

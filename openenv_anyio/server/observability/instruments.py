@@ -143,6 +143,33 @@ class Instruments:
             self.metrics.session_closed(close_code)
         log_event(logging.INFO, "session_handed_over", session, close_code=int(close_code))
 
+    # -- sessions kept in a session store (EXT-HAND-1 .. EXT-HAND-4) ------------------------
+
+    def session_exported(self, session: SessionIdentity, way: str) -> None:
+        """A draining server wrote ``session`` to its store (``way``: how its environment
+        comes back: snapshot, replay, or none)."""
+        if self.metrics is not None:
+            self.metrics.sessions_exported.labels(way).inc()
+        log_event(logging.INFO, "session_exported", session, restore=way)
+
+    def session_imported(self, session: SessionIdentity, way: str, step_count: int) -> None:
+        """A session was taken from the store and its environment brought back by ``way``."""
+        if self.metrics is not None:
+            self.metrics.sessions_imported.labels(way).inc()
+        log_event(logging.INFO, "session_imported", session, restore=way, step_count=step_count)
+
+    def session_lost(
+        self, session: SessionIdentity | None, cause: str, detail: str, *, session_id: str | None = None
+    ) -> None:
+        """A session could not outlive its server (``cause``: a ``LostCause`` value); said on
+        one line with ``detail``."""
+        if self.metrics is not None:
+            self.metrics.sessions_lost.labels(cause).inc()
+        fields: dict[str, Any] = {"cause": cause, "detail": detail}
+        if session is None and session_id is not None:
+            fields["session_id"] = session_id
+        log_event(logging.WARNING, "session_lost", session, **fields)
+
     def episode_reset(self, session: SessionIdentity, request_id: str | None) -> None:
         log_event(logging.DEBUG, "episode_reset", session, request_id=request_id)
 

@@ -110,8 +110,28 @@ class ServerMetrics:
         )
         self.sessions_ended = Counter(
             "openenv_sessions_ended",
-            "Sessions ended for good, by kind and outcome (closed, expired, shutdown).",
+            "Sessions ended for good, by kind and outcome (closed, expired, shutdown, handed_over).",
             ["kind", "outcome"],
+            registry=registry,
+        )
+        self.sessions_exported = Counter(
+            "openenv_sessions_exported",
+            "Sessions a draining server wrote to its session store, by how their environment comes back "
+            "(snapshot, replay, none).",
+            ["way"],
+            registry=registry,
+        )
+        self.sessions_imported = Counter(
+            "openenv_sessions_imported",
+            "Sessions taken from the session store and brought back, by way (snapshot: restored; replay: replayed).",
+            ["way"],
+            registry=registry,
+        )
+        self.sessions_lost = Counter(
+            "openenv_sessions_lost",
+            "Sessions that could not outlive their server, by cause (not_restorable, snapshot_failed, "
+            "restore_failed, replay_mismatch, store_unavailable, record_unreadable, expired).",
+            ["cause"],
             registry=registry,
         )
         self.resets = Counter("openenv_resets", "reset requests answered with an observation.", registry=registry)

@@ -84,7 +84,7 @@ class SqliteStore:
     async def get(self, digest: str) -> StoredSession | None:
         def read(db: sqlite3.Connection) -> bytes | None:
             row = db.execute("SELECT record FROM kept_sessions WHERE key_digest = ?", (digest,)).fetchone()
-            return None if row is None else bytes(row[0])
+            return None if row is None else _blob(row[0])
 
         data = await self._run(read)
         return None if data is None else decode_record(data, key=digest)
@@ -95,7 +95,7 @@ class SqliteStore:
                 row = db.execute(
                     "DELETE FROM kept_sessions WHERE key_digest = ? RETURNING record", (digest,)
                 ).fetchone()
-            return None if row is None else bytes(row[0])
+            return None if row is None else _blob(row[0])
 
         data = await self._run(remove)
         return None if data is None else decode_record(data, key=digest)
@@ -117,7 +117,7 @@ class SqliteStore:
 
     async def load_all(self) -> LoadedSessions:
         def read(db: sqlite3.Connection) -> list[tuple[str, bytes]]:
-            return [(key, bytes(data)) for key, data in db.execute("SELECT key_digest, record FROM kept_sessions")]
+            return [(key, _blob(data)) for key, data in db.execute("SELECT key_digest, record FROM kept_sessions")]
 
         loaded = LoadedSessions()
         for key, data in await self._run(read):
@@ -172,3 +172,11 @@ def _connect(path: Path) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+def _blob(value: object) -> bytes:
+    """A record as read back: bytes as written; a value someone else changed into text or a
+    number is handed on as its bytes, for the codec to judge (a corrupt record, not a crash)."""
+    if isinstance(value, bytes):
+        return value
+    return str(value).encode("utf-8", "surrogatepass")

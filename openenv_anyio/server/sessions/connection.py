@@ -18,8 +18,10 @@ whether the session lives on and keeps its slot, are in :data:`~.ends.END_RULES`
     WAITING    --deadline, ping due-->          WAITING     (ping sent)
     WAITING    --deadline, idle / no pong-->    ENDED (IDLE / PING)
     WAITING    --peer closed or dropped-->      ENDED (GOODBYE / DISCONNECT)
-    any        --stop(end)-->                   ENDED (SHUTDOWN / LOST / TAKEOVER), at the
-                                                next wait: an answer in progress goes out first
+    any        --stop(end)-->                   ENDED (SHUTDOWN / HANDED_OVER / LOST / TAKEOVER),
+                                                at the next wait: an answer in progress goes
+                                                out first; ``before_close`` may keep the
+                                                session (a hand-over) before the close
     ANSWERING  --abort()-->                     ENDED (SHUTDOWN), the request abandoned
 
 The capacity slot is let go the moment the end is known, before the closing handshake
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final, Protocol
 
 import trio
@@ -131,7 +133,9 @@ class SessionConnection:
 
     ``slot``: the capacity slot the connection lets go when it ends (``None`` when the slot
     is not the connection's: an attached socket's hosted session keeps it); ``lives_on``:
-    the session outlives the connection (resumable), so ends whose rule keeps the slot do.
+    the session outlives the connection (resumable), so ends whose rule keeps the slot do;
+    ``before_close``: called with the end the server closes with, before its close frame,
+    returns the end to close with (a hand-over writes the session to its store first).
     """
 
     def __init__(
@@ -142,6 +146,7 @@ class SessionConnection:
         *,
         slot: Slot | None,
         lives_on: bool = False,
+        before_close: Callable[[SessionEnd], Awaitable[SessionEnd]] | None = None,
     ) -> None:
         self.ctx = ctx
         self.scope = accepted.scope
@@ -152,6 +157,7 @@ class SessionConnection:
         self.handler: FrameHandler = _NO_HANDLER
         self.slot = slot
         self.lives_on = lives_on
+        self.before_close = before_close
         #: the close code that ended the connection: sent by the server, or by the client
         self.close_code: int = CloseCode.ABNORMAL
         self.peer_close_code: int | None = None
@@ -326,6 +332,9 @@ class SessionConnection:
     async def _end(self, end: SessionEnd, *, bounded: bool = False) -> SessionEnd:
         """Close the connection for ``end`` (its rule's code; the fault's or the timeout's
         words); ``bounded``: the peer may be gone, wait for the close at most a second."""
+        if self.before_close is not None:
+            with trio.CancelScope(shield=True):  # the session is written before its close is sent
+                end = await self.before_close(end)
         rule = end.rule
         code, reason = rule.close_code, rule.close_reason
         if end is SessionEnd.ABORTED:

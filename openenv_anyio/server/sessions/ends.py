@@ -29,6 +29,7 @@ class SessionEnd(enum.Enum):
     IDLE = "idle"  # no frame within the idle timeout (WS-IDLE-1)
     PING = "ping"  # no pong within the ping timeout (WS-PING-1)
     SHUTDOWN = "shutdown"  # the server drains or stops (WS-SHUT-1)
+    HANDED_OVER = "handed_over"  # the server drains and kept the session in its store (EXT-HAND-1)
     LOST = "lost"  # the environment's process was found gone between requests (SRV-ISO-2)
     TAKEOVER = "takeover"  # another connection resumed the session (EXT-RES-5)
     ABORTED = "aborted"  # the environment aborted while answering (SRV-FAULT-1)
@@ -60,6 +61,9 @@ END_RULES: Final[dict[SessionEnd, EndRule]] = {
     SessionEnd.IDLE: EndRule(CloseCode.IDLE_TIMEOUT, "", resumable=False, keeps_slot=False),
     SessionEnd.PING: EndRule(CloseCode.INTERNAL_ERROR, "ping timeout", resumable=True, keeps_slot=True),
     SessionEnd.SHUTDOWN: EndRule(CloseCode.GOING_AWAY, "server shutting down", resumable=False, keeps_slot=False),
+    SessionEnd.HANDED_OVER: EndRule(
+        CloseCode.SERVICE_RESTART, "server restarting: resume the session", resumable=False, keeps_slot=False
+    ),
     SessionEnd.LOST: EndRule(CloseCode.ENVIRONMENT_LOST, "environment lost", resumable=False, keeps_slot=False),
     SessionEnd.TAKEOVER: EndRule(
         CloseCode.TAKEN_OVER, "session taken over by another connection", resumable=False, keeps_slot=True

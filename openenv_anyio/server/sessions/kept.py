@@ -26,9 +26,9 @@ States and transitions (anything else is a bug and raises)::
     WAITING  --close-->    ENDED      (closed, expired, shutdown)
 
 A kept session's :class:`KeptRecord` (its ids, token, episode, step count and request ledger;
-its environment aside) is what a store that outlives the process (:class:`RecordStore`)
-writes out and reads back: :meth:`KeptSession.record` and :meth:`KeptSession.restore` need
-nothing of the connections.
+its environment aside) is what a session store that outlives the process writes out and
+reads back (:mod:`.handover`, the :class:`Keeper` of a server started with one):
+:meth:`KeptSession.record` and :meth:`KeptSession.restore` need nothing of the connections.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ from typing import Final, Protocol
 import trio
 
 from ...core import RequestLedger, ResumeToken, SessionOutcome, new_resume_token
+from ...core.replay import EpisodeLog
+from ...restoration import RestoreWay
 from ..execution.bound_env import BoundEnv
 from ..session_registry import Slot
 from ..ui.hub import EpisodeView
@@ -52,13 +54,13 @@ from .session import Session, SessionKind, SessionServer
 
 __all__ = [
     "Holder",
+    "Keeper",
     "KeptRecord",
     "KeptServer",
     "KeptSession",
     "KeptSessions",
     "KeptState",
     "LedgerRecord",
-    "RecordStore",
 ]
 
 #: Random bytes in a hosted session's id (256 bits; the id grants the session).
@@ -95,6 +97,18 @@ class Holder(Protocol):
         ...
 
 
+class Keeper(Protocol):
+    """Where kept sessions go when the process stops (``.handover``, with a session store)."""
+
+    async def before_close(self, kept: KeptSession, end: SessionEnd) -> SessionEnd:
+        """A connection of ``kept`` closes with ``end``: what to close with after keeping it."""
+        ...
+
+    async def forget(self, kept: KeptSession) -> None:
+        """``kept`` ended for good: nothing of it is to be kept any more."""
+        ...
+
+
 class KeptServer(SessionServer, Protocol):
     """What the kept sessions use of their server: a session's life, and the prefix that
     names this worker in hosted sessions' ids (``workers.routing``)."""
@@ -115,7 +129,7 @@ class LedgerRecord:
 @dataclass(frozen=True, slots=True)
 class KeptRecord:
     """What a kept session is without its environment and connections: written out and read
-    back by a :class:`RecordStore`."""
+    back by a session store (:mod:`.handover`)."""
 
     kind: SessionKind
     #: the id dashboards and logs see
@@ -125,14 +139,6 @@ class KeptRecord:
     episode_id: str | None
     step_count: int
     ledger: LedgerRecord
-
-
-class RecordStore(Protocol):
-    """Where kept sessions' records are kept beyond the process (a database, say)."""
-
-    def save(self, records: list[KeptRecord]) -> None: ...
-
-    def load(self) -> list[KeptRecord]: ...
 
 
 def _digest(secret: str) -> bytes:
@@ -158,6 +164,15 @@ class KeptSession:
         self.closing_outcome = SessionOutcome.CLOSED
         self.ledger: RequestLedger[str] = RequestLedger()
         self.answered = trio.Event()
+        # -- kept for a session store (``.handover``) --
+        #: how its environment can be brought back (found when first needed)
+        self.restore_way: RestoreWay | None = None
+        #: its episode so far, for a replay (a replayed environment's)
+        self.episode_log: EpisodeLog | None = None
+        #: the episode log can be replayed (no reset yet, or the environment raised: not)
+        self.replayable = False
+        #: when its record was last written (``trio.current_time()``)
+        self.written_at = -math.inf
 
     @property
     def kind(self) -> SessionKind:
@@ -236,6 +251,8 @@ class KeptSessions:
         self._changed = trio.Event()
         #: shutdown has begun: no new sessions (set by :meth:`end_all`)
         self.closed = False
+        #: where sessions go when the process stops (``None``: they end with it)
+        self.keeper: Keeper | None = None
 
     def __len__(self) -> int:
         return len(self._resumable) + len(self._hosted)
@@ -279,7 +296,7 @@ class KeptSessions:
         """Keep ``session`` (opened anew under ``record``'s public id and kind) as the session
         ``record`` describes: found by the same token or secret id, in the same episode, with
         the same ledger; waiting for a connection (a session read back from a
-        :class:`RecordStore`)."""
+        :mod:`.handover`)."""
         if session.kind is not record.kind or session.session_id != record.public_id:
             raise ValueError(f"session {session.session_id} ({session.kind.value}) is not the one the record describes")
         config = self._server.config
@@ -360,15 +377,21 @@ class KeptSessions:
 
     # -- ending ------------------------------------------------------------------------------
 
-    async def close(self, kept: KeptSession, outcome: SessionOutcome = SessionOutcome.CLOSED) -> bool:
+    async def close(
+        self,
+        kept: KeptSession,
+        outcome: SessionOutcome = SessionOutcome.CLOSED,
+        *,
+        end: SessionEnd = SessionEnd.SHUTDOWN,
+    ) -> bool:
         """End the session with ``outcome``: ``True`` when ended now, ``False`` when its
-        holder was asked to let go and it ends then."""
+        holder was asked to let go (its connection ending with ``end``) and it ends then."""
         if kept._move("close") is KeptState.ENDED:
             await self._end(kept, outcome)
             return True
         kept.closing_outcome = outcome
         assert kept.holder is not None
-        kept.holder.let_go(SessionEnd.SHUTDOWN)
+        kept.holder.let_go(end)
         return False
 
     async def _end(
@@ -379,7 +402,11 @@ class KeptSessions:
             self._hosted.pop(_digest(kept.key), None)
         elif self._resumable.get(kept.session_id) is kept:
             del self._resumable[kept.session_id]
-        await kept.session.end(outcome, last=last, close_code=close_code)
+        try:
+            await kept.session.end(outcome, last=last, close_code=close_code)
+        finally:
+            if self.keeper is not None and kept.kind is SessionKind.RESUMABLE:
+                await self.keeper.forget(kept)
 
     async def end_all(self) -> None:
         """Shutdown: no new sessions; those nobody holds end now, the others when their
@@ -414,5 +441,5 @@ class KeptSessions:
     # -- records -----------------------------------------------------------------------------
 
     def records(self) -> list[KeptRecord]:
-        """Every live kept session's record (for a :class:`RecordStore`)."""
+        """Every live kept session's record (for a :mod:`.handover`)."""
         return [kept.record() for kept in self if not kept.ended]

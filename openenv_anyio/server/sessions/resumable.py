@@ -23,7 +23,6 @@ import trio
 from ...core import (
     RESUME_TOKEN_HEADER,
     SUBPROTOCOL,
-    CloseCode,
     Decision,
     Error,
     ErrorCode,
@@ -43,6 +42,7 @@ from .answers import Answers, EnvAnswers, Request, RpcDispatch
 from .base import ProtocolFrames, open_session
 from .connection import SessionConnection
 from .ends import SessionEnd
+from .handover import NOT_FOUND, Handover, Refusal
 from .kept import KeptSession, KeptSessions, KeptState
 from .server import SessionsServer
 from .session import Session, SessionIdentity, SessionKind
@@ -71,11 +71,20 @@ class OnceAnswers:
     """Requests with a ``request_id`` (reset, step) run at most once (``EXT-REQ-1``); the
     rest are answered by ``inner``."""
 
-    def __init__(self, ctx: SessionsServer, session: KeptSession, identity: SessionIdentity, inner: Answers) -> None:
+    def __init__(
+        self,
+        ctx: SessionsServer,
+        session: KeptSession,
+        identity: SessionIdentity,
+        inner: Answers,
+        handover: Handover | None = None,
+    ) -> None:
         self.ctx = ctx
         self.session = session
         self.identity = identity
         self.inner = inner
+        #: the server's session store, when it keeps sessions in one (``EXT-HAND-4``)
+        self.handover = handover
 
     @property
     def aborted(self) -> EnvironmentAborted | None:
@@ -128,8 +137,12 @@ class OnceAnswers:
             )
         else:
             text = await self.inner.answer(frame, request_id)
+            if self.handover is not None:
+                self.handover.note_answer(session, frame, text)
         ledger.complete(request_id, text)  # stored before sending: a lost answer is replayed
         session.answer_stored()
+        if self.handover is not None and self.handover.durable:  # EXT-HAND-4: in the store before it leaves
+            await self.handover.write(session)
         return text
 
 
@@ -148,13 +161,24 @@ class ResumableConnection:
     """One negotiated connection holding a resumable session while it serves (a
     :class:`~.kept.Holder`)."""
 
-    def __init__(self, ctx: SessionsServer, accepted: Accepted, session: KeptSession, rpc: RpcDispatch) -> None:
+    def __init__(
+        self,
+        ctx: SessionsServer,
+        accepted: Accepted,
+        session: KeptSession,
+        rpc: RpcDispatch,
+        handover: Handover | None,
+    ) -> None:
         self.ctx = ctx
         self.session = session
         self.rpc = rpc
+        self.handover = handover
         self.send = accepted.send
         self.identity = SessionIdentity(session.session_id, peer_of(accepted.scope), session.view)
-        self.connection = SessionConnection(ctx, accepted, self.identity, slot=session.slot, lives_on=True)
+        before_close = partial(handover.before_close, session) if handover is not None else None
+        self.connection = SessionConnection(
+            ctx, accepted, self.identity, slot=session.slot, lives_on=True, before_close=before_close
+        )
         self.released = trio.Event()
 
     def let_go(self, end: SessionEnd) -> None:
@@ -178,31 +202,47 @@ class ResumableConnection:
     async def serve(self) -> SessionEnd:
         """Serve until this connection ends; why it ended."""
         ctx, session, connection = self.ctx, self.session, self.connection
-        answers = OnceAnswers(ctx, session, self.identity, EnvAnswers(ctx, self.identity, session.env, self.rpc))
+        inner = EnvAnswers(ctx, self.identity, session.env, self.rpc)
+        answers = OnceAnswers(ctx, session, self.identity, inner, self.handover)
         return await connection.serve(session.env, ProtocolFrames(ctx, self.identity, answers, self.send))
 
 
 async def _refuse_token(ctx: SessionsServer, scope: dict[str, Any], send: AsgiSend, presented: str) -> None:
     """``SESSION_NOT_FOUND`` then close 4404 (``EXT-RES-4``)."""
     log.info("resume refused: no session for token %s", token_hint(presented))
-    error = Error(
-        ErrorCode.SESSION_NOT_FOUND.value,
-        "No session matches the resume token (unknown, or its grace period ended)",
-    )
-    await send({"type": "websocket.send", "text": ctx.encode(error)})
-    ctx.instruments.connection_refused(peer_of(scope), CloseCode.SESSION_NOT_FOUND, "session not found")
-    await close_websocket(send, CloseCode.SESSION_NOT_FOUND, "session not found")
+    await _refuse(ctx, scope, send, NOT_FOUND)
+
+
+async def _refuse(ctx: SessionsServer, scope: dict[str, Any], send: AsgiSend, refusal: Refusal) -> None:
+    """The refusal's error frame, if it has one, then its close."""
+    if refusal.code is not None:
+        await send({"type": "websocket.send", "text": ctx.encode(Error(refusal.code.value, refusal.message))})
+    ctx.instruments.connection_refused(peer_of(scope), refusal.close_code, refusal.reason)
+    await close_websocket(send, refusal.close_code, refusal.reason)
 
 
 async def _resume(
-    ctx: SessionsServer, store: KeptSessions, rpc: RpcDispatch, presented: str, accepted: Accepted
+    ctx: SessionsServer,
+    store: KeptSessions,
+    rpc: RpcDispatch,
+    handover: Handover | None,
+    presented: str,
+    accepted: Accepted,
 ) -> None:
-    """A connection presenting a resume token (``EXT-RES-1``): take the session over."""
+    """A connection presenting a resume token (``EXT-RES-1``): take the session over; one
+    this process does not know may be in its session store (``EXT-HAND-2``)."""
     session = store.find_resumable(presented)
+    if session is None and handover is not None:
+        found = await handover.take_back(presented, peer_of(accepted.scope))
+        if isinstance(found, Refusal):
+            log.info("resume refused: token %s: %s", token_hint(presented), found.message or found.reason)
+            await _refuse(ctx, accepted.scope, accepted.send, found)
+            return
+        session = found
     if session is None:
         await _refuse_token(ctx, accepted.scope, accepted.send, presented)
         return
-    connection = ResumableConnection(ctx, accepted, session, rpc)
+    connection = ResumableConnection(ctx, accepted, session, rpc, handover)
     taken = False
     try:
         taken = await store.take(session, connection)
@@ -216,7 +256,9 @@ async def _resume(
     await _drive(ctx, store, connection, accepted, resumed=True)
 
 
-async def _start(ctx: SessionsServer, store: KeptSessions, rpc: RpcDispatch, accepted: Accepted) -> None:
+async def _start(
+    ctx: SessionsServer, store: KeptSessions, rpc: RpcDispatch, handover: Handover | None, accepted: Accepted
+) -> None:
     """A new negotiated session: it holds the slot until it ends, not just its connection."""
     slot = accepted.slot
     assert slot is not None
@@ -230,7 +272,7 @@ async def _start(ctx: SessionsServer, store: KeptSessions, rpc: RpcDispatch, acc
         slot.release()
         return
     session = store.keep_resumable(opened)
-    connection = ResumableConnection(ctx, accepted, session, rpc)
+    connection = ResumableConnection(ctx, accepted, session, rpc, handover)
     store.hold_first(session, connection)
     await _drive(ctx, store, connection, accepted, resumed=False)
 
@@ -264,11 +306,13 @@ async def serve_resumable(
     ctx: SessionsServer,
     store: KeptSessions,
     rpc: RpcDispatch,
+    handover: Handover | None,
     scope: dict[str, Any],
     receive: AsgiReceive,
     send: AsgiSend,
 ) -> None:
-    """ASGI handler of one negotiated ``/ws`` connection (``rpc`` answers its ``mcp`` frames)."""
+    """ASGI handler of one negotiated ``/ws`` connection (``rpc`` answers its ``mcp`` frames;
+    ``handover``: the server's session store, when it keeps sessions in one)."""
     presented = _presented_token(scope)
     if presented is None:
         await serve_connection(
@@ -276,7 +320,7 @@ async def serve_resumable(
             scope,
             receive,
             send,
-            partial(_start, ctx, store, rpc),
+            partial(_start, ctx, store, rpc, handover),
             capacity=Capacity.SESSION,
             subprotocol=SUBPROTOCOL,
         )
@@ -286,7 +330,7 @@ async def serve_resumable(
             scope,
             receive,
             send,
-            partial(_resume, ctx, store, rpc, presented),
+            partial(_resume, ctx, store, rpc, handover, presented),
             capacity=Capacity.BROUGHT,
             subprotocol=SUBPROTOCOL,
         )

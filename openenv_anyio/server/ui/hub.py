@@ -70,6 +70,7 @@ class EpisodeView:
         "returns",
         "busy",
         "dropped",
+        "brought_back",
     )
 
     def __init__(self, session_id: str, action_log_size: int) -> None:
@@ -85,6 +86,8 @@ class EpisodeView:
         self.busy = False
         #: a resumable session waits for its client to reconnect (``status: dropped``)
         self.dropped = False
+        #: how it came back after a server restart (``snapshot``, ``replay``), if it did (``EXT-HAND-2``)
+        self.brought_back: str | None = None
         self.episode_id: str | None = None
         self.step_count = 0
         self.current_observation: Mapping[str, Any] | None = None
@@ -235,6 +238,8 @@ class EpisodeView:
                 rewards=list(self.rewards),
                 returns=list(self.returns),
             )
+            if self.brought_back is not None:
+                state["brought_back"] = self.brought_back
         return state
 
     def _render_redacted(self, dashboard: bool) -> dict[str, Any]:
@@ -251,6 +256,8 @@ class EpisodeView:
             state.update(
                 status=self.status, opened_at=_iso(self.opened_at), done=self.done, episode_count=self.episode_count
             )
+            if self.brought_back is not None:
+                state["brought_back"] = self.brought_back
         return state
 
 

@@ -22,7 +22,7 @@ __all__ = ["SECRETS_ENV", "SlotCapacity", "WorkerRole", "WorkerSpec", "split_sec
 #: The environment variable that hands a worker its bearer tokens. A command line is visible
 #: to every local user (``ps``); a process's environment only to its owner.
 SECRETS_ENV = "OPENENV_ANYIO_WORKER_SECRETS"
-_SECRET_FIELDS = ("token", "agent_tokens", "validation_token")
+_SECRET_FIELDS = ("token", "agent_tokens", "validation_token", "session_store")  # a Redis URL may hold a password
 
 
 def split_secrets(config: ServerConfig) -> tuple[dict[str, Any], str]:
