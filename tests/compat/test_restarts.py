@@ -58,3 +58,26 @@ def test_a_step_across_a_restart_without_a_store_is_session_not_found(server: Re
         assert (state.episode_id, state.step_count) == ("after", 1)
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_episode_goes_on_across_a_restart_of_serve_with_a_session_store(tmp_path: Path, backend: str) -> None:
+    """EXT-HAND-2 through upstream's API: SIGTERM hands the session over, the restarted server
+    on the same store takes it back, and the blocking calls go on as if nothing happened."""
+    store = f"sqlite:///{tmp_path / 'sessions.db'}"
+    serving = restartable_server(
+        "compat.envs:TinyEcho", tmp_path / "server", "--session-store", store, "--deterministic"
+    )
+    with serving as server:
+        env = TinyEnv(base_url=server.url, websocket_ping_interval_s=None, reconnect=PATIENT, backend=backend)
+        try:
+            env.reset(episode_id="kept")
+            env.step(TinyAction(message="one"))
+            env.step(TinyAction(message="two"))
+            server.restart()
+            assert env.step(TinyAction(message="three")).observation.echoed_message == "three"
+            state = env.state()
+            assert (state.episode_id, state.step_count) == ("kept", 3)
+            assert env.native is not None and env.native.resumes == 1
+        finally:
+            env.close()

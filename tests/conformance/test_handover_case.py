@@ -81,3 +81,25 @@ def test_check_help_documents_the_restart_command() -> None:
     configure(parser)
     text = parser.format_help()
     assert "--restart-command CMD" in text and "EXT-HAND-01" in text and "--restart-timeout S" in text
+
+
+def test_a_server_that_hands_its_sessions_over_passes(tmp_path: Path) -> None:
+    """``serve --session-store``: SIGTERM hands the session over (1012), the restarted server
+    takes it back: resumed, continued, the last step answered from the ledger, one more counted."""
+    store = f"sqlite:///{tmp_path / 'sessions.db'}"
+    target = "conformance.handover_envs:HandoverCounter"
+    with restartable_server(target, tmp_path / "server", "--session-store", store) as server:
+        result = hand_over_case(server.url, restart_command=server.command, restart_timeout_s=60)
+    assert result.verdict is Verdict.PASS, result
+    closes = [e for e in result.evidence if e.kind == "close"]
+    assert any(e.close_code == 1012 for e in closes), closes
+
+
+def test_a_durable_server_passes_after_a_crash(tmp_path: Path) -> None:
+    """``--durable``: SIGKILL in the middle of the episode, and the session is taken back (EXT-HAND-4)."""
+    store = f"sqlite:///{tmp_path / 'sessions.db'}"
+    target = "conformance.handover_envs:HandoverCounter"
+    with restartable_server(target, tmp_path / "server", "--session-store", store, "--durable") as server:
+        result = hand_over_case(server.url, restart_command=server.kill_command, restart_timeout_s=60)
+    assert result.verdict is Verdict.PASS, result
+    assert any("without a close frame" in note for note in result.notes)

@@ -2,17 +2,21 @@
 processes stopped and started again on one port, on both anyio backends.
 
 A resume is tried again through a refused connection and through a draining server's 1013
-close, within the reconnect policy's ``within_s``; a server that does not have the session
-(here: one without a session store, so a restart ends every session) then answers 4404,
-and the caller gets the typed :class:`SessionNotFound`, never :class:`ResumeFailed` or a
-fresh episode.
+close, within the reconnect policy's ``within_s``. With ``--session-store`` the restarted
+server takes the session back and the episode goes on, each step run once (EXT-HAND-2);
+one whose replay comes out otherwise ends with the typed :class:`ReplayMismatch`
+(EXT-HAND-3). A server that does not have the session (one without a store: a restart
+ends every session) answers 4404, and the caller gets the typed :class:`SessionNotFound`,
+never :class:`ResumeFailed` or a fresh episode.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -24,9 +28,11 @@ from openenv_anyio.client import (
     EnvClient,
     EnvClientError,
     ReconnectPolicy,
+    ReplayMismatch,
     ResumeFailed,
     SessionNotFound,
 )
+from tests.session_store.redis_server import redis_server
 
 from .cutting_proxy import CuttingProxy
 
@@ -44,8 +50,12 @@ class Servers:
     def __init__(self) -> None:
         self._stack = contextlib.ExitStack()
 
-    def start(self, *args: str) -> ServeProcess:
-        return self._stack.enter_context(serve_process(TARGET, "--log-format", "json", *args))
+    def start(self, *args: str, target: str = TARGET) -> ServeProcess:
+        return self._stack.enter_context(serve_process(target, "--log-format", "json", *args))
+
+    def redis(self, folder: Path) -> str:
+        """A real redis-server for the session store, running until the end; its URL."""
+        return self._stack.enter_context(redis_server(folder)).url(3)
 
     def proxy(self, port: int) -> tuple[CuttingProxy, str]:
         """A cutting proxy in front of the port (runs until the end), and its URL."""
@@ -149,3 +159,63 @@ async def test_the_time_budget_ends_resuming_with_resume_failed(servers: Servers
     assert "attempt(s) in" in str(failed.value) and isinstance(failed.value.cause, ConnectionError)
     tries = int(str(failed.value).split(" attempt(s)")[0].rsplit(" ", 1)[1])
     assert tries > 3
+
+
+@pytest.mark.parametrize(
+    ("target", "store"),
+    [("resume.envs:KeptCounter", "sqlite"), ("resume.envs:ReplayedCounter", "redis")],
+    ids=["snapshot-sqlite", "replay-redis"],
+)
+async def test_a_session_resumes_across_a_restart_of_serve_with_a_session_store(
+    servers: Servers, target: str, store: str, tmp_path: Path
+) -> None:
+    """EXT-HAND-1, EXT-HAND-2, EXT-HAND-6: SIGTERM hands the session over (1012); the client
+    resumes through the refusals while no server listens; the next server on the store takes
+    the session back: the same session, its episode, its step count, one more step run once."""
+    url = f"sqlite:///{tmp_path / 'sessions.db'}" if store == "sqlite" else servers.redis(tmp_path)
+    serve = functools.partial(servers.start, "--session-store", url, target=target)
+    with anyio.fail_after(TIMEOUT_S):
+        first = await anyio.to_thread.run_sync(serve)
+        async with EnvClient(first.url, reconnect=PATIENT, ping_interval_s=None) as env:
+            await env.reset(episode_id="kept")
+            for n in range(1, 4):
+                assert (await env.step({"n": n})).observation["steps"] == n
+            assert env.session is not None
+            session_id = env.session.session_id
+            await anyio.to_thread.run_sync(first.stop, signal.SIGTERM)
+            assert any(e.get("event") == "session_exported" for e in first.json_events()), first.lines[-5:]
+            answers: list[Any] = []
+
+            async def step_on() -> None:
+                answers.append(await env.step({"n": 4}))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(step_on)
+                await anyio.sleep(0.5)  # a few tries refused: nothing listens on the port
+                assert not answers
+                await anyio.to_thread.run_sync(functools.partial(serve, "--port", str(first.port)))
+            assert answers[0].observation["steps"] == 4
+            state = await env.state()
+            assert (state.episode_id, state.step_count) == ("kept", 4)
+            assert env.resumes == 1 and env.session.session_id == session_id and env.session.resumed
+
+
+async def test_a_replay_that_comes_out_otherwise_is_replay_mismatch(servers: Servers, tmp_path: Path) -> None:
+    """EXT-HAND-3: an environment that says it is deterministic and is not: the restarted
+    server's replay differs, and the caller gets ReplayMismatch (a ResumeFailed), never a
+    different episode."""
+    serve = functools.partial(
+        servers.start, "--session-store", f"sqlite:///{tmp_path / 's.db'}", target="resume.envs:DriftingCounter"
+    )
+    with anyio.fail_after(TIMEOUT_S):
+        first = await anyio.to_thread.run_sync(serve)
+        async with EnvClient(first.url, reconnect=PATIENT, ping_interval_s=None) as env:
+            await env.reset(episode_id="drifting")
+            await env.step({"n": 1})
+            await anyio.to_thread.run_sync(first.stop, signal.SIGTERM)
+            await anyio.to_thread.run_sync(functools.partial(serve, "--port", str(first.port)))
+            with pytest.raises(ReplayMismatch) as failed:
+                await env.step({"n": 2})
+            with pytest.raises(ConnectionDropped):
+                await env.state()
+    assert isinstance(failed.value, ResumeFailed) and "REPLAY_MISMATCH" in str(failed.value)
