@@ -79,7 +79,7 @@ async def restart_hands_over(ctx: CaseContext) -> None:
     deadline = trio.current_time() + ctx.setup.options.restart_timeout_s
     async with _resumed(ctx, token, deadline) as (conn, greeting):
         if lost_by_design:
-            await _expect_refused(ctx, conn, greeting, restore, crashed)
+            await _expect_refused(ctx, conn, greeting, restore)
             return
         _check_greeting(greeting, session, episode_id, answers[-1].value.get("request_id"))
         await _check_continued(ctx, conn, action, before, answers[-1])
@@ -196,7 +196,7 @@ async def _resumed(
 
 
 async def _expect_refused(
-    ctx: CaseContext, conn: WsConnection, greeting: Mapping[str, Any] | Received, restore: Any, crashed: bool
+    ctx: CaseContext, conn: WsConnection, greeting: Mapping[str, Any] | Received, restore: Any
 ) -> None:
     """A session the server cannot bring back: SESSION_NOT_FOUND then 4404 (``EXT-HAND-3``)."""
     why = "its environment says restore none" if restore == "none" else "a crash, and the server is not durable"

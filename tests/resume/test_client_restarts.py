@@ -75,6 +75,14 @@ def servers() -> Iterator[Servers]:
         started.close()
 
 
+async def step_into(env: EnvClient, action: dict[str, Any], outcome: list[Any]) -> None:
+    """Step (in a task of the test's), keeping the answer or the client error in ``outcome``."""
+    try:
+        outcome.append(await env.step(action))
+    except EnvClientError as exc:
+        outcome.append(exc)
+
+
 def refusals(server: ServeProcess, code: int) -> list[dict[str, Any]]:
     return [e for e in server.json_events() if e.get("event") == "connection_refused" and e.get("close_code") == code]
 
@@ -88,16 +96,9 @@ async def test_resuming_goes_on_while_nothing_listens_then_says_session_not_foun
             await env.reset(episode_id="killed")
             await env.step({"n": 1})
             await anyio.to_thread.run_sync(first.stop, signal.SIGKILL)
-            failure: list[EnvClientError] = []
-
-            async def step_on() -> None:
-                try:
-                    await env.step({"n": 2})
-                except EnvClientError as exc:
-                    failure.append(exc)
-
+            failure: list[object] = []
             async with anyio.create_task_group() as group:
-                group.start_soon(step_on)
+                group.start_soon(step_into, env, {"n": 2}, failure)
                 await anyio.sleep(1.0)  # a few tries refused: nothing listens on the port
                 assert not failure, failure
                 await anyio.to_thread.run_sync(servers.start, "--port", str(first.port))
@@ -121,21 +122,14 @@ async def test_resuming_goes_on_through_a_draining_server(servers: Servers) -> N
             await env.reset(episode_id="drained")
             await env.step({"n": 1})
             await busy.reset()
-            failure: list[EnvClientError] = []
-
-            async def step_on() -> None:
-                try:
-                    await env.step({"n": 2})
-                except EnvClientError as exc:
-                    failure.append(exc)
-
+            failure: list[object] = []
             async with anyio.create_task_group() as group:
                 group.start_soon(busy.step, {"sleep": 4})  # keeps the server draining
                 await anyio.sleep(0.5)  # the long step has started
                 await anyio.to_thread.run_sync(proxy.cut_all)
                 first.process.send_signal(signal.SIGTERM)
                 await anyio.to_thread.run_sync(first.wait_for_line, '"event": "server_draining"')
-                group.start_soon(step_on)
+                group.start_soon(step_into, env, {"n": 2}, failure)
                 await anyio.to_thread.run_sync(first.process.wait)  # after the long step
                 assert not failure, failure
                 assert refusals(first, 1013), "the resume never met the draining server"
@@ -185,12 +179,8 @@ async def test_a_session_resumes_across_a_restart_of_serve_with_a_session_store(
             await anyio.to_thread.run_sync(first.stop, signal.SIGTERM)
             assert any(e.get("event") == "session_exported" for e in first.json_events()), first.lines[-5:]
             answers: list[Any] = []
-
-            async def step_on() -> None:
-                answers.append(await env.step({"n": 4}))
-
             async with anyio.create_task_group() as group:
-                group.start_soon(step_on)
+                group.start_soon(step_into, env, {"n": 4}, answers)
                 await anyio.sleep(0.5)  # a few tries refused: nothing listens on the port
                 assert not answers
                 await anyio.to_thread.run_sync(functools.partial(serve, "--port", str(first.port)))
