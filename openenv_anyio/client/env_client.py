@@ -14,7 +14,11 @@ sessions for resuming frees the slot at once (EXT-RES-2).
 
 Against a server that accepts the resume extension (PROTOCOL.md section 10) a connection
 that breaks is resumed: the client reconnects with the session's token and sends the
-request again with the same ``request_id``, which the server answers exactly once.
+request again with the same ``request_id``, which the server answers exactly once. A server
+that keeps its sessions in a session store hands them over when it restarts (close 1012):
+the client keeps trying for its reconnect policy's ``within_s`` (through refused
+connections and 1013 closes while the server is away) and the restarted server takes the
+session back (EXT-HAND-1 to EXT-HAND-6).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from ..core import (
     Close,
     CloseCode,
     Error,
+    ErrorCode,
     Mcp,
     McpMethod,
     Observation,
@@ -63,6 +68,7 @@ from .errors import (
     MessageTimeout,
     NotConnected,
     ProtocolViolation,
+    ReplayMismatch,
     ResumeFailed,
     RpcError,
     ServerError,
@@ -70,7 +76,7 @@ from .errors import (
 )
 from .handshake_headers import HandshakeHeaders
 from .proxy import HttpProxy, parse_proxy_url, proxy_from_environment
-from .reconnect import ReconnectPolicy, worth_resuming
+from .reconnect import ReconnectPolicy, retry_resume_after, worth_resuming
 from .results import State, StepResult, Tool
 from .sync import SyncEnvClient
 from .transport import WebSocketTransport
@@ -138,8 +144,12 @@ class EnvClient:
     server accepts it and ``reconnect`` is on (``True``: the default
     :class:`ReconnectPolicy`; or a policy of your own), a broken connection is resumed
     during or between requests and the caller sees one result per request, each executed
-    once. When resuming fails the caller gets :class:`ResumeFailed` or
-    :class:`SessionNotFound`, never a fresh episode. ``pin_episode=True`` sends the
+    once. Resuming goes on for the policy's ``within_s`` (default 15 s), so a server that
+    restarts with a session store (close 1012, ``EXT-HAND-1``) is ridden out too. When
+    resuming fails the caller gets :class:`ResumeFailed`, :class:`SessionNotFound` (the
+    server does not have the session, or could not bring it back) or
+    :class:`ReplayMismatch` (a restarted server replayed the episode and it came out
+    otherwise), never a fresh episode. ``pin_episode=True`` sends the
     episode of the last reset with every step, so a step never acts on another episode
     (:class:`EpisodeMismatch`). ``reconnect=False`` and ``pin_episode=False`` offer no
     subprotocol: the base protocol only. A server that does not accept the extension
@@ -581,28 +591,44 @@ class EnvClient:
     async def _resume(self, cause: EnvClientError) -> WebSocketTransport:
         """Reconnect with the session's token (EXT-RES-1); raises when that is impossible.
 
-        Tries as the reconnect policy says; an unknown or expired session raises
-        :class:`SessionNotFound`, anything else that stops it :class:`ResumeFailed`.
-        Either way the client is dropped: a fresh episode is never substituted.
+        Tries as the reconnect policy says, within its time budget: a try that fails in a
+        way a restarting server explains (nothing listening, a close 1012 or 1013, capacity,
+        a proxy's 502/503/504: ``retry_resume_after``) is tried again after the policy's
+        wait (EXT-HAND-6). An unknown or expired session raises :class:`SessionNotFound`; an
+        episode a restarted server could not replay exactly :class:`ReplayMismatch`;
+        anything else that stops it :class:`ResumeFailed`. Either way the client is
+        dropped: a fresh episode is never substituted.
         """
         policy, session = self.reconnect_policy, self.session
         assert policy is not None and session is not None
         if self._transport is not None:
             await self._abort(self._transport)
         last: BaseException = cause
-        for attempt in range(policy.attempts):
-            delay = policy.delay_s(attempt)
+        started = anyio.current_time()
+        attempt = 0
+        while (delay := policy.next_delay_s(attempt, anyio.current_time() - started)) is not None:
+            attempt += 1
             if delay:
                 await anyio.sleep(delay)
-            try:
-                transport = await self._attach(session.resume_token)
-            except SessionNotFound as exc:
-                raise await self._drop(exc) from None
-            except (ConnectionError, ProtocolViolation) as exc:  # connect, handshake, lost again
-                last = exc
-                continue
-            except EnvClientError as exc:  # e.g. the server refused with another error frame
-                raise await self._drop(ResumeFailed(self.url, "the server refused", exc)) from None
+            left = policy.time_left_s(anyio.current_time() - started)
+            with anyio.move_on_after(max(left, 0.001) if left is not None else None) as budget:
+                try:
+                    transport = await self._attach(session.resume_token)
+                except SessionNotFound as exc:
+                    raise await self._drop(exc) from None
+                except ProtocolViolation as exc:  # a half-broken connection's garbage: as before, tried again
+                    last = exc
+                    continue
+                except EnvClientError as exc:
+                    if retry_resume_after(exc):
+                        last = exc
+                        continue
+                    if isinstance(exc, ServerError) and exc.code == ErrorCode.REPLAY_MISMATCH:
+                        raise await self._drop(ReplayMismatch(self.url, exc)) from None
+                    raise await self._drop(ResumeFailed(self.url, "the server refused", exc)) from None
+            if budget.cancelled_caught:  # the budget ran out during the try
+                last = ConnectTimeout(self.url, left or 0.0)
+                break
             if transport.subprotocol != SUBPROTOCOL:
                 await self._abort(transport)
                 raise await self._drop(
@@ -611,7 +637,10 @@ class EnvClient:
             self._transport = transport
             self.resumes += 1
             return transport
-        raise await self._drop(ResumeFailed(self.url, f"{policy.attempts} attempt(s) failed", last)) from None
+        elapsed = anyio.current_time() - started
+        raise await self._drop(
+            ResumeFailed(self.url, f"{attempt} attempt(s) in {elapsed:.1f} s failed", last)
+        ) from None
 
     async def _raise_unrequested(self, payload: str | bytes, name: str) -> None:
         """A frame arrived before any request: an error preceding a close is raised as such."""

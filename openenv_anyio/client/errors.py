@@ -33,6 +33,7 @@ __all__ = [
     "NotConnected",
     "ProtocolViolation",
     "ProxyRejected",
+    "ReplayMismatch",
     "RequestIdReused",
     "ServerBusy",
     "ValidationRefused",
@@ -188,15 +189,28 @@ class ResumeFailed(ConnectionDropped):
     """The connection broke and the session could not be resumed (resume extension).
 
     ``cause`` is the last failure: the server could not be reached within the reconnect
-    policy's attempts, or it no longer accepts the extension. The episode is not silently
-    replaced by a fresh one: open a new client to start over. (An expired or unknown
-    session raises :class:`SessionNotFound` instead.)
+    policy's time budget (``within_s``) or attempts, it refused the resume in a way trying
+    again does not repair, or it no longer accepts the extension. The episode is not
+    silently replaced by a fresh one: open a new client to start over. (An expired or
+    unknown session raises :class:`SessionNotFound` instead; an episode a restarted server
+    could not replay exactly, :class:`ReplayMismatch`.)
     """
 
     def __init__(self, url: str, detail: str, cause: BaseException) -> None:
         EnvClientError.__init__(self, f"the session at {url} could not be resumed: {detail} ({cause})")
         self.url = url
         self.cause = cause
+
+
+class ReplayMismatch(ResumeFailed):
+    """REPLAY_MISMATCH while resuming (``EXT-HAND-3``): a server that took the session over
+    from its session store brought the episode back by replaying it, and the environment
+    answered a recorded request otherwise than it had. The episode is lost rather than
+    continued as a different one. ``cause`` is the server's error frame
+    (:class:`ServerError`: its ``message`` says which request differed)."""
+
+    def __init__(self, url: str, cause: ServerError) -> None:
+        super().__init__(url, "the restarted server's replay of the episode answered otherwise", cause)
 
 
 class NotConnected(EnvClientError, RuntimeError):

@@ -19,10 +19,14 @@ client is locked to the first mode it is used in (``modes``). Worker threads
 Underneath is a native :class:`openenv_anyio.client.EnvClient` per session, so resume and
 exactly-once steps are on by default, and failures are our typed errors (subclasses of
 ``ConnectionError``, ``TimeoutError`` and, for error frames, ``RuntimeError``: what upstream
-raises). Where we differ on purpose: after ``close()`` every call raises
-:class:`~openenv_anyio.client.NotConnected`; after a connection is lost for good a ``step`` or
-``state`` raises :class:`~openenv_anyio.client.ConnectionDropped` (never a silent fresh
-session), while ``reset`` opens a new session, which starts a new episode anyway.
+raises). Resuming rides out a restart of a server that keeps its sessions in a session store
+(close 1012, ``EXT-HAND-1``): the native client keeps trying for its reconnect policy's
+``within_s`` (``reconnect=ReconnectPolicy(within_s=...)``). Where we differ on purpose: after
+``close()`` every call raises :class:`~openenv_anyio.client.NotConnected`; after a
+connection is lost for good a ``step`` or ``state`` raises
+:class:`~openenv_anyio.client.ConnectionDropped` (or the
+:class:`~openenv_anyio.client.SessionNotFound` that ended it: never a silent fresh session),
+while ``reset`` opens a new session, which starts a new episode anyway.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from typing import Any, Final, Generic, TypeVar
 
 import anyio
 
-from ..client import ConnectionDropped, NotConnected, ReconnectPolicy
+from ..client import ConnectionDropped, NotConnected, ReconnectPolicy, SessionNotFound
 from ..client import EnvClient as NativeEnvClient
 from ..client import StepResult as NativeStepResult
 from .bootstrap import Bootstrap, docker_provider, space_started, started
@@ -263,7 +267,7 @@ class EnvClient(ABC, Generic[ActT, ObsT, StateT]):
         native = await self._native()
         try:
             result = await native.reset(**kwargs)
-        except ConnectionDropped:  # the session is gone for good: a reset starts over on a new one
+        except (ConnectionDropped, SessionNotFound):  # the session is gone for good: a reset starts over on a new one
             native = await self._reopen()
             result = await native.reset(**kwargs)
         return self._parse_result(observation_payload(result))

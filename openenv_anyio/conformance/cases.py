@@ -18,6 +18,7 @@ import trio
 from ..core import RESUME_TOKEN_HEADER, SUBPROTOCOL, CloseCode, Validator, dumps, spec_validator
 from .context import (
     CaseContext,
+    CheckOptions,
     check_data_shape,
     expect_alive,
     expect_error,
@@ -28,6 +29,7 @@ from .context import (
 )
 from .driver import HandshakeRejected, ServerClosed, WsConnection, open_ws
 from .evidence import Received, preview
+from .handover import HANDOVER_REQUIREMENTS, restart_hands_over
 from .vectors import client_error_vectors, default_examples_dir
 from .verdicts import CaseFailed, NotApplicable
 
@@ -47,6 +49,12 @@ class Case:
     run: CaseBody
     #: judges only what the run recorded (no traffic): it still runs after the server stopped answering
     offline: bool = False
+    #: the case's time limit beyond the per-case timeout (a restart it waits for), from the options
+    extra_time: Callable[[CheckOptions], float] | None = None
+
+    def timeout_s(self, options: CheckOptions) -> float:
+        """The case's time limit: the per-case timeout, plus its extra time if any."""
+        return options.timeout_s + (self.extra_time(options) if self.extra_time is not None else 0.0)
 
     @property
     def group(self) -> str:
@@ -57,12 +65,18 @@ _registry: list[Case] = []
 
 
 def case(
-    case_id: str, title: str, requirements: tuple[str, ...], *, required: bool = True, offline: bool = False
+    case_id: str,
+    title: str,
+    requirements: tuple[str, ...],
+    *,
+    required: bool = True,
+    offline: bool = False,
+    extra_time: Callable[[CheckOptions], float] | None = None,
 ) -> Callable[[CaseBody], CaseBody]:
     """Register the decorated coroutine as a case (in definition order)."""
 
     def register(body: CaseBody) -> CaseBody:
-        _registry.append(Case(case_id, title, requirements, required, body, offline))
+        _registry.append(Case(case_id, title, requirements, required, body, offline, extra_time))
         return body
 
     return register
@@ -1171,6 +1185,19 @@ async def _spec_vectors(ctx: CaseContext) -> None:
     ctx.note(f"{len(vectors)} vector(s) sent from {directory}")
     if problems:
         raise CaseFailed(f"{len(problems)} of {len(vectors)} vector(s) mishandled: " + "; ".join(problems))
+
+
+# --- hand-over across a server restart (PROTOCOL.md section 10.7) ------------------------
+#
+# Last before the synthetic case: it restarts the server under test.
+
+case(
+    "EXT-HAND-01",
+    "a session survives a restart of the server (--restart-command): resumed, continued, exactly once",
+    HANDOVER_REQUIREMENTS,
+    required=False,
+    extra_time=lambda options: 2 * options.restart_timeout_s,
+)(restart_hands_over)
 
 
 # --- synthetic -------------------------------------------------------------------------

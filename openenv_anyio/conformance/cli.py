@@ -107,6 +107,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="a member the spec does not name (ignored by receivers, COMPAT-1) makes its case non-strict "
         "instead of a note",
     )
+    parser.add_argument(
+        "--restart-command",
+        metavar="CMD",
+        help="a shell command that restarts the server under test (e.g. 'systemctl restart myenv'); "
+        "EXT-HAND-01 runs it in the middle of an episode and checks that the session is taken back "
+        "(a server that answers handover in GET /metadata; without the option that case is not exercised)",
+    )
+    parser.add_argument(
+        "--restart-timeout",
+        metavar="S",
+        type=_positive,
+        default=60.0,
+        help="how long the restart command may run, and then how long the restarted server may take "
+        "to take the session back (default 60)",
+    )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
 
 
@@ -258,6 +273,8 @@ def run(args: argparse.Namespace) -> int:
         strict=args.strict,
         token=args.token or os.environ.get("OPENENV_TOKEN") or None,
         validation_token=os.environ.get("OPENENV_VALIDATION_TOKEN") or None,  # the VAL cases (VAL-OPEN-1)
+        restart_command=args.restart_command or None,
+        restart_timeout_s=args.restart_timeout,
     )
     started: list[RunReport] = []
     try:

@@ -49,6 +49,9 @@ class CheckOptions:
     strict: bool = False  # members the spec does not name make a case non-strict, not just a note (COMPAT-5)
     token: str | None = field(default=None, repr=False)  # bearer token (SEC-TOKEN-1); in no report
     validation_token: str | None = field(default=None, repr=False)  # the server's (VAL-OPEN-1); in no report
+    #: a shell command that restarts the server under test (EXT-HAND-01); None: that case is not exercised
+    restart_command: str | None = None
+    restart_timeout_s: float = 60.0  # bounds the command, then the server's taking the session back
 
 
 @dataclass(frozen=True, slots=True)

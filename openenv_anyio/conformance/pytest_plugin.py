@@ -42,6 +42,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--openenv-token", metavar="TOKEN", help="bearer token for a server that requires one (SEC-TOKEN-1)"
     )
+    group.addoption(
+        "--openenv-restart-command",
+        metavar="CMD",
+        help="a shell command that restarts the server under test (EXT-HAND-01); see `openenv-anyio check --help`",
+    )
+    group.addoption(
+        "--openenv-restart-timeout",
+        metavar="S",
+        type=float,
+        default=60.0,
+        help="bound of the restart command, then of the session's taking back (default 60 s)",
+    )
     group.addoption("--openenv-expected-failures", metavar="FILE", help="baseline of case IDs expected to fail")
 
 
@@ -87,6 +99,8 @@ class _SharedRun:
                     max_sessions=option("openenv_max_sessions"),
                     strict=option("openenv_strict"),
                     token=option("openenv_token"),
+                    restart_command=option("openenv_restart_command"),
+                    restart_timeout_s=option("openenv_restart_timeout"),
                 )
             )
         except (ValueError, BaselineError, DriverError) as exc:

@@ -159,7 +159,8 @@ async def _run_case(case: Case, setup: Setup, recorder: Recorder, http: HttpProb
     ctx = CaseContext(setup, recorder, http)
     verdict, reason = Verdict.PASS, None
     started = time.monotonic()
-    with trio.move_on_after(setup.timeout_s) as scope:
+    limit_s = case.timeout_s(setup.options)
+    with trio.move_on_after(limit_s) as scope:
         try:
             await case.run(ctx)
         except CaseFailed as exc:
@@ -178,7 +179,7 @@ async def _run_case(case: Case, setup: Setup, recorder: Recorder, http: HttpProb
         if setup.options.strict:
             ctx.non_strict(f"{text} (--strict)")
     if scope.cancelled_caught:
-        verdict, reason = Verdict.TIMEOUT, _timeout_reason(evidence, setup.timeout_s)
+        verdict, reason = Verdict.TIMEOUT, _timeout_reason(evidence, limit_s)
     if verdict is Verdict.PASS and ctx.non_strict_reasons:
         verdict, reason = Verdict.NON_STRICT, "; ".join(ctx.non_strict_reasons)
     elif verdict is Verdict.PASS and ctx.informational:

@@ -53,11 +53,12 @@ class RawPeer:
         self._messages: list[str | bytes] = []
         self._parts: list[str | bytes] = []
 
-    async def accept(self) -> Request:
+    async def accept(self, subprotocol: str | None = None) -> Request:
+        """Answer the opening handshake (selecting ``subprotocol``, if given); the request."""
         while True:
             for event in await self._read_events():
                 if isinstance(event, Request):
-                    await self.stream.send(self.ws.send(AcceptConnection()))
+                    await self.stream.send(self.ws.send(AcceptConnection(subprotocol=subprotocol)))
                     return event
 
     async def _read_events(self) -> list[Event]:

@@ -11,7 +11,7 @@ from .minimal_server import MinimalServer, serve_in_thread
 MINIMAL_MAX_SESSIONS = 4
 
 #: the resume extension's cases: not applicable on a server that does not select its subprotocol
-EXTENSION_CASES = ("EXT-NEG-01", "EXT-REQ-01", "EXT-RES-01", "EXT-RES-02", "EXT-EP-01")
+EXTENSION_CASES = ("EXT-NEG-01", "EXT-REQ-01", "EXT-RES-01", "EXT-RES-02", "EXT-EP-01", "EXT-HAND-01")
 
 
 @pytest.fixture(scope="session")

@@ -27,7 +27,7 @@ def check(*args: str) -> int:
 def test_correct_server_exits_0(minimal_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert check(minimal_url, "--frame-limit-mb", "1") == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[-1].startswith("46 cases: ")
+    assert out.splitlines()[-1].startswith("47 cases: ")
     assert out.rstrip().endswith("PASSED")
     assert "\x1b[" not in out  # no colour when not a terminal
 
@@ -64,7 +64,7 @@ def test_json_report_matches_its_schema(openenv_core_url: str, tmp_path: Path) -
     assert report["passed"] is False
     failed = {c["id"]: c.get("reason") for c in report["cases"] if c["verdict"] in ("fail", "timeout")}
     assert set(failed) == {"WS-RESET-04", "WS-ERR-02", "WS-ERR-07", "SPEC-VEC-01"}, failed
-    assert report["summary"]["fail"] == 4 and report["summary"]["total"] == 46
+    assert report["summary"]["fail"] == 4 and report["summary"]["total"] == 47
     assert report["setup"]["action"] == {"message": ""}
     binary = next(c for c in report["cases"] if c["id"] == "WS-ERR-07")
     assert binary["fails_run"] and any(e["close_code"] == 1000 for e in binary["evidence"])
@@ -76,7 +76,7 @@ def test_junit_report_parses_with_one_testcase_per_case(openenv_core_url: str, t
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None
     cases = suite.findall("testcase")
-    assert len(cases) == int(suite.get("tests", "0")) == 46
+    assert len(cases) == int(suite.get("tests", "0")) == 47
     failed = sorted(c.get("name", "").split()[0] for c in cases if c.find("failure") is not None)
     assert failed == ["WS-ERR-02", "WS-ERR-07"]  # required failures; WS-RESET-04 is optional
     assert suite.get("failures") == "2"
@@ -143,7 +143,7 @@ def test_unreachable_server_is_a_one_line_error() -> None:
 def test_list_prints_every_case(capsys: pytest.CaptureFixture[str]) -> None:
     assert check("http://unused", "--list") == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 46 and lines[0].startswith("WS-CONN-01")
+    assert len(lines) == 47 and lines[0].startswith("WS-CONN-01")
 
 
 def test_a_loopback_server_is_never_checked_through_a_proxy(minimal_url: str, tmp_path: Path) -> None:

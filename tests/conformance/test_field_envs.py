@@ -46,6 +46,7 @@ OURS = {
     "EXT-RES-01": "pass",
     "EXT-RES-02": "pass",
     "EXT-EP-01": "not-applicable",  # no episode id to pin
+    "EXT-HAND-01": "not-applicable",  # no session store: no handover in GET /metadata
     "SPEC-VEC-01": "pass",
     "MCP-01": "pass",
     "MCP-02": "pass",  # tools/list answers -32601: the environment has no tools (a note)

@@ -47,6 +47,7 @@ EXPECTED_VERDICTS = {
     "EXT-RES-01": "not-applicable",
     "EXT-RES-02": "not-applicable",
     "EXT-EP-01": "not-applicable",
+    "EXT-HAND-01": "not-applicable",  # no session store: no handover in GET /metadata
     "SPEC-VEC-01": "fail",  # optional: the spec's vectors
     "MCP-01": "pass",  # POST /mcp: -32600 for {}, -32601 for an unknown method
     "MCP-02": "pass",  # tools/list answered (an error: the echo env has no tools)

@@ -71,6 +71,8 @@ def test_every_required_case_passes_against_our_server() -> None:
             )
         )
     not_passed = {r.case_id: r.reason for r in report.results if r.verdict.value != "pass"}
+    # no session store here (tests/conformance/test_handover_case.py runs EXT-HAND-01 with one)
+    assert not_passed.pop("EXT-HAND-01", "").startswith("not offered")
     assert not_passed == {}
     assert report.passed
 

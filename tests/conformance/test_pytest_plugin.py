@@ -69,18 +69,18 @@ def test_help_lists_the_options(tmp_path: Path) -> None:
 def test_one_item_per_case_against_a_correct_server(tmp_path: Path, minimal_url: str) -> None:
     done = run_pytest(tmp_path, "--openenv-url", minimal_url, "--openenv-frame-limit-mb", "1", "-rA")
     assert done.returncode == 0, done.stdout + done.stderr
-    # the 5 extension cases, the 3 MCP cases, the OpenAPI case, the 3 telemetry cases, the
+    # the 6 extension cases, the 3 MCP cases, the OpenAPI case, the 3 telemetry cases, the
     # Task API case and the token case are not applicable (skipped) on a base server without
     # MCP, telemetry, tasks or tokens
-    expected = {"passed": 33, "skipped": 14}
-    assert outcome_counts(done.stdout) == expected  # 46 cases + the project's own test
+    expected = {"passed": 33, "skipped": 15}
+    assert outcome_counts(done.stdout) == expected  # 47 cases + the project's own test
     assert "PASSED ::openenv-conformance::WS-ORDER-01" in done.stdout
 
 
 def test_real_server_defects_fail_their_items(tmp_path: Path, openenv_core_url: str) -> None:
     done = run_pytest(tmp_path, "--openenv-url", openenv_core_url)
     assert done.returncode == 1
-    assert outcome_counts(done.stdout) == {"failed": 2, "passed": 31, **_vector_dependent(skipped=12, xfailed=1)}
+    assert outcome_counts(done.stdout) == {"failed": 2, "passed": 31, **_vector_dependent(skipped=13, xfailed=1)}
     failed = sorted(re.findall(r"FAILED \S*openenv-conformance::(\S+)", done.stdout))
     assert failed == ["WS-ERR-02", "WS-ERR-07"]
     assert "SESSION_ERROR" in done.stdout  # the evidence is in the failure report
@@ -91,7 +91,7 @@ def test_expected_failures_become_xfail(tmp_path: Path, openenv_core_url: str) -
     baseline.write_text("WS-ERR-02\nWS-ERR-07\n")
     done = run_pytest(tmp_path, "--openenv-url", openenv_core_url, "--openenv-expected-failures", str(baseline))
     assert done.returncode == 0, done.stdout
-    assert outcome_counts(done.stdout) == {"passed": 31, **_vector_dependent(skipped=12, xfailed=3)}
+    assert outcome_counts(done.stdout) == {"passed": 31, **_vector_dependent(skipped=13, xfailed=3)}
 
 
 def test_a_server_that_stops_answering_fails_one_item_and_skips_the_rest(tmp_path: Path) -> None:
@@ -99,7 +99,7 @@ def test_a_server_that_stops_answering_fails_one_item_and_skips_the_rest(tmp_pat
         done = run_pytest(tmp_path, "--openenv-url", url, "--openenv-timeout", "2")
     assert done.returncode == 1
     # the project's own test, WS-CONN-01 and SCHEMA-01 pass; the 43 other cases are not run
-    assert outcome_counts(done.stdout) == {"failed": 1, "passed": 3, "skipped": 43}
+    assert outcome_counts(done.stdout) == {"failed": 1, "passed": 3, "skipped": 44}
     assert re.findall(r"FAILED \S*openenv-conformance::(\S+)", done.stdout) == ["WS-RESET-01"]
     assert "the server stopped answering after WS-CONN-01: GET /health gave no answer within 2 s" in done.stdout
 

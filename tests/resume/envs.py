@@ -54,3 +54,30 @@ class SlowStepper(StepCounter):
     def step(self, action: dict[str, Any]) -> dict[str, Any]:
         time.sleep(float(action.get("sleep", 0)))
         return super().step(action)
+
+
+class KeptCounter(StepCounter):
+    """Brought back in another server process by its snapshot (a session store's hand-over)."""
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"steps": self.steps, "episode_id": self.episode_id}
+
+    def restore(self, snapshot: Any) -> None:
+        self.steps, self.episode_id = snapshot["steps"], snapshot["episode_id"]
+
+
+class ReplayedCounter(StepCounter):
+    """Brought back in another server process by replay: the same reset and actions give the
+    same answers."""
+
+    DETERMINISTIC: ClassVar[bool] = True
+
+
+class DriftingCounter(StepCounter):
+    """Says it is deterministic, and answers the clock: its replay comes out otherwise."""
+
+    DETERMINISTIC: ClassVar[bool] = True
+
+    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        self.steps += 1
+        return {"steps": self.steps, "clock": time.perf_counter_ns()}

@@ -95,22 +95,13 @@ ENVS = {
 }
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'sessions.db'}"
-    else:
-        with redis_server(tmp_path) as server:
-            yield server.url(2)
-
-
 @pytest.mark.parametrize("way", sorted(ENVS))
-def test_a_session_comes_back_with_its_episode_and_ledger(way: str, store: str) -> None:
+def test_a_session_comes_back_with_its_episode_and_ledger(way: str, store_url: str) -> None:
     """EXT-HAND-1, EXT-HAND-2: the first server writes the session and closes 1012 only
     then; the second takes it back by its token: the same session, episode and step count,
     the last request answered from the ledger (not run again), the next one run once."""
     env, action, count = ENVS[way]
-    port = _free_port()
+    store, port = store_url, _free_port()
     serving = _serving(env, store, port)
     first = serving.__enter__()
     with _open(first) as ws:
