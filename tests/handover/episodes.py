@@ -13,9 +13,9 @@ import anyio
 from openenv_anyio.client import EnvClient
 from openenv_anyio.client.reconnect import ReconnectPolicy
 
-#: resumes keep trying through a restart (refused connections, 1013 closes) for about 100 s: a
+#: resumes keep trying through a restart (refused connections, 1013 closes) for 120 s: a
 #: new server process may take 20 s and more to listen on a busy 2-core machine
-RIDE_OUT = ReconnectPolicy(attempts=400, backoff_s=0.05, max_backoff_s=0.25)
+RIDE_OUT = ReconnectPolicy(within_s=120, backoff_s=0.05, max_backoff_s=0.25)
 
 
 @dataclass
