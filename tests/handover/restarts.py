@@ -5,11 +5,31 @@ session store."""
 from __future__ import annotations
 
 import contextlib
+import random
 import signal
+import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 from serve_process import ServeProcess, serve_process
-from session_store.redis_server import free_port
+
+
+def steady_port() -> int:
+    """A free loopback port below the kernel's ephemeral range: no outgoing connection of
+    another process takes it as its own port while the server restarts."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    for _ in range(200):
+        port = random.randrange(10_000, max(low, 10_001))
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free loopback port below the ephemeral range")
 
 
 class RestartedServer:
@@ -19,7 +39,7 @@ class RestartedServer:
     def __init__(self, target: str, *args: str) -> None:
         self.target = target
         self.args = args
-        self.port = free_port()
+        self.port = steady_port()
         self.restarts = 0
         self._stack = contextlib.ExitStack()
         self.current: ServeProcess | None = None
