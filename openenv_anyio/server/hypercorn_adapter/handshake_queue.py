@@ -86,7 +86,10 @@ def first_come_first_served(
         if not _upgrade_waiting(stream):
             await handler(stream)
             return
-        await places.acquire()
+        try:
+            places.acquire_nowait()  # a free place: no pass of the scheduler
+        except trio.WouldBlock:
+            await places.acquire()
         place = _Place(places)
         _PLACE.set(place)  # the connection task's own context: seen by direct_ws in it
         try:
