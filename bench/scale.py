@@ -9,6 +9,7 @@ processes, ``bench.loadgen --phased``), one fresh server per burst:
   p50/p99/p99.9, the server's CPU per session in each phase, its RSS per session at the
   peak and per idle session (all sessions open and reset, before their steps), and the
   steps each session got counted on the env side (``bench.envs`` step ledger).
+- ``hostile``: bad clients beside well-behaved ones (:mod:`bench.hostile_clients`).
 - ``zero-sleep``: the same with the zero-work echo env, inline (``echo_inline``) and behind
   the thread hop (``echo``): steps/s over the stepping phase, steps per second of server CPU
   (steps per core), step p50/p99.
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import hostile_clients
 from bench.compat_clients import UPSTREAM_PYTHON
 from bench.envs import STEP_LEDGER_ENV
 from bench.fleet import preflight
@@ -332,7 +334,7 @@ def zero_sleep_steps(n: int, total: int = ZERO_SLEEP_TOTAL_STEPS) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=("burst", "zero-sleep"))
+    parser.add_argument("mode", choices=("burst", "zero-sleep", "hostile"))
     parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=None)
     parser.add_argument("--sessions", type=int, nargs="+", help="burst sizes (default: the mode's list)")
     parser.add_argument("--env", default=None, help="burst: the env kind (default sleep: 1 s steps)")
@@ -343,7 +345,14 @@ def main(argv: list[str] | None = None) -> int:
         "--free", action="store_true", help="burst: sessions run straight through, not held at each phase (wall time)"
     )
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--probes", type=int, default=16, help="hostile: well-behaved sessions stepping")
     args = parser.parse_args(argv)
+    if args.mode == "hostile":
+        found = hostile_clients.run(probes=args.probes, steps=args.steps or 200, counts=hostile_clients.COUNTS)
+        found["load_average"] = os.getloadavg()
+        print(json.dumps(found, indent=2))
+        save_figures(args.json, found)
+        return 0
     names = args.variants or (["ours", "ours-x2", "upstream"] if args.mode == "burst" else ["ours"])
     sizes = args.sessions or list(BURST_SESSIONS if args.mode == "burst" else ZERO_SLEEP_SESSIONS)
     figures: dict[str, Any] = {

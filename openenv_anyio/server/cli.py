@@ -164,6 +164,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "each holding a thread (default 16)",
     )
     parser.add_argument(
+        "--listen-backlog",
+        type=int,
+        default=None,
+        metavar="N",
+        help="connections the listening socket queues before they are accepted (default: --max-concurrent-envs, "
+        "at least 4096); the kernel caps it at net.core.somaxconn, and serve names that setting at start "
+        "when it is lower",
+    )
+    parser.add_argument(
         "--mode",
         choices=("simulation", "production"),
         default=None,
@@ -474,11 +483,13 @@ _FLAGS = {
     "session_store": "--session-store",
     "durable": "--durable",
     "snapshot_limit_bytes": "--snapshot-limit-mb",
+    "listen_backlog": "--listen-backlog",
 }
 _PYTHON_ONLY = {
     "(or None for no limit)": "(leave the flag out for no limit)",
     "(or None for no timeout)": "(leave the flag out for no timeout)",
     "(or None to leave gc alone)": "(0 leaves gc alone)",
+    "(or None for the session limit, at least 4096)": "(leave the flag out for the session limit, at least 4096)",
     ", or None for twice it": ", or leave the flag out for twice it",
 }
 
@@ -541,6 +552,7 @@ def run(args: argparse.Namespace) -> int:
             step_timeout_s=args.step_timeout,
             resume_grace_s=args.resume_grace,
             full_gc_threshold=args.full_gc_threshold or None,
+            listen_backlog=args.listen_backlog,
             shutdown_grace_s=args.shutdown_grace,
             max_stuck_closes=args.max_stuck_closes,
             max_ui_subscribers=args.max_ui_subscribers or None,
@@ -596,6 +608,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+    _warn_of_os_limits(local, config)
     server: Any = (
         EnvServer(factory, config)
         if workers == 1
@@ -636,6 +649,18 @@ async def _probe_store(url: str) -> None:
 
     store = await open_session_store(url)
     await store.aclose()
+
+
+def _warn_of_os_limits(factory: Any, config: Any) -> None:
+    """One line when the kernel's listen queue or the open-file limit is below what the
+    server is set for (:mod:`.os_limits`); none otherwise."""
+    from .context import session_limit
+    from .os_limits import OsLimits, listen_backlog, shortfall
+
+    limit = session_limit(factory, config.max_concurrent_envs, warn=False)
+    line = shortfall(listen_backlog(config.listen_backlog, limit), limit, OsLimits.read())
+    if line is not None:
+        print(f"openenv-anyio serve: {line}", file=sys.stderr, flush=True)
 
 
 def _first_os_error(exc: BaseException) -> OSError | None:

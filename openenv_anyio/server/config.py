@@ -72,6 +72,9 @@ class ServerConfig:
       threshold is at least this (``gc.set_threshold``'s third value; Python's default is
       10): full collections walk every object of every session, and with thousands of
       sessions they dominated the server's CPU. ``None`` leaves the ``gc`` settings alone.
+    - ``listen_backlog``: connections the listening socket queues before they are accepted
+      (the kernel caps it at ``net.core.somaxconn``; :mod:`.os_limits`); ``None``: the session
+      limit, at least 4,096, so a burst of every allowed session at once is queued, not dropped.
     - ``web``: serve the dashboard page at ``/web`` (``UI-9``); ``None`` serves it when the
       server listens on loopback only.
     - ``hypercorn_patches``: serve through the Hypercorn adapter's patches (the fast ``/ws``
@@ -128,6 +131,7 @@ class ServerConfig:
     hosted_session_idle_s: float | None = 600.0
     resume_grace_s: float = 60.0
     full_gc_threshold: int | None = 100
+    listen_backlog: int | None = None
     web: bool | None = None
     hypercorn_patches: bool = True
     metrics: bool = True
@@ -189,6 +193,8 @@ class ServerConfig:
             raise ValueError("durable needs a session_store")
         if self.snapshot_limit_bytes < 1:
             raise ValueError("snapshot_limit_bytes must be at least 1")
+        if self.listen_backlog is not None and self.listen_backlog < 1:
+            raise ValueError("listen_backlog must be at least 1 (or None for the session limit, at least 4096)")
         policy = AccessPolicy.build(
             allowed_origins=self.allowed_origins,
             operator_tokens=() if self.token is None else (self.token,),

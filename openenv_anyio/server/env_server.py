@@ -35,6 +35,7 @@ from .lifecycle import ServerPhase
 from .mcp.dispatch import session_rpc
 from .mcp.owners import SessionOwners
 from .mcp.websocket import serve_mcp_socket
+from .os_limits import listen_backlog
 from .session_registry import SharedCapacity
 from .session_store import group_commit, open_session_store
 from .sessions.attached import requested_session, serve_attached
@@ -45,7 +46,7 @@ from .sessions.resumable import negotiated, serve_resumable
 from .ui.endpoint import OtherWorkers, serve_ui
 from .validation import validation_handlers
 
-__all__ = ["EnvServer", "LISTEN_BACKLOG", "RunningServer", "WorkerSeat"]
+__all__ = ["EnvServer", "RunningServer", "WorkerSeat"]
 
 
 class ConnectionRouter(Protocol):
@@ -84,12 +85,6 @@ class WorkerSeat(Protocol):
     def other_dashboards(self) -> OtherWorkers:
         """The other workers' ``/ws/ui`` updates (a subscriber here sees every worker's sessions)."""
         ...
-
-
-#: Pending connections the listening socket queues (the kernel caps it at ``somaxconn``).
-#: Hypercorn's default of 100 refuses connections when thousands of sessions connect at
-#: once (kernel ``ListenOverflows``; bench/README.md, "Server CPU per connection"); uvicorn uses 2,048.
-LISTEN_BACKLOG = 4096
 
 
 class _Router:
@@ -202,7 +197,7 @@ class EnvServer:
     def _hypercorn_config(self) -> HypercornConfig:
         config = HypercornConfig()
         config.bind = [self.worker.bind if self.worker is not None else _bind(self.config.host, self.config.port)]
-        config.backlog = LISTEN_BACKLOG
+        config.backlog = listen_backlog(self.config.listen_backlog, self.ctx.registry.max_sessions)
         config.websocket_max_message_size = self.config.max_message_bytes  # WS-ERR-6
         config.websocket_ping_interval = None  # our sessions ping and watch the pongs
         config.graceful_timeout = self.config.shutdown_grace_s

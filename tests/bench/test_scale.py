@@ -12,7 +12,7 @@ import time
 import anyio
 import pytest
 
-from bench import scale, sessions
+from bench import hostile_clients, scale, sessions
 from bench.procs import free_port
 from bench.stacks import ours
 
@@ -65,6 +65,14 @@ def test_upstream_burst_of_16_sessions_gets_every_step_on_the_env_side() -> None
         pytest.skip(f"upstream OpenEnv 0.10's peer venv is not installed ({scale.UPSTREAM_PYTHON})")
     figures = scale.burst(scale.VARIANTS["upstream"], 16, kind="echo", steps=2, cap_s=60.0)
     _check_complete(figures, 16, 2)
+
+
+def test_hostile_clients_run_beside_probes_that_all_step() -> None:
+    ours.check_available()
+    figures = hostile_clients.run(probes=4, steps=20, counts={"silent": 20, "nonreader": 2, "flood": 50})
+    for kind in ("quiet", "silent", "nonreader", "flood"):
+        assert figures[kind]["p50_ms"] <= figures[kind]["p99_ms"], figures
+    assert figures["flood"]["count"] == 50 and figures["flood"]["p99_vs_quiet"] > 0
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])

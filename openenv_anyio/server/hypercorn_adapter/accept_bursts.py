@@ -27,6 +27,7 @@ from typing import Any
 
 import trio
 
+from .handshake_queue import first_come_first_served
 from .inventory import Patch
 
 __all__ = ["BURST", "BurstListener", "ConnectionRouting", "PATCHES", "routed_connections"]
@@ -91,6 +92,7 @@ class _TrioForHypercorn:
     @staticmethod
     async def serve_listeners(handler: Any, listeners: list[Any], **kwargs: Any) -> Any:
         wrapped = [BurstListener(item) if type(item) is trio.SocketListener else item for item in listeners]
+        handler = first_come_first_served(handler)
         routing = _ROUTING.get()
         if routing is not None:
             handler, wrapped = routing(handler, wrapped)
@@ -101,6 +103,7 @@ PATCHES = (
     Patch(
         "hypercorn.trio.run:trio",
         lambda original: _TrioForHypercorn(),
-        "listeners that accept every pending connection after one wait (bursts of sessions), and routing for --workers",
+        "listeners that accept every pending connection after one wait (bursts of sessions), WebSocket handshakes "
+        "answered in arrival order, and routing for --workers",
     ),
 )

@@ -79,6 +79,7 @@ from .events import (
     HeldText,
     InflightBudget,
 )
+from .handshake_queue import handshake_answered, peer_gone
 from .inventory import Patch
 from .liveness import ProbingWSStream
 
@@ -114,7 +115,10 @@ class DirectWSStream(ProbingWSStream):
         choose = getattr(getattr(self.app, "app", None), "direct_websocket", None)  # inside ASGIWrapper
         tcp = connection_guards.current_connection()
         if choose is None or tcp is None or not isinstance(tcp.stream, trio.SocketStream):
-            return await super().handle(event)
+            try:
+                return await super().handle(event)
+            finally:
+                handshake_answered()  # the application was started; it answers in its own task
         inbox: collections.deque[Any] = collections.deque()
         recorder = _RecordSpawn(inbox)
         task_group, self.task_group = self.task_group, recorder
@@ -123,7 +127,12 @@ class DirectWSStream(ProbingWSStream):
         finally:
             self.task_group = task_group
         scope = recorder.scope
+        handshake_answered()  # from here on no more than one pass of the scheduler to the answer
         if scope is None:  # the handshake was refused with an HTTP error
+            return None
+        if peer_gone(tcp.stream.socket):  # its client gave up waiting: no session for nobody
+            with trio.CancelScope(shield=True):
+                await tcp.protocol_send(Closed())
             return None
         handler = choose(scope)
         if handler is None:  # not a direct route: spawn the application as Hypercorn would

@@ -54,9 +54,9 @@ import trio
 
 from ..config import ServerConfig
 from ..context import session_limit
-from ..env_server import LISTEN_BACKLOG
 from ..observability import multiprocess
 from ..observability.log_setup import WORKER_ENV_VAR
+from ..os_limits import listen_backlog
 from .role import RETIRE, SECRETS_ENV, WorkerSpec, split_secrets
 from .table import WorkerTable
 
@@ -176,7 +176,7 @@ class WorkerSupervisor:
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((host, port))
-            sock.listen(LISTEN_BACKLOG)
+            sock.listen(listen_backlog(self.config.listen_backlog, self.max_sessions))
         except BaseException:
             sock.close()
             raise
