@@ -3,8 +3,9 @@
 Blocking clients and upstream's clients connect in whatever task makes the first call, and
 close in whatever task calls ``close()``. Our client is an async context manager whose task
 group must be entered and left by one task, with other cancel scopes properly nested around
-it. So neither the blocking face (``sync``) nor a compat client enters it in the caller's task: :meth:`HostedClient.open` starts a host
-task on the running loop (an asyncio task, or a trio system task) that enters the client and
+it. So neither the blocking face (``sync``) nor a compat client enters it in the caller's
+task: :meth:`HostedClient.open` starts a host task on the running loop (an asyncio task, or a
+trio system task) that enters the client and
 waits; requests are then made from any task of that loop (the client serialises them), and
 :meth:`HostedClient.close` closes the session and lets the host task leave the context.
 
