@@ -181,4 +181,7 @@ def test_blocking_clients_share_one_loop_thread_until_the_last_closes(
     assert clients[-1].step({"message": "still"}).observation["echoed_message"] == "still"
     clients[-1].close()
     assert loop_threads() == []
+    deadline = time.monotonic() + 10  # the server closes an environment after its session ends
+    while time.monotonic() < deadline and not all(e.closed for e in counting.instances):
+        time.sleep(0.05)
     assert sorted((e.steps, e.closed) for e in counting.instances) == [(1, True)] * 3 + [(2, True)]
