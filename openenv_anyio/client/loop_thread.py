@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import concurrent.futures
 import collections
+import concurrent.futures
 import contextvars
 import enum
 import os
