@@ -5,11 +5,11 @@ close in whatever task calls ``close()``. Our client is an async context manager
 group must be entered and left by one task, with other cancel scopes properly nested around
 it. So neither the blocking face (``sync``) nor a compat client enters it in the caller's
 task: :meth:`HostedClient.open` starts a host task on the running loop (an asyncio task, or a
-trio system task) that enters the client and
-waits; requests are then made from any task of that loop (the client serialises them), and
-:meth:`HostedClient.close` closes the session and lets the host task leave the context.
+trio system task) that enters the client and waits; requests are then made from any task of
+that loop (the client serialises them), and :meth:`HostedClient.close` closes the session and
+lets the host task leave the context.
 
-The host task is owned by the compat client that opened it and always joined by
+The host task is owned by the client that opened it and always joined by
 :meth:`close`. When its event loop ends first (``asyncio.run`` returned, a trio run
 finished, the client never closed), the loop cancels it with the connection's own tasks, as
 it would a native client's: the connection is dropped without the ``close`` frame (a server
