@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import collections
 import concurrent.futures
 import contextvars
 import enum
@@ -123,9 +122,6 @@ class LoopThread:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._call_soon: Callable[[Callable[[], object]], object] | None = None
-        #: calls handed over and not started yet, started by one wake-up of the loop
-        self._handed: collections.deque[Callable[[], object]] = collections.deque()
-        self._wake_due = False  # a wake-up is on its way: a new hand-over need not send one
         self._spawn: Callable[[Callable[[], Coroutine[Any, Any, None]], list[Cancellable]], object] | None = None
         self._finish: Callable[[], object] | None = None  # ends the loop, from the loop
         self._ended = threading.Event()
@@ -335,39 +331,18 @@ class LoopThread:
                 raise
             future.set_result(value)
 
-        assert self._spawn is not None
+        assert self._call_soon is not None and self._spawn is not None
         spawn = self._spawn
-        self._hand_over(lambda: spawn(job, handles))
+        try:
+            self._call_soon(lambda: spawn(job, handles))
+        except RuntimeError:  # the loop ended under us
+            raise RuntimeError(f"{self!r} is not running") from None
         try:
             return future.result()
         except BaseException:
             if not future.done() and not future.cancel():
                 self._cancel(handles)
             raise
-
-    def _hand_over(self, start: Callable[[], object]) -> None:
-        """Have the loop run ``start`` soon (from another thread). Calls handed over while a
-        wake-up is on its way go with it: one wake-up (a write to the loop's wake-up socket)
-        for all the threads that call at once (bench/README.md, "Blocking clients from many
-        threads"). The flag is cleared before the queue is emptied, so a call that finds it
-        set is started by the wake-up it saw."""
-        self._handed.append(start)
-        if self._wake_due:
-            return
-        self._wake_due = True
-        assert self._call_soon is not None
-        try:
-            self._call_soon(self._start_handed)
-        except RuntimeError:  # the loop ended under us
-            self._wake_due = False
-            raise RuntimeError(f"{self!r} is not running") from None
-
-    def _start_handed(self) -> None:
-        """On the loop: start every call handed over."""
-        self._wake_due = False
-        handed = self._handed
-        while handed:
-            handed.popleft()()
 
     def _cancel(self, handles: list[Cancellable]) -> None:
         """Cancel a running call (from the caller's thread); it unwinds on the loop."""
