@@ -11,15 +11,17 @@ Clients: ``upstream`` (OpenEnv 0.10's ``GenericEnvClient`` called without ``awai
 the peer venv's Python), ``compat`` (``openenv_anyio.compat.GenericEnvClient`` the same
 way), ``native`` (``EnvClient(url).sync()``). Reported per run: steps/s over the stepping
 phase, step p50/p99, client CPU per step, and the OS threads of the child process while it
-stepped (each blocking client runs its event loop on a thread of its own: the count says
-how many loops the threads share). Runs interleaved, medians. Figures are reported, never
-asserted.
+stepped (the count says how many event-loop threads the stepping threads share). Runs
+interleaved, medians. ``--variant NAME=PATH`` also runs our clients from another checkout
+(``compat@NAME``, ``native@NAME``: ``PATH`` first on the child's path), for before/after
+comparisons in one run. Figures are reported, never asserted.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -114,13 +116,18 @@ def proc_status_threads() -> int:
     return proc_status(os.getpid()).get("Threads", 0)
 
 
-def _run_child(kind: str, mode: str, url: str, threads: int, steps: int) -> dict[str, Any]:
+def _run_child(
+    kind: str, mode: str, url: str, threads: int, steps: int, trees: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """One run in a fresh child; ``kind`` may name a checkout of ``trees`` (``compat@before``)."""
+    kind, _, tree = kind.partition("@")
     python = str(UPSTREAM_PYTHON) if kind == "upstream" else sys.executable
-    argv = [python, "-m", "bench.client_threads", "--child", kind, mode, url]
+    argv = [python, "-P", "-m", "bench.client_threads", "--child", kind, mode, url]
     argv += ["--threads", str(threads), "--steps", str(steps)]
-    out = subprocess.run(
-        argv, env=child_environment(), cwd=ROOT, capture_output=True, text=True, timeout=900, check=False
-    )
+    env = child_environment()
+    if tree:
+        env["PYTHONPATH"] = os.pathsep.join([(trees or {})[tree], env["PYTHONPATH"]])
+    out = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"{kind} {mode} failed: {out.stderr.strip().splitlines()[-3:]}")
     found: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
@@ -135,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--clients", nargs="+", choices=CLIENTS, default=list(CLIENTS))
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--variant", action="append", default=[], help="NAME=PATH: our clients from that checkout too")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--child", nargs=3, metavar=("CLIENT", "MODE", "URL"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -151,13 +159,15 @@ def main(argv: list[str] | None = None) -> int:
 
         server = ours.start_server("echo_inline", max_concurrent_envs=max(args.threads) * 2)
         url = server.url
-    variants = [(threads, mode, kind) for threads in args.threads for mode in args.modes for kind in args.clients]
+    trees = dict(text.split("=", 1) for text in args.variant)
+    kinds = [*args.clients, *(f"{k}@{tree}" for tree in trees for k in args.clients if k != "upstream")]
+    variants = [(threads, mode, kind) for threads in args.threads for mode in args.modes for kind in kinds]
     variants = [v for v in variants if not (v[0] == 1 and v[1] == "shared")]  # one thread: shared is per-thread
     runs: dict[tuple[int, str, str], list[dict[str, Any]]] = {v: [] for v in variants}
     try:
         for run in range(args.runs):
             for threads, mode, kind in variants:
-                runs[(threads, mode, kind)].append(_run_child(kind, mode, url, threads, args.steps))
+                runs[(threads, mode, kind)].append(_run_child(kind, mode, url, threads, args.steps, trees))
             print(f"run {run + 1}/{args.runs} done", file=sys.stderr)
     finally:
         if server is not None:
@@ -165,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     print(f"server: ours echo_inline ({url}); {args.steps} steps per thread, {args.runs} runs interleaved, medians")
     print(
-        f"{'threads':>7} {'mode':<11}{'client':<10}{'steps/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'CPU us/step':>12}"
+        f"{'threads':>7} {'mode':<11}{'client':<16}{'steps/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'CPU us/step':>12}"
         f"{'OS threads':>11}{'errors':>7}"
     )
     for threads, mode, kind in variants:
@@ -178,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         row["first_error"] = next((r["first_error"] for r in found if r["first_error"]), "")
         rows.append(row)
         print(
-            f"{threads:>7} {mode:<11}{kind:<10}{row['steps_per_s']:>9.0f}{row['p50_ms']:>9.2f}{row['p99_ms']:>9.2f}"
+            f"{threads:>7} {mode:<11}{kind:<16}{row['steps_per_s']:>9.0f}{row['p50_ms']:>9.2f}{row['p99_ms']:>9.2f}"
             f"{row['cpu_us_per_step']:>12.1f}{row['os_threads']:>11.0f}{row['errors']:>7}"
             + (f"  {row['first_error']}" if row["first_error"] else "")
         )

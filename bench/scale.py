@@ -12,7 +12,8 @@ processes, ``bench.loadgen --phased``), one fresh server per burst:
 - ``hostile``: bad clients beside well-behaved ones (:mod:`bench.hostile_clients`).
 - ``zero-sleep``: the same with the zero-work echo env, inline (``echo_inline``) and behind
   the thread hop (``echo``): steps/s over the stepping phase, steps per second of server CPU
-  (steps per core), step p50/p99.
+  (steps per core), step p50/p99. ``--repeats R`` runs every size and env R times,
+  interleaved, and ends with their medians, ranges and the load average around the runs.
 
 The sessions pass each phase (connect, reset, steps, close) together: when the last one is
 through, the harness reads the server's CPU time and RSS, then lets them all go on. The load
@@ -27,6 +28,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -327,6 +329,45 @@ def _line(figures: dict[str, Any]) -> str:
     )
 
 
+def repeated(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per variant, size and env: the median and range over its runs of steps/s, steps per
+    server CPU second and step p99, and the 1-minute load average before and after them."""
+    groups: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+    for run in runs:
+        if "unavailable" not in run:
+            groups.setdefault((run["variant"], run["sessions"], run["env"]), []).append(run)
+    rows = []
+    for (variant, n, kind), found in groups.items():
+        row: dict[str, Any] = {"variant": variant, "sessions": n, "env": kind, "runs": len(found)}
+        for key, values in (
+            ("steps_per_s", [r["steps_per_s"] for r in found]),
+            ("steps_per_server_cpu_s", [r["steps_per_server_cpu_s"] for r in found]),
+            ("step_p99_ms", [r["step_ms"]["p99"] for r in found]),
+        ):
+            values = [v for v in values if v is not None]
+            row[key] = {"median": statistics.median(values), "min": min(values), "max": max(values)} if values else None
+        loads = [load for r in found for load in r["load_1min_before_after"]]
+        row["load_1min"] = {"min": min(loads), "max": max(loads)}
+        row["success_pct_min"] = min(r["success_pct"] for r in found)
+        rows.append(row)
+    return rows
+
+
+def _repeated_line(row: dict[str, Any]) -> str:
+    def spread(key: str, digits: int = 0) -> str:
+        found = row[key]
+        if found is None:
+            return "n/a"
+        return f"{found['median']:,.{digits}f} ({found['min']:,.{digits}f}-{found['max']:,.{digits}f})"
+
+    return (
+        f"{row['variant']:<9} {row['sessions']:>6} {row['env']:<11} {row['runs']} runs: steps/s "
+        f"{spread('steps_per_s')}  per server CPU s {spread('steps_per_server_cpu_s')}  step p99 "
+        f"{spread('step_p99_ms', 1)} ms  load {row['load_1min']['min']:.1f}-{row['load_1min']['max']:.1f}  "
+        f"ok >= {row['success_pct_min']} %"
+    )
+
+
 def zero_sleep_steps(n: int, total: int = ZERO_SLEEP_TOTAL_STEPS) -> int:
     """Steps per session of a zero-sleep run of ``n`` sessions: ``total`` in all, at least 3."""
     return max(3, math.ceil(total / n))
@@ -344,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--free", action="store_true", help="burst: sessions run straight through, not held at each phase (wall time)"
     )
+    parser.add_argument("--repeats", type=int, default=1, help="runs of each size and env, interleaved")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--probes", type=int, default=16, help="hostile: well-behaved sessions stepping")
     args = parser.parse_args(argv)
@@ -363,22 +405,29 @@ def main(argv: list[str] | None = None) -> int:
         "runs": [],
     }
     kinds = [args.env or "sleep"] if args.mode == "burst" else ([args.env] if args.env else ["echo_inline", "echo"])
-    for n in sizes:
-        for kind in kinds:
-            steps = args.steps or (3 if args.mode == "burst" else zero_sleep_steps(n))
-            for name in names:
-                found = burst(
-                    VARIANTS[name],
-                    n,
-                    kind=kind,
-                    steps=steps,
-                    cap_s=args.cap,
-                    connect_timeout_s=args.connect_timeout,
-                    gated=not args.free,
-                )
-                found["load_average"] = os.getloadavg()
-                figures["runs"].append(found)
-                _log(_line(found))
+    for _ in range(args.repeats):
+        for n in sizes:
+            for kind in kinds:
+                steps = args.steps or (3 if args.mode == "burst" else zero_sleep_steps(n))
+                for name in names:
+                    load_before = os.getloadavg()[0]
+                    found = burst(
+                        VARIANTS[name],
+                        n,
+                        kind=kind,
+                        steps=steps,
+                        cap_s=args.cap,
+                        connect_timeout_s=args.connect_timeout,
+                        gated=not args.free,
+                    )
+                    found["load_average"] = os.getloadavg()
+                    found["load_1min_before_after"] = (load_before, found["load_average"][0])
+                    figures["runs"].append(found)
+                    _log(_line(found))
+    if args.repeats > 1:
+        figures["medians"] = repeated(figures["runs"])
+        for row in figures["medians"]:
+            _log(_repeated_line(row))
     print(json.dumps(figures, indent=2))
     save_figures(args.json, figures)
     return 0

@@ -388,7 +388,8 @@ class EnvClient:
     def sync(self, *, backend: str = "asyncio") -> SyncEnvClient[EnvClient]:
         """A blocking wrapper: ``with EnvClient(url).sync() as env: env.step(...)``.
 
-        The client runs on ``backend`` (``"asyncio"`` or ``"trio"``) in a thread of its own.
+        The client runs on ``backend`` (``"asyncio"`` or ``"trio"``), on the event-loop thread
+        the process's blocking clients of that backend share.
         """
         return SyncEnvClient(self, backend=backend)
 

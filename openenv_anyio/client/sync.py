@@ -1,8 +1,11 @@
 """A blocking face for ``EnvClient``: for plain scripts and for threads beside an event loop.
 
-The client runs in an event loop of its own, in a thread started by
-``anyio.from_thread.start_blocking_portal``; each blocking call is carried to it. So it
-works from a script with no event loop and from a worker thread while another loop runs.
+The client runs in an event loop on a thread of its own, the one the process's blocking
+clients of that backend share (``loop_thread``), kept open there by a host task
+(``hosted``); each blocking call is carried to it and waited for. So it works from a script
+with no event loop, from a worker thread while another loop runs, and from many threads at
+once (each with its client, or all on one: a client's calls take turns). ``close()``, the
+client's finalizer when it is dropped unclosed, or interpreter exit closes the session.
 
 A process forked while the client is open (``os.fork``, ``multiprocessing``) has neither
 that thread nor a connection of its own: there, a call raises :class:`UsedAfterFork` at
@@ -12,16 +15,16 @@ parent's connection be, so the child's exit never waits for it either.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
+import threading
 import weakref
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Protocol
 
-from anyio.from_thread import BlockingPortal, start_blocking_portal
-
 from .errors import NotConnected, UsedAfterFork
+from .hosted import HostedClient
+from .loop_thread import LoopLease
 from .results import State, StepResult, Tool
 
 __all__ = ["AsyncSession", "SyncEnvClient"]
@@ -47,6 +50,8 @@ class AsyncSession(Protocol):
 
     async def list_tools(self) -> list[Tool]: ...
 
+    async def close(self) -> None: ...
+
     async def call_tool(self, name: str, /, **arguments: Any) -> Any: ...
 
 
@@ -62,20 +67,6 @@ else:
     _Client = TypeVar("_Client", bound=AsyncSession)
 
 
-#: the clients whose event-loop thread runs now (a forked child lets theirs go)
-_open: weakref.WeakSet[SyncEnvClient[Any]] = weakref.WeakSet()
-
-
-def _forked_child() -> None:
-    """In a child process just forked: the open clients' threads stayed in the parent."""
-    for client in list(_open):
-        client._left_in_parent()
-    _open.clear()
-
-
-os.register_at_fork(after_in_child=_forked_child)
-
-
 class SyncEnvClient(Generic[_Client]):
     """Blocking ``reset`` / ``step`` / ``state`` / ``close`` on an :class:`EnvClient`.
 
@@ -87,8 +78,9 @@ class SyncEnvClient(Generic[_Client]):
     def __init__(self, client: _Client, *, backend: str = "asyncio") -> None:
         self.client = client
         self._backend = backend
-        self._stack: contextlib.ExitStack | None = None
-        self._portal: BlockingPortal | None = None
+        self._lease: LoopLease | None = None
+        self._hosted: HostedClient[_Client] | None = None
+        self._connecting = threading.Lock()  # this client's, for threads that connect it at once
         self._closed = False
         #: the process that opened the connection (a forked child has no part in it)
         self._opened_in: int | None = None
@@ -97,30 +89,24 @@ class SyncEnvClient(Generic[_Client]):
         return f"SyncEnvClient({self.client.url!r})"
 
     def connect(self) -> SyncEnvClient[_Client]:
-        """Start the client's event-loop thread and open the connection (idempotent)."""
-        if self._closed:
-            raise NotConnected(f"{self!r} is closed")
-        if self._portal is not None:
-            self._check_process()
-            return self
-        stack = contextlib.ExitStack()
-        try:
-            portal = stack.enter_context(start_blocking_portal(self._backend))
-            stack.enter_context(portal.wrap_async_context_manager(self.client))
-        except BaseException:
-            stack.close()
-            raise
-        self._stack, self._portal, self._opened_in = stack, portal, os.getpid()
-        _open.add(self)
+        """Open the connection on the shared event-loop thread (idempotent)."""
+        with self._connecting:
+            if self._closed:
+                raise NotConnected(f"{self!r} is closed")
+            if self._hosted is not None:
+                self._check_process()
+                return self
+            lease = LoopLease(self._backend)
+            try:
+                hosted: HostedClient[_Client] = lease.loop.call(HostedClient.open, self.client)
+            except BaseException:
+                lease.release()
+                raise
+            lease.resident = hosted
+            # a client dropped without close() still closes its session and lets go of the loop
+            weakref.finalize(self, lease.release)
+            self._lease, self._hosted, self._opened_in = lease, hosted, os.getpid()
         return self
-
-    def _left_in_parent(self) -> None:
-        """After a fork, in the child: the portal's thread is not in this process. Marked as
-        not running (anyio's ``BlockingPortal`` state), so whatever reaches it fails at once
-        and the portal's own shutdown, when the client is collected or at exit, waits for
-        nothing."""
-        if self._portal is not None:
-            self._portal._event_loop_thread_id = None
 
     def _check_process(self) -> None:
         """Raise :class:`UsedAfterFork` in a process forked after the connection was opened."""
@@ -131,13 +117,12 @@ class SyncEnvClient(Generic[_Client]):
             )
 
     def close(self) -> None:
-        """Close the session and stop the event-loop thread (idempotent). In a forked child
-        it only lets go: the connection is the parent's."""
-        stack, self._stack, self._portal = self._stack, None, None
+        """Close the session and let go of the event-loop thread (idempotent). In a forked
+        child it only lets go: the connection is the parent's."""
+        lease, self._lease, self._hosted = self._lease, None, None
         self._closed = True
-        _open.discard(self)
-        if stack is not None and self._opened_in == os.getpid():
-            stack.close()
+        if lease is not None and self._opened_in == os.getpid():
+            lease.release()  # closes the session first
 
     def __enter__(self) -> SyncEnvClient[_Client]:
         return self.connect()
@@ -153,10 +138,10 @@ class SyncEnvClient(Generic[_Client]):
     def _call(self, func: Any, *args: Any) -> Any:
         if self._closed:
             raise NotConnected(f"{self!r} is closed")
+        lease = self._lease or self.connect()._lease
         self._check_process()
-        portal = self._portal or self.connect()._portal
-        assert portal is not None
-        return portal.call(func, *args)
+        assert lease is not None
+        return lease.loop.call(func, *args)
 
     def reset(self, **kwargs: Any) -> StepResult:
         """Blocking :meth:`EnvClient.reset`."""

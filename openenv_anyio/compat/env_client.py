@@ -10,7 +10,8 @@
     async with EchoEnv(base_url=url) as env: await env.step(...)       # awaited, asyncio or trio
 
 Calling modes, as upstream: with no event loop running, a call blocks and returns its result
-(the client runs on an event loop of its own, on a thread it owns: see ``loop_thread``);
+(the client runs on the event loop thread the process's blocking clients share: see
+``openenv_anyio.client.loop_thread``);
 inside a running loop it returns an awaitable, or, before the client has picked a mode, an
 :class:`~openenv_anyio.compat.results.AutoAsyncResult` that also resolves when touched. A
 client is locked to the first mode it is used in (``modes``). Worker threads
@@ -47,9 +48,9 @@ import anyio
 from ..client import ConnectionDropped, NotConnected, ReconnectPolicy, SessionNotFound
 from ..client import EnvClient as NativeEnvClient
 from ..client import StepResult as NativeStepResult
+from ..client.hosted import HostedClient, loop_running
+from ..client.loop_thread import LoopLease, LoopThread
 from .bootstrap import Bootstrap, docker_provider, space_started, started
-from .hosting import HostedClient, loop_running
-from .loop_thread import LoopThread
 from .modes import ExecutionMode, ModeMixed, claim
 from .results import AutoAsyncResult
 from .sync_client import SyncEnvClient
@@ -156,10 +157,10 @@ class EnvClient(ABC, Generic[ActT, ObsT, StateT]):
         self._provider_running = False
         self._base_url: str | None = None
         self._execution = ExecutionMode.UNCLAIMED
-        self._hosted: HostedClient | None = None
+        self._hosted: HostedClient[NativeEnvClient] | None = None
         self._opening: anyio.Event | None = None
-        self._loop_thread: LoopThread | None = None
-        self._owns_loop_thread = True
+        self._loop_thread: LoopThread | None = None  # the shared loop its blocking calls run on
+        self._lease: LoopLease | None = None  # its hold on that loop (a child uses its parent's)
         self._thread_lock = threading.Lock()
         self._closed = False
         self._children: list[EnvClient[Any, Any, Any]] = []
@@ -320,7 +321,7 @@ class EnvClient(ABC, Generic[ActT, ObsT, StateT]):
         child = self._session_client()
         if self._execution is ExecutionMode.SYNC:
             child._execution = ExecutionMode.SYNC
-            child._loop_thread, child._owns_loop_thread = self._loop_thread, False  # the parent's loop
+            child._loop_thread = self._loop_thread  # the parent's loop, held by the parent's lease
             await child._connect_async()
         else:
             await child._awaited(child._connect_async)
@@ -378,6 +379,8 @@ class EnvClient(ABC, Generic[ActT, ObsT, StateT]):
                 self._base_url = str(await anyio.to_thread.run_sync(_start_provider, self._provider)).rstrip("/")
                 self._provider_running = True
             self._hosted = await HostedClient.open(self._native_client())
+            if self._lease is not None:
+                self._lease.resident = self._hosted  # closed when a dropped client lets go of the loop
             return self._hosted.client
         finally:
             self._opening = None
@@ -418,15 +421,16 @@ class EnvClient(ABC, Generic[ActT, ObsT, StateT]):
         if loop_thread is None:
             with self._thread_lock:
                 if self._loop_thread is None:
-                    self._loop_thread = LoopThread(self._backend, name=f"openenv-anyio-compat {self._base_url}")
-                    # a client dropped without close() still closes its session and its thread
-                    weakref.finalize(self, self._loop_thread.stop)
+                    self._lease = LoopLease(self._backend)
+                    # a client dropped without close() still closes its session and lets go of the loop
+                    weakref.finalize(self, self._lease.release)
+                    self._loop_thread = self._lease.loop
                 loop_thread = self._loop_thread
         try:
             return loop_thread.call(call)
         finally:
-            if self._closed and self._owns_loop_thread:
-                loop_thread.stop()
+            if self._closed and self._lease is not None:
+                self._lease.release()
 
 
 def _start_provider(provider: Any) -> str:

@@ -4,8 +4,9 @@
         env.reset(); env.step({"message": "hi"})
         other = env.new_session()                 # another session on the same server
 
-Every call blocks on the wrapped client's own event loop thread; ``close()`` closes the session
-(and the sessions ``new_session`` opened, which share that loop) and joins the thread.
+Every call blocks on the event loop thread the process's blocking clients share; ``close()``
+closes the session (and the sessions ``new_session`` opened) and lets go of that thread, which
+ends when no blocking client holds it.
 Methods the wrapped client defines as ``async def`` are offered blocking too.
 """
 

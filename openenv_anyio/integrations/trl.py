@@ -88,7 +88,8 @@ def environment_factory(
     ``("seed",)``). ``reset_text``: whether ``reset`` returns the first observation as text
     (else None). ``name``: the class name (default: the environment's, from ``/metadata``).
     ``token`` and ``client_options`` go to each instance's :class:`EnvClient`, which runs on
-    ``backend`` (``"asyncio"`` or ``"trio"``) in a thread of its own.
+    ``backend`` (``"asyncio"`` or ``"trio"``) on the event-loop thread the process's blocking
+    clients share.
 
     Raises :class:`EnvironmentUnavailable` when the server cannot be reached or answers
     neither tools nor an action schema, :class:`UnexpressibleSchema` when a tool's name or

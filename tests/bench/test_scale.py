@@ -97,3 +97,34 @@ def test_sessions_refused_at_connect_are_counted_by_cause_and_pass_every_gate(ba
     records = anyio.run(run, backend=backend)
     assert gates == list(sessions.PHASES)  # each gate opened once, in order, though no session got through
     assert [(r.ok, r.failed_in, r.cause) for r in records] == [(False, "connect", "connect: connect refused")] * 5
+
+
+def test_repeated_runs_are_summed_up_as_medians_and_ranges() -> None:
+    """``--repeats``: each size and env's runs give a median, a range and the load around them."""
+
+    def run(steps_per_s: float, p99: float, load: tuple[float, float]) -> dict[str, object]:
+        return {
+            "variant": "ours",
+            "sessions": 16,
+            "env": "echo",
+            "success_pct": 100.0,
+            "steps_per_s": steps_per_s,
+            "steps_per_server_cpu_s": steps_per_s * 2,
+            "step_ms": {"p50": 1.0, "p99": p99, "p99.9": p99},
+            "load_1min_before_after": load,
+        }
+
+    rows = scale.repeated([run(100.0, 3.0, (1.0, 2.0)), run(300.0, 9.0, (4.0, 0.5)), run(200.0, 5.0, (1.5, 1.5))])
+    assert rows == [
+        {
+            "variant": "ours",
+            "sessions": 16,
+            "env": "echo",
+            "runs": 3,
+            "steps_per_s": {"median": 200.0, "min": 100.0, "max": 300.0},
+            "steps_per_server_cpu_s": {"median": 400.0, "min": 200.0, "max": 600.0},
+            "step_p99_ms": {"median": 5.0, "min": 3.0, "max": 9.0},
+            "load_1min": {"min": 0.5, "max": 4.0},
+            "success_pct_min": 100.0,
+        }
+    ]

@@ -230,22 +230,25 @@ def test_an_upstream_app_s_action_model_becomes_the_step_method(backend: str) ->
 
 
 def test_an_instance_leaves_no_thread_behind(ledger_url: str, backend: str) -> None:
-    """Each instance's client runs in a thread of its own: ``close`` ends it, and so does
-    dropping the instance (a trainer never closes its environments)."""
+    """The instances' clients share the process's event-loop thread for blocking clients:
+    it ends when every instance is closed or dropped (a trainer never closes its environments)."""
+    from openenv_anyio.client.loop_thread import THREAD_NAME
+
     Tools = environment_factory(ledger_url, backend=backend)
 
-    def client_threads() -> set[threading.Thread]:  # the server in this process runs "openenv-*" threads
-        return {thread for thread in threading.enumerate() if not thread.name.startswith("openenv-")}
+    def loop_threads() -> list[threading.Thread]:
+        return [thread for thread in threading.enumerate() if thread.name.startswith(THREAD_NAME)]
 
-    before = client_threads()
+    assert loop_threads() == []
     kept, dropped = Tools(), Tools()
     kept.reset()
     dropped.reset()
-    assert len(client_threads() - before) == 2
+    assert len(loop_threads()) == 1
     close(kept)
+    assert len(loop_threads()) == 1  # the dropped one's client still holds it
     del dropped
     gc.collect()
-    assert client_threads() - before == set()
+    assert loop_threads() == []
     close(kept)  # again: nothing to do
 
 

@@ -1,35 +1,49 @@
-"""A native :class:`~openenv_anyio.client.EnvClient` kept open by a task of its own.
+"""An :class:`~openenv_anyio.client.EnvClient` kept open by a task of its own.
 
-Upstream's clients connect lazily, in whatever task makes the first call, and close in
-whatever task calls ``close()``. Our client is an async context manager whose task group must
-be entered and left by one task, with other cancel scopes properly nested around it. So a
-compat client never enters it in the caller's task: :meth:`HostedClient.open` starts a host
-task on the running loop (an asyncio task, or a trio system task) that enters the client and
-waits; requests are then made from any task of that loop (the client serialises them), and
-:meth:`HostedClient.close` closes the session and lets the host task leave the context.
+Blocking clients and upstream's clients connect in whatever task makes the first call, and
+close in whatever task calls ``close()``. Our client is an async context manager whose task
+group must be entered and left by one task, with other cancel scopes properly nested around
+it. So neither the blocking face (``sync``) nor a compat client enters it in the caller's
+task: :meth:`HostedClient.open` starts a host task on the running loop (an asyncio task, or a
+trio system task) that enters the client and waits; requests are then made from any task of
+that loop (the client serialises them), and :meth:`HostedClient.close` closes the session and
+lets the host task leave the context.
 
-The host task is owned by the compat client that opened it and always joined by
+The host task is owned by the client that opened it and always joined by
 :meth:`close`. When its event loop ends first (``asyncio.run`` returned, a trio run
 finished, the client never closed), the loop cancels it with the connection's own tasks, as
 it would a native client's: the connection is dropped without the ``close`` frame (a server
 keeping sessions for resuming frees it after its grace period) and :attr:`alive` turns
-False. A compat client's own loop thread closes its sessions before stopping instead
+False. The blocking clients' loop thread closes its sessions before stopping instead
 (``loop_thread``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from types import TracebackType
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 import trio
 
-from ..client import NotConnected
+from .errors import NotConnected
 from .loop_thread import LoopThread
 
-if TYPE_CHECKING:
-    from ..client import EnvClient as NativeEnvClient
+
+class Session(Protocol):
+    """What a host task keeps open: an ``EnvClient`` (entered, closed, left)."""
+
+    async def __aenter__(self) -> Any: ...
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None: ...
+
+    async def close(self) -> None: ...
+
+
+_S = TypeVar("_S", bound=Session)
 
 __all__ = ["HostedClient", "loop_running", "running_loop_backend"]
 
@@ -57,10 +71,10 @@ def loop_running() -> bool:
     return True
 
 
-class HostedClient:
+class HostedClient(Generic[_S]):
     """A native client opened by, and kept open in, a host task on the current loop."""
 
-    def __init__(self, client: NativeEnvClient) -> None:
+    def __init__(self, client: _S) -> None:
         self.client = client
         self._opened = anyio.Event()
         self._release = anyio.Event()
@@ -77,7 +91,7 @@ class HostedClient:
         return self.alive and running_loop_backend() == self._backend
 
     @classmethod
-    async def open(cls, client: NativeEnvClient) -> HostedClient:
+    async def open(cls, client: _S) -> HostedClient[_S]:
         """Start the host task, wait until the client is open; its connect error is raised here."""
         hosted = cls(client)
         hosted._backend = running_loop_backend()

@@ -1,10 +1,16 @@
-"""An event loop on a thread of its own, for the blocking calling modes of the compat clients.
+"""An event loop on a thread of its own, shared by the blocking clients of a process.
 
 Theory of operation. :class:`LoopThread` starts a daemon thread running an asyncio loop or
 ``trio.run`` and carries each blocking :meth:`~LoopThread.call` to it in one hand-off (a
 thread-safe callback that starts the call as a task; the caller waits on a
-``concurrent.futures.Future``). It is owned by the client that started it: ``stop()``
-ends the loop and joins the thread, so no thread is left after the client's ``close()``.
+``concurrent.futures.Future``). The blocking clients (``EnvClient.sync()``, the compat
+clients) of one backend share one loop thread per process: a client takes a hold on it with
+a :class:`LoopLease` when it first blocks and gives the hold back when it closes (or is
+dropped unclosed); the last hold given back stops the loop and joins its thread, so no
+thread is left once every client is closed. Sharing one loop keeps the threads that call to
+a loop and the loop itself, where a loop per client doubled the threads that take turns on
+the interpreter lock; no lock is taken per call (the registry's lock only when a client
+takes or gives back its hold).
 
 What runs on the loop and must end gracefully before it stops (a client's session: its close
 frame must reach the server, so the reader must still run) registers as a resident
@@ -14,11 +20,13 @@ Interrupts: a ``KeyboardInterrupt`` (or any other exception) while the caller wa
 the call on the loop (a request cancelled before its answer gives its connection up, as
 on any loop) and is raised as itself. Interpreter exit never hangs: the thread is a daemon,
 and loops still running at exit are stopped by an ``atexit`` hook, each within
-:data:`STOP_TIMEOUT_S`, so clients nobody closed still close their sessions.
+:data:`STOP_TIMEOUT_S`, so clients nobody closed still close their sessions. A blocking
+call from the loop's own thread would wait for itself: it raises ``RuntimeError`` instead.
 
 Fork: a process forked while the loop runs (``os.fork``, ``multiprocessing``) has no loop
 thread; there the loop is ``FORKED``: a call raises :class:`UsedAfterFork` at once (it would
-wait forever for the thread), and stopping, at exit too, waits for nothing.
+wait forever for the thread), and stopping, at exit too, waits for nothing. A client opened
+in the child takes a hold on a new loop.
 
 States (:class:`LoopState`): ``NEW`` -> ``RUNNING`` (:meth:`start`) -> ``STOPPED``
 (:meth:`stop`, or the loop ended); ``NEW`` -> ``STOPPED`` too; ``RUNNING`` -> ``FORKED`` in
@@ -41,9 +49,9 @@ from typing import Any, Final, Protocol, TypeVar, assert_never
 
 import anyio
 
-from ..client import UsedAfterFork
+from .errors import UsedAfterFork
 
-__all__ = ["LoopState", "LoopThread", "STOP_TIMEOUT_S"]
+__all__ = ["LoopLease", "LoopState", "LoopThread", "STOP_TIMEOUT_S", "THREAD_NAME"]
 
 _T = TypeVar("_T")
 
@@ -52,6 +60,8 @@ _T = TypeVar("_T")
 STOP_TIMEOUT_S: Final = 5.0
 START_TIMEOUT_S: Final = 10.0
 BACKENDS: Final = ("asyncio", "trio")
+#: the name of the shared loop threads (followed by the backend)
+THREAD_NAME: Final = "openenv-anyio blocking clients"
 
 
 class LoopState(enum.Enum):
@@ -63,6 +73,10 @@ class LoopState(enum.Enum):
 
 _live: weakref.WeakSet[LoopThread] = weakref.WeakSet()
 _current = threading.local()
+#: backend -> (its shared loop, the holds on it)
+_shared: dict[str, tuple[LoopThread, int]] = {}
+#: taken when a client takes or gives back its hold on a shared loop, never per call
+_shared_lock = threading.Lock()
 
 
 class Cancellable(Protocol):
@@ -85,9 +99,12 @@ def _stop_live_loops() -> None:
 
 def _forked_child() -> None:
     """In a child process just forked: the running loops' threads stayed in the parent."""
+    global _shared_lock
     for loop in list(_live):
         loop._left_in_parent()
     _live.clear()
+    _shared.clear()
+    _shared_lock = threading.Lock()  # another thread of the parent may have held it
 
 
 os.register_at_fork(after_in_child=_forked_child)
@@ -96,7 +113,7 @@ os.register_at_fork(after_in_child=_forked_child)
 class LoopThread:
     """One event loop (``backend``: ``"asyncio"`` or ``"trio"``) on one daemon thread."""
 
-    def __init__(self, backend: str = "asyncio", *, name: str = "openenv-anyio-compat") -> None:
+    def __init__(self, backend: str = "asyncio", *, name: str = THREAD_NAME) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
         self.backend = backend
@@ -253,7 +270,7 @@ class LoopThread:
             return
         assert self._call_soon is not None and self._finish is not None and self._spawn is not None
         if self.in_loop_thread():
-            finish, spawn = self._finish, self._spawn
+            finish = self._finish
 
             async def close_then_finish() -> None:
                 try:
@@ -261,7 +278,7 @@ class LoopThread:
                 finally:
                     finish()
 
-            self._call_soon(lambda: spawn(close_then_finish, []))
+            self.start_soon(close_then_finish)
             return
         if self._residents:
             try:
@@ -280,7 +297,22 @@ class LoopThread:
         """Run ``await func(*args)`` on the loop and return its result (blocking)."""
         if not self.running:
             self.start()
+        elif self._thread is threading.current_thread():
+            raise RuntimeError(f"{self!r}: a blocking call from the loop's own thread would wait for itself")
         return self._call(func, *args)
+
+    def start_soon(self, func: Callable[[], Coroutine[Any, Any, object]]) -> None:
+        """Start ``await func()`` on the running loop and return at once (its outcome is not reported)."""
+        assert self._call_soon is not None and self._spawn is not None
+        spawn = self._spawn
+
+        async def job() -> None:
+            await func()
+
+        try:
+            self._call_soon(lambda: spawn(job, []))
+        except RuntimeError:  # the loop already ended
+            pass
 
     def _call(self, func: Callable[..., Awaitable[_T]], *args: Any) -> _T:
         future: concurrent.futures.Future[_T] = concurrent.futures.Future()
@@ -324,3 +356,55 @@ class LoopThread:
             self._call_soon(cancel)
         except RuntimeError:
             pass
+
+
+class LoopLease:
+    """One blocking client's hold on the shared loop thread of its backend.
+
+    Taken when the client first blocks; :meth:`release` (the client's ``close()``, or its
+    finalizer when it is dropped unclosed) closes :attr:`resident`, the client's session, and
+    gives the hold back; the last hold given back stops the loop and joins its thread.
+    """
+
+    def __init__(self, backend: str) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        with _shared_lock:
+            loop, holds = _shared.get(backend, (None, 0))
+            if loop is None or loop.state not in (LoopState.NEW, LoopState.RUNNING):
+                loop, holds = LoopThread(backend, name=f"{THREAD_NAME} ({backend})"), 0
+            _shared[backend] = (loop, holds + 1)
+        self.loop: LoopThread = loop
+        #: what to close when the hold is given back (the client's session)
+        self.resident: Resident | None = None
+        self._held = True
+
+    def __repr__(self) -> str:
+        return f"LoopLease({self.loop!r}, {'held' if self._held else 'released'})"
+
+    def release(self) -> None:
+        """Close the resident, then give the hold back (idempotent; from any thread)."""
+        with _shared_lock:
+            if not self._held:
+                return
+            self._held = False
+            resident, self.resident = self.resident, None
+        loop = self.loop
+        if resident is not None and loop.running:
+            if loop.in_loop_thread():  # a finalizer run on the loop: it cannot wait for the loop
+                loop.start_soon(resident.close)
+            else:
+                try:
+                    loop.call(resident.close)
+                except Exception:  # the session is given up either way
+                    pass
+        with _shared_lock:
+            found, holds = _shared.get(loop.backend, (None, 0))
+            last = found is loop and holds <= 1
+            if found is loop:
+                if last:
+                    del _shared[loop.backend]
+                else:
+                    _shared[loop.backend] = (loop, holds - 1)
+        if last:
+            loop.stop()
