@@ -126,11 +126,15 @@ class Handover:
         self.policy = policy
         self._store: SessionStore | None = None
         self._commit: GroupCommit | None = None
-        self.durable = policy.durable
         #: bring-backs under way, by token digest (a second connection with the token waits)
         self._bringing: dict[str, trio.Event] = {}
         #: sessions whose durable write failed (logged once until one succeeds)
         self._unwritten: set[str] = set()
+
+    @property
+    def durable(self) -> bool:
+        """Each reset's and step's record is written before its answer leaves (``EXT-HAND-4``)."""
+        return self.policy.durable
 
     def attach(self, store: SessionStore, commit: GroupCommit) -> None:
         """Use ``store`` (open) and its group commit from now on (the server opens them as it
@@ -205,35 +209,40 @@ class Handover:
 
     # -- writing ---------------------------------------------------------------------------------
 
-    async def write(self, kept: KeptSession) -> bool:
-        """Write ``kept``'s record now (``--durable``: before an answer leaves); ``False``
-        when the store failed (said once per session until a write succeeds)."""
+    async def _put(self, kept: KeptSession) -> tuple[StoredSession, StoreUnavailable | None]:
+        """Write ``kept``'s record through the group commit: the record, and the store's
+        error when it is not in the store."""
         stored = await self._stored(kept)
         try:
             await self.commit.write(stored)
         except StoreUnavailable as exc:
-            if kept.session_id not in self._unwritten:
-                self._unwritten.add(kept.session_id)
-                log.error("session %s: not written to the session store: %s", kept.session_id, exc)
-            return False
-        self._unwritten.discard(kept.session_id)
+            return stored, exc
         kept.written_at = trio.current_time()
-        return True
+        return stored, None
+
+    async def write(self, kept: KeptSession) -> bool:
+        """Write ``kept``'s record now (``--durable``: before an answer leaves); ``False``
+        when the store failed (said once per session until a write succeeds)."""
+        _, error = await self._put(kept)
+        if error is None:
+            self._unwritten.discard(kept.session_id)
+            return True
+        if kept.session_id not in self._unwritten:
+            self._unwritten.add(kept.session_id)
+            log.error("session %s: not written to the session store: %s", kept.session_id, error)
+        return False
 
     async def export(self, kept: KeptSession) -> bool:
         """Hand ``kept`` over (drain): write it out; ``True`` when it is in the store and the
         session may end ``HANDED_OVER``."""
-        stored = await self._stored(kept)
-        try:
-            await self.commit.write(stored)
-        except StoreUnavailable as exc:
-            self.server.instruments.session_lost(kept.session.identity, LostCause.STORE_UNAVAILABLE.value, str(exc))
+        instruments, identity = self.server.instruments, kept.session.identity
+        stored, error = await self._put(kept)
+        if error is not None:
+            instruments.session_lost(identity, LostCause.STORE_UNAVAILABLE.value, str(error))
             return False
-        self.server.instruments.session_exported(kept.session.identity, stored.env.way.value)
+        instruments.session_exported(identity, stored.env.way.value)
         if stored.env.way is RestoreWay.NONE:
-            self.server.instruments.session_lost(
-                kept.session.identity, LostCause.NOT_RESTORABLE.value, "its environment cannot be brought back"
-            )
+            instruments.session_lost(identity, LostCause.NOT_RESTORABLE.value, "its environment cannot be brought back")
         kept.closing_outcome = SessionOutcome.HANDED_OVER
         return True
 
