@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import httpx
 import pytest
@@ -136,3 +137,30 @@ def test_a_path_across_the_clip_shows_no_part_of_itself(cut: int) -> None:
     message = "x" * cut + " /home/someone/projects/secret/env.py " + "y" * 5000
     shown = public_error(ValueError(message), expose=True, during="step").message
     assert "/home" not in shown and "someone" not in shown and "secret" not in shown
+
+
+def test_a_message_utf8_cannot_carry_is_logged_escaped(tmp_path: Path) -> None:
+    """SRV-FAULT-2 in the server's log: an exception message holding a lone surrogate is
+    logged with its traceback and the message escaped, so a UTF-8 log file takes the line
+    (it was formatted raw, and the file's handler failed with a logging error)."""
+    from openenv_anyio.server.execution.error_text import public_error
+
+    logger = logging.getLogger("openenv_anyio.server")
+    handler = logging.FileHandler(tmp_path / "server.log", encoding="utf-8", errors="strict")
+    handler.handleError = _raise_logging_error  # type: ignore[method-assign]
+    logger.addHandler(handler)
+    try:
+        try:
+            raise ValueError("bad \ud800 text")
+        except ValueError as exc:
+            public = public_error(exc, expose=True, during="step")
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    logged = (tmp_path / "server.log").read_text("utf-8")
+    assert f"error {public.error_id} during step: ValueError: bad \\ud800 text" in logged
+    assert "Traceback (most recent call last)" in logged and "test_error_text.py" in logged
+
+
+def _raise_logging_error(record: logging.LogRecord) -> None:
+    raise AssertionError(f"the log handler failed on {record.msg!r}")

@@ -115,14 +115,13 @@ def public_error(exc: BaseException, *, expose: bool, during: str) -> PublicErro
     error_id = secrets.token_hex(8)
     name = _type_name(exc)
     raw = _raw_message(exc)
-    if len(raw) <= LOG_MESSAGE_CHARS:
+    start = printable(raw[:LOG_MESSAGE_CHARS])
+    if start == raw:
         log.warning("error %s during %s: %s", error_id, during, name, exc_info=exc)
-    else:  # formatting the whole message would hold up every session: its start, and the traceback
-        where = "".join(traceback.format_tb(exc.__traceback__))
-        start = printable(raw[:LOG_MESSAGE_CHARS])
-        log.warning(
-            "error %s during %s: %s: %s\u2026 (%d characters)\n%s", error_id, during, name, start, len(raw), where
-        )
+    else:  # too long to format whole without holding up every session, or not UTF-8 as it is
+        where = "Traceback (most recent call last):\n" + "".join(traceback.format_tb(exc.__traceback__))
+        clipped = f"\u2026 ({len(raw)} characters)" if len(raw) > LOG_MESSAGE_CHARS else ""
+        log.warning("error %s during %s: %s: %s%s\n%s", error_id, during, name, start, clipped, where)
     if not expose:
         return PublicError(f"internal error {error_id} (the server's log has the details)", error_id)
     # Clip first: the whitespace folding and the path scrubber read the message's start only.
