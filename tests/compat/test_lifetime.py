@@ -50,7 +50,9 @@ def loop_threads() -> list[str]:
 @pytest.fixture
 def slow() -> Iterator[tuple[str, type[SlowTinyEcho]]]:
     counting = type("SlowTinyEcho", (SlowTinyEcho,), {"instances": []})
-    with EnvServer(counting, ServerConfig(ping_interval_s=None, ping_timeout_s=None)).run_in_thread() as running:
+    # a step interrupted on the client side sleeps on in the server: its shutdown need not wait for it
+    config = ServerConfig(ping_interval_s=None, ping_timeout_s=None, drain_timeout_s=0.5)
+    with EnvServer(counting, config).run_in_thread() as running:
         yield running.url, counting
 
 
