@@ -177,6 +177,58 @@ async def test_a_sqlite_store_is_in_wal_mode(tmp_path: Path) -> None:
     assert store.name == str(path)
 
 
+async def test_a_sqlite_batch_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    """One ``put`` is one transaction: when the file refuses one record of a batch, none of
+    the batch is kept (each record was committed on its own, so the ones before stayed)."""
+    path = tmp_path / "kept.db"
+    store = await open_session_store(str(path))
+    try:
+        _, first = replayed_session("s1")
+        _, refused = replayed_session("s2")
+        with sqlite3.connect(path) as db:  # another program's rule on the file, refusing the second record
+            db.execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON kept_sessions "
+                f"WHEN NEW.key_digest = '{refused.key_digest}' BEGIN SELECT RAISE(ABORT, 'refused here'); END"
+            )
+        with pytest.raises(StoreUnavailable, match="refused here"):
+            await store.put([first, refused])
+        assert await store.count() == 0
+        await store.put([first])
+        assert await store.count() == 1
+    finally:
+        await store.aclose()
+
+
+async def test_a_sqlite_write_waits_for_another_writer_of_the_file(tmp_path: Path) -> None:
+    """A write that finds the file locked by another process's write waits its turn (in a
+    worker thread, the event loop free) rather than failing."""
+    path = tmp_path / "kept.db"
+    store = await open_session_store(str(path))
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # the other writer holds the file's write lock
+        written = anyio.Event()
+        ticks = 0
+
+        async def write() -> None:
+            await store.put([snapshot_session()])
+            written.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(write)
+            while ticks < 20:  # the loop goes on while the write waits
+                await anyio.sleep(0.01)
+                ticks += 1
+            assert not written.is_set()
+            other.execute("COMMIT")
+            with anyio.fail_after(5):
+                await written.wait()
+        assert await store.count() == 1
+    finally:
+        other.close()
+        await store.aclose()
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc)
     assert "\n" not in text and text

@@ -5,16 +5,20 @@ The file is in WAL mode (readers never wait for the writer; several server proce
 share one file, each write waiting up to :data:`BUSY_TIMEOUT_MS` for another's) with
 ``synchronous=NORMAL``: a committed write survives the server process being killed (it is
 in the WAL file), though not a power loss before the next checkpoint. Each call runs in a
-worker thread (stdlib ``sqlite3`` blocks) on the store's one connection, one at a time.
+worker thread (stdlib ``sqlite3`` blocks) on the store's connection, one at a time; but a
+write of kept sessions (:meth:`SqliteStore.put`, the per-step write of ``--durable``) first
+tries a second connection that never waits, on the calling thread, and goes to the worker
+thread only when it would have to wait for the other connection or another process.
 ``PRAGMA user_version`` is the table layout's version: a file of a later layout is refused
 when opened.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Final, TypeVar
 
@@ -29,6 +33,8 @@ __all__ = ["BUSY_TIMEOUT_MS", "SqliteStore"]
 #: How long a write waits for another process's write to the same file.
 BUSY_TIMEOUT_MS: Final = 5000
 _LAYOUT: Final = 1
+#: SQLite's primary result codes for a lock another connection holds
+_BUSY: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 _SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS kept_sessions (
         key_digest TEXT PRIMARY KEY,
@@ -44,9 +50,11 @@ Result = TypeVar("Result")
 class SqliteStore:
     """A :class:`~.store.SessionStore` in one SQLite file (see the module docstring)."""
 
-    def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
+    def __init__(self, path: Path, connection: sqlite3.Connection, at_once: sqlite3.Connection) -> None:
         self._path = path
         self._db: sqlite3.Connection | None = connection
+        #: the connection that never waits for the file's lock, used on the calling thread
+        self._at_once: sqlite3.Connection | None = at_once
         self._lock = threading.Lock()
 
     @property
@@ -57,7 +65,17 @@ class SqliteStore:
     async def open(cls, path: str | Path) -> SqliteStore:
         """The store in ``path`` (made if missing); :class:`StoreUnavailable` if it cannot be."""
         file = Path(path)
-        return cls(file, await anyio.to_thread.run_sync(_connect, file))
+
+        def connect() -> SqliteStore:
+            db = _connect(file)
+            try:
+                at_once = _connect_at_once(file)
+            except BaseException:
+                db.close()
+                raise
+            return cls(file, db, at_once)
+
+        return await anyio.to_thread.run_sync(connect)
 
     async def _run(self, work: Callable[[sqlite3.Connection], Result]) -> Result:
         def locked() -> Result:
@@ -75,11 +93,27 @@ class SqliteStore:
         rows = [(session.key_digest, encode_record(session), session.saved_at) for session in sessions]
 
         def write(db: sqlite3.Connection) -> None:
-            with db:  # one transaction: all or none
+            with _transaction(db):
                 db.executemany("INSERT OR REPLACE INTO kept_sessions VALUES (?, ?, ?)", rows)
 
-        if rows:
+        if rows and not self._written_at_once(write):
             await self._run(write)
+
+    def _written_at_once(self, write: Callable[[sqlite3.Connection], None]) -> bool:
+        """``write`` on the calling thread, if it needs no wait for the file's write lock; False
+        when it must go to the worker thread, which waits its turn (a thread hop costs more
+        than the write: bench/README.md, "Sessions kept in a store")."""
+        if self._at_once is None:
+            return False
+        try:
+            write(self._at_once)
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF in _BUSY:  # SQLITE_BUSY_SNAPSHOT and the like too
+                return False
+            raise StoreUnavailable(f"the session store {self._path} failed: {exc}") from None
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"the session store {self._path} failed: {exc}") from None
+        return True
 
     async def get(self, digest: str) -> StoredSession | None:
         def read(db: sqlite3.Connection) -> bytes | None:
@@ -91,7 +125,7 @@ class SqliteStore:
 
     async def take(self, digest: str) -> StoredSession | None:
         def remove(db: sqlite3.Connection) -> bytes | None:
-            with db:
+            with _transaction(db):
                 row = db.execute(
                     "DELETE FROM kept_sessions WHERE key_digest = ? RETURNING record", (digest,)
                 ).fetchone()
@@ -102,7 +136,7 @@ class SqliteStore:
 
     async def delete(self, digests: Sequence[str]) -> None:
         def remove(db: sqlite3.Connection) -> None:
-            with db:
+            with _transaction(db):
                 db.executemany("DELETE FROM kept_sessions WHERE key_digest = ?", [(digest,) for digest in digests])
 
         if digests:
@@ -110,7 +144,7 @@ class SqliteStore:
 
     async def prune(self, saved_before: float) -> int:
         def remove(db: sqlite3.Connection) -> int:
-            with db:
+            with _transaction(db):
                 return db.execute("DELETE FROM kept_sessions WHERE saved_at < ?", (saved_before,)).rowcount
 
         return await self._run(remove)
@@ -134,6 +168,10 @@ class SqliteStore:
         return await self._run(read)
 
     async def aclose(self) -> None:
+        if self._at_once is not None:
+            self._at_once.close()
+            self._at_once = None
+
         def close() -> None:
             with self._lock:
                 if self._db is not None:
@@ -172,6 +210,29 @@ def _connect(path: Path) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+def _connect_at_once(path: Path) -> sqlite3.Connection:
+    """A second connection to the file :func:`_connect` opened, that never waits for its lock."""
+    try:
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=0)
+        db.execute("PRAGMA synchronous=NORMAL")
+    except sqlite3.Error as exc:
+        raise StoreUnavailable(f"cannot open the session store {path}: {exc}") from None
+    return db
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction, committed whole or rolled back: the connections are in
+    autocommit mode (``isolation_level=None``), where each statement commits on its own."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def _blob(value: object) -> bytes:
