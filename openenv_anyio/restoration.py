@@ -111,6 +111,10 @@ class Snapshot:
         return json.loads(self.data) if self.is_json else self.data
 
 
+#: the canonical JSON of a snapshot (one encoder, made once)
+_CANONICAL: Final = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+
+
 def seal_snapshot(value: Any, *, limit: int = MAX_SNAPSHOT_BYTES) -> Snapshot:
     """``value`` (what ``snapshot()`` returned) as a :class:`Snapshot`.
 
@@ -122,7 +126,7 @@ def seal_snapshot(value: Any, *, limit: int = MAX_SNAPSHOT_BYTES) -> Snapshot:
         data, is_json = bytes(value), False
     else:
         try:
-            text = json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+            text = _CANONICAL.encode(value)
         except (TypeError, ValueError, RecursionError) as exc:
             raise SnapshotFailed(f"snapshot() returned a value that is not JSON: {exc}") from None
         data, is_json = text.encode(), True

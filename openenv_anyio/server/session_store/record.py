@@ -41,6 +41,8 @@ __all__ = [
 RECORD_FORMAT: Final = "openenv-anyio.kept-session"
 RECORD_VERSION: Final = 1
 _KINDS: Final = frozenset({"resumable", "hosted"})
+#: a record's JSON (one encoder, made once)
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def key_digest(key: str) -> str:
@@ -118,7 +120,7 @@ def encode_record(record: StoredSession) -> bytes:
         },
         "saved_at": record.saved_at,
     }
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    return _ENCODER.encode(body).encode()
 
 
 def _field(body: dict[str, Any], name: str, kinds: type | tuple[type, ...], where: str) -> Any:

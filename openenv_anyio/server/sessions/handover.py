@@ -199,7 +199,7 @@ class Handover:
         return StoredSession(
             kind=record.kind.value,
             public_id=record.public_id,
-            key_digest=key_digest(record.key),
+            key_digest=_digest_of(kept),
             episode_id=record.episode_id,
             step_count=record.step_count,
             ledger=StoredLedger(ledger.last_request_id if asked is not None else None, asked, ledger.answer),
@@ -259,7 +259,7 @@ class Handover:
             return
         self._unwritten.discard(kept.session_id)
         try:
-            await self.store.delete([key_digest(kept.key)])
+            await self.store.delete([_digest_of(kept)])
         except StoreUnavailable as exc:  # it expires from the store later
             log.warning("session %s: its record stays in the session store until it expires: %s", kept.session_id, exc)
 
@@ -403,6 +403,13 @@ class Handover:
                 continue
             for _ in range(pruned):
                 self.server.instruments.session_lost(None, LostCause.EXPIRED.value, "kept longer than resume_grace_s")
+
+
+def _digest_of(kept: KeptSession) -> str:
+    """The digest of ``kept``'s key, made once."""
+    if kept.key_digest is None:
+        kept.key_digest = key_digest(kept.key)
+    return kept.key_digest
 
 
 def _kept_record(stored: StoredSession, key: str) -> KeptRecord:

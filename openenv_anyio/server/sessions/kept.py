@@ -173,6 +173,8 @@ class KeptSession:
         self.replayable = False
         #: when its record was last written (``trio.current_time()``)
         self.written_at = -math.inf
+        #: the digest of its key a store finds its record by (made when first written)
+        self.key_digest: str | None = None
 
     @property
     def kind(self) -> SessionKind:
