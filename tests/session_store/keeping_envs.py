@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from openenv_anyio.envs.gymnasium import GymnasiumEnv
+from openenv_anyio.restoration import RestoreWay
 
 CartPole = GymnasiumEnv.bind("CartPole-v1")
 
@@ -30,6 +31,18 @@ class Counter:
     @property
     def state(self) -> dict[str, Any]:
         return {"episode_id": None, "step_count": 0, "count": self.count}
+
+
+class Undeclared(Counter):
+    """Counts as deterministically as Counter, but does not say so."""
+
+    DETERMINISTIC = False
+
+
+class NeverBack(Counter):
+    """Says its episodes must never come back, whatever an operator says."""
+
+    RESTORE_WAY = RestoreWay.NONE
 
 
 class Drifting(Counter):

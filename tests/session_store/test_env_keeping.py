@@ -135,3 +135,22 @@ async def test_an_env_without_snapshot_refuses_to_snapshot(where: str) -> None:
     async with bound_envs(where, "Counter", 1) as (counter,):
         with pytest.raises(SnapshotFailed, match="does not snapshot"):
             await counter.snapshot(1024)
+
+
+@pytest.mark.parametrize(
+    ("name", "operator_says", "way"),
+    [
+        ("Undeclared", None, RestoreWay.NONE),
+        ("Undeclared", True, RestoreWay.REPLAY),  # serve --deterministic
+        ("Counter", None, RestoreWay.REPLAY),
+        ("NeverBack", True, RestoreWay.NONE),  # the environment's own word wins
+        ("CartPole", True, RestoreWay.SNAPSHOT),
+    ],
+)
+async def test_the_operator_s_word_reaches_an_environment_where_it_runs(
+    where: str, name: str, operator_says: bool | None, way: RestoreWay
+) -> None:
+    """``--deterministic`` makes an environment with no way of its own replayable, in this
+    process and in one of its own alike (the process's own answer was taken as declared)."""
+    async with bound_envs(where, name, count=1) as (bound,):
+        assert restore_way(bound.env, deterministic=operator_says) is way

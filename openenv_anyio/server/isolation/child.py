@@ -36,7 +36,7 @@ import trio
 from ...core import ProtocolError, RpcFailure
 from ...environment import env_metadata, schema_of, takes_seed
 from ...envs.loading import EnvTargetError, resolve_env_target
-from ...restoration import Snapshot, SnapshotError, SnapshotTooLarge, restore_way
+from ...restoration import RestoreWay, Snapshot, SnapshotError, SnapshotTooLarge, restore_way
 from ..execution.bound_env import EnvironmentAborted, FactoryFailure, InProcessEnv
 from ..execution.error_text import exception_text, printable
 from ..execution.tools import EnvTools
@@ -145,6 +145,8 @@ def describe(bound: InProcessEnv, tools: EnvTools) -> dict[str, Any]:
         "tools": tools.available(),
         "seeded": takes_seed(env),
         "restore": restore_way(env).value,
+        # the environment's own word (RESTORE_WAY), which an operator's --deterministic does not change
+        "restore_declared": isinstance(getattr(env, "RESTORE_WAY", None), RestoreWay),
     }
 
 

@@ -93,8 +93,11 @@ class _Description:
         self.name = str(ready.get("name") or "environment")
         #: whether its reset applies a seed (read by :func:`~openenv_anyio.environment.takes_seed`)
         self.SEEDED = bool(ready.get("seeded", True))
-        #: how its episode comes back (``openenv_anyio.restoration``), as the process said
-        self.RESTORE_WAY = RestoreWay(ready.get("restore") or RestoreWay.NONE.value)
+        # how its episode comes back (``openenv_anyio.restoration``), as the process said; a
+        # way it found none for is left undeclared, for the operator's --deterministic to decide
+        way = RestoreWay(ready.get("restore") or RestoreWay.NONE.value)
+        if way is not RestoreWay.NONE or ready.get("restore_declared"):
+            self.RESTORE_WAY = way
         if ready.get("tools"):
             self.list_tools = env.list_tools
             self.call_tool = env.call_tool
