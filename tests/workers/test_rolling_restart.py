@@ -6,6 +6,7 @@ the server keeps serving."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -16,7 +17,14 @@ import pytest
 from handover.episodes import Episode, episodes
 from serve_process import ServeProcess, serve_process
 
-from openenv_anyio.client import ConnectionClosedByServer, ConnectionDropped, EnvClient, SessionNotFound
+from openenv_anyio.client import (
+    ConnectionClosedByServer,
+    ConnectionDropped,
+    EnvClient,
+    EnvClientError,
+    ReconnectPolicy,
+    SessionNotFound,
+)
 from openenv_anyio.server.workers.routing import session_owner
 
 pytestmark = pytest.mark.anyio
@@ -123,3 +131,38 @@ async def test_a_rolling_restart_without_a_store_ends_the_replaced_sessions(tmp_
         async with EnvClient(served.url, ping_interval_s=None) as client:
             await client.reset()
             assert (await client.step({"n": 0})).observation["count"] == 1
+
+
+async def test_a_worker_killed_while_it_drains_leaves_no_session_counted() -> None:
+    """A replaced worker killed while it drains (a step still running in it): the sessions it
+    counted against the server's limit are not counted any more, so the server takes as many
+    new sessions as its limit allows (they stayed counted until the slot's next restart)."""
+    target = "compat.envs:SlowTinyEcho"
+    args = ("--workers", "2", "--max-concurrent-envs", "2", "--ping-interval", "0", "--drain-timeout", "30")
+    with serve_process(target, *args) as served:
+        async with contextlib.AsyncExitStack() as stack:
+            for _ in range(50):  # a session on worker 0, the one replaced first
+                slow = await stack.enter_async_context(EnvClient(served.url, reconnect=ReconnectPolicy(attempts=1)))
+                if session_owner(slow.session_id or "") == (0, 0):
+                    break
+                await stack.aclose()
+            assert session_owner(slow.session_id or "") == (0, 0)
+            await slow.reset()
+            async with anyio.create_task_group() as group:
+
+                async def step_slowly() -> None:
+                    with pytest.raises(EnvClientError):  # its worker is killed under it
+                        await slow.step({"message": "sleep 20"})
+
+                group.start_soon(step_slowly)
+                await anyio.sleep(0.5)
+                served.process.send_signal(signal.SIGHUP)
+                await _wait_line(served, r"worker 0: replacement ready")
+                _, old = _replacements(served)[0]
+                await anyio.sleep(0.5)  # draining: the slow step holds the old worker
+                assert _alive(old)
+                os.kill(old, signal.SIGKILL)
+                await _wait_line(served, r"rolling restart: done, 2 workers replaced")
+        async with EnvClient(served.url) as first, EnvClient(served.url) as second:
+            assert (await first.reset()).done is False
+            assert (await second.reset()).done is False

@@ -59,6 +59,26 @@ def test_the_table_limits_all_slots_together(tmp_path: Path) -> None:
         other.close()
 
 
+def test_a_slot_s_two_processes_count_apart(tmp_path: Path) -> None:
+    """During a rolling restart a slot has two processes, each counting in its own tally:
+    the old one's can be dropped when it exits (killed with its sessions) and the limit still
+    holds for both together."""
+    table = WorkerTable.create(tmp_path / "table", 1, 3)
+    replacement = WorkerTable(tmp_path / "table")
+    try:
+        assert table.take(0, 0) and table.take(0, 0) and replacement.take(0, 1)
+        assert not replacement.take(0, 1) and table.loads() == [3]
+        table.clear(0, 0)  # the old process was killed: its two sessions are gone
+        assert table.loads() == [1] and replacement.take(0, 1) and replacement.take(0, 1)
+        replacement.give_back(0, 1)
+        assert table.total() == 2
+        with pytest.raises(IndexError):
+            table.take(0, 2)
+    finally:
+        table.close()
+        replacement.close()
+
+
 def test_no_limit_and_a_foreign_file(tmp_path: Path) -> None:
     table = WorkerTable.create(tmp_path / "table", 1, None)
     try:

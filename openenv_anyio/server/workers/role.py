@@ -44,6 +44,7 @@ class WorkerSpec:
     config: dict[str, Any]  # ServerConfig fields
     slot: int
     generation: int
+    tally: int  # which of the slot's two session tallies it counts in (the worker table's)
     listen_fd: int  # the server's listening socket (shared by all workers)
     inbox_fd: int  # this slot's inbox (receives handed-over connections)
     peer_fds: list[int]  # every slot's inbox, to hand connections to (index = slot)
@@ -72,15 +73,16 @@ class WorkerSpec:
 class SlotCapacity:
     """The shared session count, as one slot uses it (``SessionRegistry``'s ``shared``)."""
 
-    def __init__(self, table: WorkerTable, slot: int) -> None:
+    def __init__(self, table: WorkerTable, slot: int, tally: int) -> None:
         self.table = table
         self.slot = slot
+        self.tally = tally
 
     def take(self) -> bool:
-        return self.table.take(self.slot)
+        return self.table.take(self.slot, self.tally)
 
     def give_back(self) -> None:
-        self.table.give_back(self.slot)
+        self.table.give_back(self.slot, self.tally)
 
     def total(self) -> int:
         return self.table.total()
@@ -94,7 +96,7 @@ class WorkerRole:
         self.slot = spec.slot
         self.generation = spec.generation
         self.table = WorkerTable(Path(spec.table_path))
-        self.capacity = SlotCapacity(self.table, spec.slot)
+        self.capacity = SlotCapacity(self.table, spec.slot, spec.tally)
         inbox = socket.socket(fileno=spec.inbox_fd)
         peers = [socket.socket(fileno=fd) for fd in spec.peer_fds]
         self.router = OwnerRouter(spec.slot, self.table, inbox, peers)

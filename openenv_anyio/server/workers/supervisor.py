@@ -31,7 +31,9 @@ shutdown. With a session store the old one hands its resumable sessions over (cl
 and their clients' resumes are routed to the slot, where the replacement takes them from
 the store; without one they end as on shutdown. While it drains, the old one hands every
 connection it accepts and would serve itself to the replacement (:data:`.role.RETIRE`
-on its standard input, then end of input). The next slot starts only once the old
+on its standard input, then end of input). The two count their sessions in the slot's two
+tallies of the worker table; when the old one exits its tally is dropped (a process killed
+while it drained counts nothing any more). The next slot starts only once the old
 process has exited. A replacement that does not become ready in time is stopped, the old
 one keeps serving, and the rolling restart stops there (said in the log). A replacement is
 a new interpreter: it runs the code and environment module found on disk at that moment.
@@ -219,7 +221,7 @@ class WorkerSupervisor:
                     end.close()
             shutil.rmtree(runtime, ignore_errors=True)
 
-    def _spec(self, slot: int, generation: int) -> WorkerSpec:
+    def _spec(self, slot: int, generation: int, tally: int = 0) -> WorkerSpec:
         assert self._started is not None
         listener, inboxes, table = self._started
         return WorkerSpec(
@@ -227,6 +229,7 @@ class WorkerSupervisor:
             config=split_secrets(self.config)[0],
             slot=slot,
             generation=generation,
+            tally=tally,
             listen_fd=listener.fileno(),
             inbox_fd=inboxes[slot][0].fileno(),
             peer_fds=[pair[1].fileno() for pair in inboxes],
@@ -303,7 +306,11 @@ class WorkerSupervisor:
         if old.exited.is_set() or old.successor is not None:  # dead and being restarted
             log.warning("rolling restart: worker %d is restarting; left to that", slot)
             return True
-        new = old.successor = _Process(self._spec(slot, old.spec.generation))
+        assert self._started is not None
+        table = self._started[2]
+        tally = 1 - old.spec.tally  # the replacement counts apart from the old one
+        table.clear(slot, tally)
+        new = old.successor = _Process(self._spec(slot, old.spec.generation, tally))
         self._nursery.start_soon(self._run_replacement, new)
         with trio.move_on_after(START_TIMEOUT_S):
             async with trio.open_nursery() as either:
@@ -333,6 +340,7 @@ class WorkerSupervisor:
         )
         old.retire.set()
         await old.exited.wait()
+        table.clear(slot, old.spec.tally)  # its sessions ended with it, or were killed with it
         log.info("rolling restart: worker %d: the old one (pid %s) exited (status %s)", slot, old.pid, old.status)
         return True
 
