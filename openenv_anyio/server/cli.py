@@ -7,8 +7,8 @@ sessions are refused with 1013, requests being executed finish within ``--drain-
 then every connection is closed with 1001 and every environment closed) and the command
 exits 0; when an environment's ``close()`` is still running after ``--shutdown-grace``
 seconds, it exits 1 with one line naming it. Under ``--workers N``, SIGHUP replaces the
-workers one at a time (a rolling restart, :mod:`.workers.supervisor`). A bad target is a
-one-line error.
+workers one at a time (a rolling restart, :mod:`.workers.supervisor`); without it, SIGHUP
+is said in one line and changes nothing. A bad target is a one-line error.
 Access (SECURITY.md): ``--token`` / ``OPENENV_TOKEN`` / ``--token-file``,
 ``--agent-tokens-file``, ``--allow-origin``, ``--expose-errors``; binding a non-loopback
 address without a token prints a warning at start. ``$OPENENV_VALIDATION_TOKEN`` turns on
@@ -399,8 +399,9 @@ class _HeldEvent(logging.Filter):
 
 async def _serve_until_signalled(server: Any, log_format: str, limit_line: str) -> None:
     """Serve until SIGINT or SIGTERM, then drain and stop (a server of workers takes SIGHUP
-    as a rolling restart and goes on). The console format also prints two plain lines (the
-    URLs, the signal); JSON logs carry the same as events only."""
+    as a rolling restart and goes on; a server without says so and goes on). The console
+    format also prints two plain lines (the URLs, the signal); JSON logs carry the same as
+    events only."""
     import signal
 
     import trio
@@ -410,8 +411,7 @@ async def _serve_until_signalled(server: Any, log_format: str, limit_line: str) 
     plain = log_format == "console"
     held = _HeldEvent("server_started", logging.getLogger("openenv_anyio.server"), hold=plain)
     rolling = hasattr(server, "roll")  # --workers N: SIGHUP replaces the workers one at a time
-    watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) if rolling else (signal.SIGINT, signal.SIGTERM)
-    with trio.open_signal_receiver(*watched) as signals:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         async with trio.open_nursery() as nursery:
             with held:  # the console's banner first, then the server's own start event
                 url = await nursery.start(server.serve)
@@ -432,12 +432,14 @@ async def _serve_until_signalled(server: Any, log_format: str, limit_line: str) 
             async for signum in signals:
                 name = signal.Signals(signum).name
                 if signum == signal.SIGHUP:
+                    said = "replacing the workers one at a time"
+                    if not rolling:  # its default would end the process, sessions and all
+                        said = "a rolling restart needs --workers N; this server goes on"
                     if plain:
-                        print(
-                            f"openenv-anyio: {name}: replacing the workers one at a time", file=sys.stderr, flush=True
-                        )
+                        print(f"openenv-anyio: {name}: {said}", file=sys.stderr, flush=True)
                     log_event(logging.INFO, "signal_received", None, signal=name)
-                    server.roll()
+                    if rolling:
+                        server.roll()
                     continue
                 if plain:
                     print(f"openenv-anyio: {name}: draining, then shutting down", file=sys.stderr, flush=True)

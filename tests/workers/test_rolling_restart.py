@@ -166,3 +166,16 @@ async def test_a_worker_killed_while_it_drains_leaves_no_session_counted() -> No
         async with EnvClient(served.url) as first, EnvClient(served.url) as second:
             assert (await first.reset()).done is False
             assert (await second.reset()).done is False
+
+
+async def test_sighup_to_a_server_without_workers_is_said_and_changes_nothing() -> None:
+    """SIGHUP's default is to end the process: a one-process server killed that way lost
+    every session without a drain. It says in one line that a rolling restart needs
+    --workers, and goes on serving its sessions."""
+    with serve_process("compat.envs:SlowTinyEcho", "--ping-interval", "0") as served:
+        async with EnvClient(served.url) as client:
+            await client.reset()
+            served.process.send_signal(signal.SIGHUP)
+            await _wait_line(served, r"SIGHUP: a rolling restart needs --workers N; this server goes on")
+            assert served.process.poll() is None
+            assert (await client.step({"message": "still here"})).observation["echoed_message"] == "still here"
