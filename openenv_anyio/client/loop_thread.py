@@ -38,13 +38,15 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import collections
 import concurrent.futures
+import contextlib
 import contextvars
 import enum
 import os
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import Any, Final, Protocol, TypeVar, assert_never
 
 import anyio
@@ -77,6 +79,25 @@ _current = threading.local()
 _shared: dict[str, tuple[LoopThread, int]] = {}
 #: taken when a client takes or gives back its hold on a shared loop, never per call
 _shared_lock = threading.Lock()
+#: the thread holding ``_shared_lock`` (its ident), if any
+_shared_owner: int | None = None
+#: holds given back by a finalizer run while its own thread held ``_shared_lock`` (the
+#: collector runs finalizers at any allocation): given back once that thread lets go
+_given_back_later: collections.deque[LoopLease] = collections.deque()
+
+
+@contextlib.contextmanager
+def _holding_shared() -> Iterator[None]:
+    """``_shared_lock``, then the holds given back meanwhile by this thread's finalizers."""
+    global _shared_owner
+    with _shared_lock:
+        _shared_owner = threading.get_ident()
+        try:
+            yield
+        finally:
+            _shared_owner = None
+    while _given_back_later:
+        _given_back_later.popleft().release()
 
 
 class Cancellable(Protocol):
@@ -99,12 +120,14 @@ def _stop_live_loops() -> None:
 
 def _forked_child() -> None:
     """In a child process just forked: the running loops' threads stayed in the parent."""
-    global _shared_lock
+    global _shared_lock, _shared_owner
     for loop in list(_live):
         loop._left_in_parent()
     _live.clear()
     _shared.clear()
     _shared_lock = threading.Lock()  # another thread of the parent may have held it
+    _shared_owner = None
+    _given_back_later.clear()
 
 
 os.register_at_fork(after_in_child=_forked_child)
@@ -369,7 +392,7 @@ class LoopLease:
     def __init__(self, backend: str) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-        with _shared_lock:
+        with _holding_shared():
             loop, holds = _shared.get(backend, (None, 0))
             if loop is None or loop.state not in (LoopState.NEW, LoopState.RUNNING):
                 loop, holds = LoopThread(backend, name=f"{THREAD_NAME} ({backend})"), 0
@@ -384,7 +407,10 @@ class LoopLease:
 
     def release(self) -> None:
         """Close the resident, then give the hold back (idempotent; from any thread)."""
-        with _shared_lock:
+        if _shared_owner == threading.get_ident():  # a finalizer run inside this thread's hold of the lock
+            _given_back_later.append(self)
+            return
+        with _holding_shared():
             if not self._held:
                 return
             self._held = False
@@ -398,7 +424,7 @@ class LoopLease:
                     loop.call(resident.close)
                 except Exception:  # the session is given up either way
                     pass
-        with _shared_lock:
+        with _holding_shared():
             found, holds = _shared.get(loop.backend, (None, 0))
             last = found is loop and holds <= 1
             if found is loop:
