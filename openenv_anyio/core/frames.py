@@ -426,11 +426,11 @@ def _from_wire(obj: dict[str, Any]) -> Frame:
             return Close()
         case "mcp":
             return Mcp(obj["data"])
-        case "validation_open":  # the client's carries the token, the server's the capability
+        case "validation_open":  # only the server's carries a capability (the client's is closed)
             data = obj["data"]
-            if "token" in data:
-                return ValidationOpen(data["token"], data["schema_version"])
-            return ValidationOpened(data["capability"])
+            if "capability" in data:
+                return ValidationOpened(data["capability"])
+            return ValidationOpen(data["token"], data["schema_version"])
         case "validation_read":
             return ValidationRead(obj["data"]["capability"], obj["data"]["schema_version"])
         case "validation":

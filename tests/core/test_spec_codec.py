@@ -20,6 +20,7 @@ from openenv_anyio.core import (
     StateRequest,
     StateUpdate,
     Step,
+    ValidationOpened,
     decode_client_frame,
     decode_server_frame,
     decode_ui_frame,
@@ -262,6 +263,13 @@ def test_codec_lists_its_frame_types() -> None:
         "validation_read",
     )
     assert FrameCodec("ui-frame").frame_types == ("state_update", "session_closed")
+
+
+def test_a_server_validation_open_with_an_extra_token_member_is_the_reply() -> None:
+    """The server's validation_open is extensible, so it may carry a ``token`` member of its
+    own; the capability, which the client's closed frame can never carry, decides the class."""
+    frame = decode_server_frame('{"type": "validation_open", "data": {"capability": "c", "token": []}}')
+    assert frame == ValidationOpened("c")
 
 
 def test_a_frame_type_without_a_class_is_refused_never_decoded_as_another() -> None:
