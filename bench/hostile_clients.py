@@ -19,6 +19,7 @@ new session once the bad client holds them all.
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import sys
 import time
@@ -48,8 +49,16 @@ def _masked_text(payload: bytes) -> bytes:
 
 
 def attack(kind: str, url: str, count: int) -> None:
-    """Run one bad client against ``url`` until killed (the child process of a run)."""
+    """Run one bad client against ``url`` until killed (the child process of a run).
+
+    It says ``armed`` once started and waits for SIGUSR1 before its first connection, so that
+    the interpreter's own start is not counted against the server; ``ready`` once it holds
+    all its connections.
+    """
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
     raise_fd_limit()
+    print("armed", flush=True)
+    signal.sigwait({signal.SIGUSR1})
     host, port = url.removeprefix("http://").rsplit(":", 1)
     address = (host, int(port))
     held: list[socket.socket] = []
@@ -125,6 +134,9 @@ async def _measure(url: str, probes: int, steps: int, counts: dict[str, int]) ->
 
                 def wait_ready(out: Any = proc.stdout) -> None:
                     out.readline()
+
+                await anyio.to_thread.run_sync(wait_ready)  # armed
+                proc.send_signal(signal.SIGUSR1)
 
                 async def watch() -> None:
                     await anyio.to_thread.run_sync(wait_ready)
