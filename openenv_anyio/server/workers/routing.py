@@ -52,6 +52,7 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 
 from ...core import ResumeToken
+from ..hypercorn_adapter.accept_bursts import BURST
 from ..request_head import HEAD_LIMIT, Head, read_head
 from .table import WorkerTable
 
@@ -79,8 +80,8 @@ BALANCE_WHILE_ARRIVING: Final = 2
 #: bound a single process holds a slow head to (a connection without a whole head by then
 #: is closed, as there).
 HEAD_TIMEOUT_S: Final = float(HypercornConfig.keep_alive_timeout)
-#: Most handed-over connections taken from the inbox after one wait.
-INBOX_BURST: Final = 256
+#: Most handed-over connections taken from the inbox after one wait (as from a listener).
+INBOX_BURST: Final = BURST
 #: How long a hand-off may wait for room in the target's inbox.
 HANDOFF_TIMEOUT_S: Final = 5.0
 
