@@ -35,11 +35,10 @@ from ..request_head import peek_now, read_head
 
 __all__ = ["HANDSHAKES_AT_ONCE", "first_come_first_served", "handshake_answered", "peer_gone"]
 
-#: WebSocket handshakes one server answers at once. A handshake is a few short steps that
-#: never wait on a write (a ``101`` fits any socket buffer), so a few keep the server busy
-#: with them; more only take a larger share of each pass from the sessions already running
-#: (a flood of upgrade requests: bench/README.md, "Scale", bad clients).
-HANDSHAKES_AT_ONCE: Final = 4
+#: WebSocket handshakes one server answers at once: enough that a burst's handshakes do not
+#: wait on each other, few enough that a flood of upgrade requests leaves the sessions
+#: already running most of each scheduler pass (bench/README.md, "Scale").
+HANDSHAKES_AT_ONCE: Final = 16
 
 #: ``tcpi_state`` values (``include/net/tcp_states.h``) of a connection the peer has ended.
 _PEER_ENDED: Final = frozenset({7, 8})  # TCP_CLOSE (reset), TCP_CLOSE_WAIT (its FIN came)
