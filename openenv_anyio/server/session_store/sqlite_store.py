@@ -85,9 +85,12 @@ class SqliteStore:
                 try:
                     return work(self._db)
                 except sqlite3.Error as exc:
-                    raise StoreUnavailable(f"the session store {self._path} failed: {exc}") from None
+                    raise self._failed(exc) from None
 
         return await anyio.to_thread.run_sync(locked)
+
+    def _failed(self, exc: sqlite3.Error) -> StoreUnavailable:
+        return StoreUnavailable(f"the session store {self._path} failed: {exc}")
 
     async def put(self, sessions: Sequence[StoredSession]) -> None:
         rows = [(session.key_digest, encode_record(session), session.saved_at) for session in sessions]
@@ -110,9 +113,9 @@ class SqliteStore:
         except sqlite3.OperationalError as exc:
             if exc.sqlite_errorcode & 0xFF in _BUSY:  # SQLITE_BUSY_SNAPSHOT and the like too
                 return False
-            raise StoreUnavailable(f"the session store {self._path} failed: {exc}") from None
+            raise self._failed(exc) from None
         except sqlite3.Error as exc:
-            raise StoreUnavailable(f"the session store {self._path} failed: {exc}") from None
+            raise self._failed(exc) from None
         return True
 
     async def get(self, digest: str) -> StoredSession | None:
