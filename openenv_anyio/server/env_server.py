@@ -35,7 +35,7 @@ from .lifecycle import ServerPhase
 from .mcp.dispatch import session_rpc
 from .mcp.owners import SessionOwners
 from .mcp.websocket import serve_mcp_socket
-from .os_limits import listen_backlog
+from .os_limits import listen_backlog, reserve_descriptor_table
 from .session_registry import SharedCapacity
 from .session_store import group_commit, open_session_store
 from .sessions.attached import requested_session, serve_attached
@@ -233,6 +233,7 @@ class EnvServer:
         when the configured port is 0).
         """
         self._stop = trio.Event()
+        reserve_descriptor_table()
         with (
             hypercorn_adapter.install(plain=not self.config.hypercorn_patches) as engaged,
             rare_full_collections(self.config.full_gc_threshold),

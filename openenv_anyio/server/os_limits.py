@@ -8,15 +8,31 @@ of the process, a file descriptor per session (``RLIMIT_NOFILE``). A connection 
 the accept queue full is dropped and retried by its client's kernel after 1, 3, 7 seconds:
 past many clients' connect timeouts. :func:`shortfall` reads the limits (``/proc`` and
 ``getrlimit``) and says, in one line, which ones are below what the server is set for.
+
+The kernel also grows a process's table of open files as it fills, by doubling it (at 256,
+512, 1,024, ... descriptors), and in a process with more than one thread each growth waits
+for an RCU grace period: milliseconds in which the accepting thread, and every session's
+step behind it, stands still. :func:`reserve_descriptor_table` grows it once at start.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import os
 import resource
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LISTEN_BACKLOG_FLOOR", "OPEN_FILES_RESERVE", "OsLimits", "listen_backlog", "shortfall"]
+__all__ = [
+    "DESCRIPTOR_TABLE_CAP",
+    "LISTEN_BACKLOG_FLOOR",
+    "OPEN_FILES_RESERVE",
+    "OsLimits",
+    "listen_backlog",
+    "reserve_descriptor_table",
+    "shortfall",
+]
 
 #: The least listen backlog a server asks for (``listen_backlog=None`` and a session limit
 #: below it, or none): Hypercorn's default of 100 overflows the kernel's accept queue when
@@ -25,6 +41,10 @@ LISTEN_BACKLOG_FLOOR = 4096
 #: Descriptors a server process holds besides its sessions' sockets (listeners, the
 #: workers' hand-off sockets, log files, the interpreter's own).
 OPEN_FILES_RESERVE = 64
+
+#: The most descriptors :func:`reserve_descriptor_table` makes room for (the table holds a
+#: pointer each: 512 KiB at this size).
+DESCRIPTOR_TABLE_CAP = 65_536
 
 _PROC = Path("/proc/sys/net")
 
@@ -89,3 +109,24 @@ def shortfall(backlog: int, max_sessions: int | None, limits: OsLimits) -> str |
     if not short:
         return None
     return "WARNING: connections beyond these OS limits are dropped or refused: " + "; ".join(short)
+
+
+def reserve_descriptor_table(cap: int = DESCRIPTOR_TABLE_CAP) -> int:
+    """Grow this process's table of open files now to the open-file limit, at most ``cap``
+    descriptors, so that connections arriving later never wait for it to grow (see the module
+    doc; the kernel never shrinks it). Returns the size made room for, 0 when it could not be
+    done (no descriptor to spare)."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    size = cap if soft == resource.RLIM_INFINITY else min(soft, cap)
+    try:
+        probe = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        os.close(fcntl.fcntl(probe, fcntl.F_DUPFD_CLOEXEC, size - 1))  # the lowest free one from there
+    except OSError as exc:
+        if exc.errno != errno.EMFILE:  # EMFILE: every one from there up is open, so the room is there
+            return 0
+    finally:
+        os.close(probe)
+    return size

@@ -1,16 +1,27 @@
-"""The listening socket queues enough pending connections for bursts of sessions, and
-``serve`` names the OS limit to raise when the kernel's is lower."""
+"""The listening socket queues enough pending connections for bursts of sessions, the
+process has room for their descriptors from the start, and ``serve`` names the OS limit to
+raise when the kernel's is lower."""
 
 from __future__ import annotations
 
+import re
+import resource
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from openenv_anyio.server.os_limits import LISTEN_BACKLOG_FLOOR, OPEN_FILES_RESERVE, OsLimits, listen_backlog, shortfall
+from openenv_anyio.server.os_limits import (
+    DESCRIPTOR_TABLE_CAP,
+    LISTEN_BACKLOG_FLOOR,
+    OPEN_FILES_RESERVE,
+    OsLimits,
+    listen_backlog,
+    shortfall,
+)
 
 from .envs import InlineTracked
 from .test_cli import serve_command, started, stop
@@ -66,6 +77,60 @@ def test_a_backlog_over_somaxconn_is_named_in_one_line_at_start(workers: str) ->
     assert warned[0].startswith("openenv-anyio serve: WARNING:")
     assert f"net.core.somaxconn={somaxconn}" in warned[0]
     assert f"sysctl -w net.core.somaxconn={somaxconn + 1}" in warned[0]
+
+
+def _descriptor_table_size(pid: int | str = "self") -> int:
+    """How many descriptors the process's table has room for now (``FDSize``)."""
+    found = re.search(r"^FDSize:\s+(\d+)$", Path(f"/proc/{pid}/status").read_text(), re.MULTILINE)
+    assert found is not None
+    return int(found.group(1))
+
+
+def _room_expected() -> int:
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return DESCRIPTOR_TABLE_CAP if soft == resource.RLIM_INFINITY else min(soft, DESCRIPTOR_TABLE_CAP)
+
+
+needs_room = pytest.mark.skipif(_room_expected() <= 256, reason="an open-file limit this low leaves nothing to reserve")
+
+
+@needs_room
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_every_server_process_has_room_for_its_connections_from_the_start(workers: str) -> None:
+    """The kernel grows a descriptor table by doubling it, each time after an RCU grace period
+    in a process with threads: connections arriving must not be the ones that wait for it."""
+    process, _, _ = started("openenv_anyio.envs.echo:EchoEnv", "--port", "0", "--workers", workers)
+    try:
+        tasks = Path(f"/proc/{process.pid}/task").iterdir()
+        children = [pid for task in tasks for pid in (task / "children").read_text().split()]
+        serving = children if workers == "2" else [str(process.pid)]
+        assert len(serving) == int(workers)
+        for pid in serving:
+            assert _descriptor_table_size(pid) >= _room_expected(), pid
+    finally:
+        stop(process)
+
+
+@needs_room
+def test_reserving_the_descriptor_table_takes_and_closes_no_descriptor() -> None:
+    """Even with the very descriptor it reaches for in use (it takes the lowest free one from
+    there, and gives it back)."""
+    code = f"""
+import os
+from openenv_anyio.server.os_limits import reserve_descriptor_table
+top = {_room_expected()} - 1
+held = os.open(os.devnull, os.O_RDONLY)
+os.dup2(held, top)
+before = sorted(os.listdir("/proc/self/fd")), os.fstat(top).st_ino
+size = reserve_descriptor_table()
+after = sorted(os.listdir("/proc/self/fd")), os.fstat(top).st_ino
+status = open("/proc/self/status").read()
+room = int(status.split("FDSize:")[1].split()[0])
+print(size, room, before == after)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    size, room, unchanged = done.stdout.split()
+    assert int(size) == _room_expected() and int(room) >= _room_expected() and unchanged == "True", done.stdout
 
 
 @pytest.mark.skipif(_somaxconn() < LISTEN_BACKLOG_FLOOR, reason="this kernel's somaxconn is below the default backlog")
