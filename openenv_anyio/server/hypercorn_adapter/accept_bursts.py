@@ -7,7 +7,8 @@ server runs, and late handshakes wait for seconds. :class:`BurstListener` accept
 each wait, every connection already pending (up to :data:`BURST`) and hands them out
 without further checkpoints. :data:`PATCHES` makes Hypercorn's trio worker wrap its plain
 TCP listeners in it (those of any Hypercorn server started while one of ours runs; TLS
-listeners are left as they are).
+listeners are left as they are), and its connection handler behind the handshake queue
+(:mod:`.handshake_queue`) and the wait for a connection's first bytes (:mod:`.first_bytes`).
 
 The same seam lets a server route connections before Hypercorn sees them
 (:func:`routed_connections`, used by the worker processes of ``--workers``): a routing
@@ -27,6 +28,7 @@ from typing import Any
 
 import trio
 
+from .first_bytes import awaiting_first_bytes
 from .handshake_queue import first_come_first_served
 from .inventory import Patch
 
@@ -95,7 +97,7 @@ class _TrioForHypercorn:
     @staticmethod
     async def serve_listeners(handler: Any, listeners: list[Any], **kwargs: Any) -> Any:
         wrapped = [BurstListener(item) if type(item) is trio.SocketListener else item for item in listeners]
-        handler = first_come_first_served(handler)
+        handler = first_come_first_served(awaiting_first_bytes(handler, kwargs.get("handler_nursery")))
         routing = _ROUTING.get()
         if routing is not None:
             handler, wrapped = routing(handler, wrapped)
@@ -106,7 +108,8 @@ PATCHES = (
     Patch(
         "hypercorn.trio.run:trio",
         lambda original: _TrioForHypercorn(),
-        "listeners that accept every pending connection after one wait (bursts of sessions), WebSocket handshakes "
-        "answered in arrival order, and routing for --workers",
+        "listeners that accept every pending connection after one wait (bursts of sessions), connections that "
+        "reach Hypercorn once their first bytes arrive, WebSocket handshakes answered in arrival order, and routing "
+        "for --workers",
     ),
 )
