@@ -7,13 +7,14 @@ the env side (the step ledger the bench envs write when closed). Nothing here as
 from __future__ import annotations
 
 import functools
+import socket
 import time
 
 import anyio
 import pytest
 
 from bench import hostile_clients, scale, sessions
-from bench.procs import free_port
+from bench.procs import free_port, kill_group, spawn
 from bench.stacks import ours
 
 PHASE_KEYS = {"connect", "reset", "steps", "close"}
@@ -72,7 +73,35 @@ def test_hostile_clients_run_beside_probes_that_all_step() -> None:
     figures = hostile_clients.run(probes=4, steps=20, counts={"silent": 20, "nonreader": 2, "flood": 50})
     for kind in ("quiet", "silent", "nonreader", "flood"):
         assert figures[kind]["p50_ms"] <= figures[kind]["p99_ms"], figures
+    for kind in ("silent", "nonreader", "flood"):  # the same bad client against the bare sink
+        control = figures[kind]["control"]
+        assert control["p50_ms"] <= control["p99_ms"] and control["p99_vs_quiet"] > 0, figures
     assert figures["flood"]["count"] == 50 and figures["flood"]["p99_vs_quiet"] > 0
+
+
+def test_the_hostile_control_sink_answers_an_upgrade_once_and_then_holds_the_connection() -> None:
+    proc, _ = spawn(["-m", "bench.hostile_clients", "sink"], stdout=-1)
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        silent = socket.create_connection(("127.0.0.1", port), timeout=10)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as upgrading:
+            upgrading.sendall(hostile_clients.UPGRADE.format(host="127.0.0.1").encode())
+            answer = b""
+            while not answer.endswith(b"\r\n\r\n"):
+                answer += upgrading.recv(4096)
+            assert answer == hostile_clients.SINK_ANSWER
+            assert b"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" in answer  # RFC 6455's example key
+            upgrading.sendall(b"more")
+            upgrading.settimeout(0.5)
+            with pytest.raises(TimeoutError):  # nothing more is answered, and it stays open
+                upgrading.recv(1)
+        silent.settimeout(0.5)
+        with pytest.raises(TimeoutError):
+            silent.recv(1)
+        silent.close()
+    finally:
+        kill_group(proc, grace_s=1.0)
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
