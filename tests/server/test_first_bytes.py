@@ -18,6 +18,8 @@ from hypercorn.trio.worker_context import WorkerContext
 from openenv_anyio.server import hypercorn_adapter
 from openenv_anyio.server.hypercorn_adapter.first_bytes import FirstBytes, awaiting_first_bytes
 
+from .plain_asgi import app
+
 pytestmark = pytest.mark.trio
 
 
@@ -106,18 +108,6 @@ async def test_ending_all_closes_the_waiting_connections_and_every_later_one_at_
         assert served == []
 
 
-async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            await send({"type": message["type"] + ".complete"})
-            if message["type"] == "lifespan.shutdown":
-                return
-    elif scope["type"] == "http":
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
-        await send({"type": "http.response.body", "body": b"ok"})
-
-
 async def test_a_hypercorn_server_serves_a_late_request_and_stops_at_once_beside_a_silent_connection() -> None:
     """Hypercorn closes its idle connections when it stops; a connection still waiting for its
     first bytes is closed then too, not after ``keep_alive_timeout``."""
@@ -129,7 +119,7 @@ async def test_a_hypercorn_server_serves_a_late_request_and_stops_at_once_beside
     with trio.fail_after(20), hypercorn_adapter.install() as engaged:
         assert engaged
         async with trio.open_nursery() as nursery:
-            binds = await nursery.start(functools.partial(serve, _app, config, shutdown_trigger=stop.wait))
+            binds = await nursery.start(functools.partial(serve, app, config, shutdown_trigger=stop.wait))
             port = int(binds[0].rsplit(":", 1)[1])
             silent = await trio.open_tcp_stream("127.0.0.1", port)
             late = await trio.open_tcp_stream("127.0.0.1", port)

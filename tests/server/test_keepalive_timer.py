@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import pytest
 import trio
@@ -15,26 +14,11 @@ from hypercorn.trio import serve, tcp_server
 from openenv_anyio.server import hypercorn_adapter
 from openenv_anyio.server.hypercorn_adapter.keepalive_timer import KeepAliveTimer
 
+from .plain_asgi import app
+
 pytestmark = pytest.mark.trio
 
 KEEP_ALIVE_S = 0.3
-
-
-async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            await send({"type": message["type"] + ".complete"})
-            if message["type"] == "lifespan.shutdown":
-                return
-    elif scope["type"] == "http":
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
-        await send({"type": "http.response.body", "body": b"ok"})
-    elif scope["type"] == "websocket":
-        await receive()
-        await send({"type": "websocket.accept"})
-        while (await receive())["type"] != "websocket.disconnect":
-            pass
 
 
 @asynccontextmanager
@@ -46,7 +30,7 @@ async def _server() -> AsyncIterator[int]:
     with hypercorn_adapter.install() as engaged:
         assert engaged and tcp_server.TrioSingleTask is KeepAliveTimer  # the timer under test runs
         async with trio.open_nursery() as nursery:
-            binds = await nursery.start(serve, _app, config)
+            binds = await nursery.start(serve, app, config)
             yield int(binds[0].rsplit(":", 1)[1])
             nursery.cancel_scope.cancel()
 
