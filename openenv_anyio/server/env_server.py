@@ -55,8 +55,9 @@ class ConnectionRouter(Protocol):
     #: told of every connection handed to another worker (with where it went)
     on_hand_off: Callable[[Any], None]
 
-    def wrap(self, handler: Any, listeners: list[Any]) -> tuple[Any, list[Any]]:
-        """Hypercorn's connection handler and listeners, routed."""
+    def wrap(self, handler: Any, listeners: list[Any], window: hypercorn_adapter.HeadWindow) -> tuple[Any, list[Any]]:
+        """Hypercorn's connection handler and listeners, routed; request heads are waited for
+        in ``window``."""
         ...
 
 

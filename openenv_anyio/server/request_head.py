@@ -1,5 +1,6 @@
 """An HTTP/1.x request head as the server looks at it before Hypercorn reads it (no I/O but
-:func:`peek_now`, which reads nothing: it peeks).
+:func:`peek_now`, which reads nothing: it peeks, and :func:`discard_now`, which drops what
+is there of a connection closed unserved).
 
 The worker processes route a connection by its head (``workers.routing``), and the
 keep-alive timer is not started for a connection whose head is there already
@@ -17,7 +18,7 @@ import trio
 
 from ..core import RESUME_TOKEN_HEADER
 
-__all__ = ["HEAD_LIMIT", "Head", "head_complete", "peek_now", "read_head"]
+__all__ = ["HEAD_LIMIT", "Head", "discard_now", "head_complete", "peek_now", "read_head"]
 
 #: Longest request head read to look at.
 HEAD_LIMIT: Final = 16 * 1024
@@ -82,16 +83,26 @@ def head_complete(data: bytes) -> bool:
 
 def peek_now(sock: trio.socket.SocketType) -> bytes | None:
     """What ``sock`` holds, peeked (``MSG_PEEK``) without waiting: None when nothing has
-    arrived yet, ``b""`` when the peer hung up or the socket failed.
+    arrived yet, ``b""`` when the peer hung up or the socket failed."""
+    return _receive_now(sock, socket.MSG_PEEK)
 
-    Through a standard socket object on the same descriptor (detached afterwards, so it
+
+def discard_now(sock: trio.socket.SocketType) -> None:
+    """Read and drop what ``sock`` holds (up to :data:`HEAD_LIMIT`) without waiting: before
+    closing a connection unserved (a socket closed with unread bytes resets the connection
+    instead of ending it)."""
+    _receive_now(sock, 0)
+
+
+def _receive_now(sock: trio.socket.SocketType, flags: int) -> bytes | None:
+    """Through a standard socket object on the same descriptor (detached afterwards, so it
     closes nothing): trio's own ``recv`` always passes through the scheduler."""
     try:
         view = socket.socket(sock.family, sock.type, sock.proto, fileno=sock.fileno())
     except OSError:
         return b""
     try:
-        return view.recv(HEAD_LIMIT, socket.MSG_PEEK)
+        return view.recv(HEAD_LIMIT, flags | socket.MSG_DONTWAIT)
     except BlockingIOError:
         return None
     except OSError:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -98,3 +100,21 @@ def test_an_attached_socket_arriving_while_draining_is_refused_with_1013(tmp_pat
             gate.touch()
             assert json.loads(busy.recv(timeout=TIMEOUT))["type"] == "observation"
         assert served.process.wait(timeout=60) == 0
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_connection_that_never_spoke_does_not_hold_the_stop(workers: str) -> None:
+    """It waits for its request outside Hypercorn (one process) or for the head its worker
+    routes by (``--workers``): the stop ends that wait and closes it, instead of waiting out
+    the 5 s the connection has to send its request."""
+    with serve_process("openenv_anyio.envs.echo:EchoEnv", "--workers", workers) as served:
+        port = urlsplit(served.url).port
+        assert port is not None
+        with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as silent:
+            time.sleep(0.2)  # accepted, waiting for its first bytes
+            stopping = time.monotonic()
+            served.process.send_signal(signal.SIGTERM)
+            assert served.process.wait(timeout=60) == 0
+            stopped_in = time.monotonic() - stopping
+            assert silent.recv(1) == b""  # closed, not reset
+        assert stopped_in < 2.5, stopped_in  # half the 5 s its request still had

@@ -16,7 +16,7 @@ from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 
 from openenv_anyio.server import hypercorn_adapter
-from openenv_anyio.server.hypercorn_adapter.first_bytes import FirstBytes, awaiting_first_bytes
+from openenv_anyio.server.hypercorn_adapter.first_bytes import FirstBytes, first_bytes_for
 
 from .plain_asgi import app
 
@@ -137,13 +137,23 @@ async def test_a_hypercorn_server_serves_a_late_request_and_stops_at_once_beside
         await late.aclose()
 
 
-async def test_only_hypercorns_own_handler_is_put_behind_the_wait() -> None:
+async def test_only_hypercorns_own_handler_gets_the_waits() -> None:
     async def other(stream: Any) -> None:
         raise AssertionError("not called")
 
     async with trio.open_nursery() as nursery:
-        assert awaiting_first_bytes(other, nursery) is other
-        hypercorns = functools.partial(TCPServer, None, Config(), WorkerContext(None), None)
-        assert awaiting_first_bytes(hypercorns, None) is hypercorns  # nowhere to run the stop watch
-        assert awaiting_first_bytes(hypercorns, nursery) is not hypercorns
-        nursery.cancel_scope.cancel()
+        assert first_bytes_for(other, nursery) is None
+        context = WorkerContext(None)
+        config = Config()
+        config.keep_alive_timeout = 7
+        hypercorns = functools.partial(TCPServer, None, config, context, None)
+        assert first_bytes_for(hypercorns, None) is None  # nowhere to run the stop watch
+        waits = first_bytes_for(hypercorns, nursery)
+        assert waits is not None and waits.within_s == 7
+        with waits.window(30) as scope:
+            await context.terminated.set()  # the server stops: a wait in a window ends
+            await trio.sleep_forever()
+        assert scope.cancelled_caught
+        with waits.window() as scope:  # and every later one at once
+            await trio.sleep_forever()
+        assert scope.cancelled_caught

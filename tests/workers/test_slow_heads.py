@@ -65,7 +65,7 @@ def test_a_slow_head_is_read_as_it_arrives(router: OwnerRouter) -> None:
         async def handler(stream: trio.SocketStream) -> None:
             served_heads.append(await stream.receive_some(1024))
 
-        routed, _ = router.wrap(handler, [])
+        routed, _ = router.wrap(handler, [], trio.move_on_after)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(routed, served, name=ROUTED)
             for piece in PIECES:  # the head in pieces, a pause after each
@@ -88,7 +88,7 @@ def test_a_head_that_never_completes_is_closed(router: OwnerRouter) -> None:
         async def handler(stream: trio.SocketStream) -> None:
             handled.append(stream)
 
-        routed, _ = router.wrap(handler, [])
+        routed, _ = router.wrap(handler, [], trio.move_on_after)
         await client.send_all(HEAD[:10])
         async with trio.open_nursery() as nursery:
             nursery.start_soon(routed, served)

@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from . import accept_bursts, connection_guards, direct_ws, early_response, keepalive_timer, liveness, reason_phrases
-from .accept_bursts import ConnectionRouting, routed_connections
+from .accept_bursts import ConnectionRouting, HeadWindow, routed_connections
 from .events import (
     HELD_TEXT,
     INFLIGHT_BUDGET_ATTR,
@@ -56,6 +56,7 @@ from .inventory import HYPERCORN_SERIES, READ, Patch, missing, resolve
 
 __all__ = [
     "ConnectionRouting",
+    "HeadWindow",
     "DirectHandler",
     "HELD_TEXT",
     "HYPERCORN_SERIES",

@@ -28,14 +28,18 @@ from typing import Any
 
 import trio
 
-from .first_bytes import awaiting_first_bytes
+from .first_bytes import first_bytes_for
 from .handshake_queue import first_come_first_served
 from .inventory import Patch
 
-__all__ = ["BURST", "BurstListener", "ConnectionRouting", "PATCHES", "routed_connections"]
+__all__ = ["BURST", "BurstListener", "ConnectionRouting", "HeadWindow", "PATCHES", "routed_connections"]
 
-#: Takes Hypercorn's connection handler and listeners, returns the ones to serve with.
-ConnectionRouting = Callable[[Any, list[Any]], tuple[Any, list[Any]]]
+#: Opens the cancel scope a wait on a client's request head runs in, given its timeout: it
+#: also ends when the server stops (:meth:`.first_bytes.FirstBytes.window`).
+HeadWindow = Callable[[float], contextlib.AbstractContextManager[trio.CancelScope]]
+#: Takes Hypercorn's connection handler, the listeners and the window for waits on request
+#: heads; returns the handler and listeners to serve with.
+ConnectionRouting = Callable[[Any, list[Any], HeadWindow], tuple[Any, list[Any]]]
 _ROUTING: contextvars.ContextVar[ConnectionRouting | None] = contextvars.ContextVar("openenv_routing", default=None)
 
 
@@ -97,10 +101,14 @@ class _TrioForHypercorn:
     @staticmethod
     async def serve_listeners(handler: Any, listeners: list[Any], **kwargs: Any) -> Any:
         wrapped = [BurstListener(item) if type(item) is trio.SocketListener else item for item in listeners]
-        handler = first_come_first_served(awaiting_first_bytes(handler, kwargs.get("handler_nursery")))
+        waits = first_bytes_for(handler, kwargs.get("handler_nursery"))
+        window: HeadWindow = trio.move_on_after
+        if waits is not None:
+            handler, window = waits.wrap(handler), waits.window
+        handler = first_come_first_served(handler)
         routing = _ROUTING.get()
         if routing is not None:
-            handler, wrapped = routing(handler, wrapped)
+            handler, wrapped = routing(handler, wrapped, window)
         return await trio.serve_listeners(handler, wrapped, **kwargs)
 
 

@@ -17,16 +17,19 @@ Hypercorn sees it, with one cancel scope and the socket's readiness:
   ``keep_alive_timeout`` to come whole);
 - the server stops: it is closed at once, as Hypercorn closes its idle connections then.
 
-:func:`awaiting_first_bytes` puts it in front of Hypercorn's connection handler (applied by
-``accept_bursts`` to every Hypercorn server's plain TCP connections). What it saves under
+:func:`first_bytes_for` makes the one of a Hypercorn server, which ``accept_bursts`` puts
+in front of its connection handler (every Hypercorn server's plain TCP connections); under
+``--workers`` the routing's wait for a whole request head runs in its :meth:`~FirstBytes.window`
+too, so that it also ends when the server stops. What it saves under
 a flood of silent connections is measured by ``python -m bench.scale hostile``
 (bench/README.md, "Scale").
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import trio
@@ -34,7 +37,7 @@ from hypercorn.trio.tcp_server import TCPServer
 
 from ..request_head import peek_now
 
-__all__ = ["FirstBytes", "awaiting_first_bytes"]
+__all__ = ["FirstBytes", "first_bytes_for"]
 
 Handler = Callable[[Any], Awaitable[Any]]
 
@@ -50,24 +53,31 @@ class FirstBytes:
         self._waiting: set[trio.CancelScope] = set()
         self._ended = False
 
+    @contextlib.contextmanager
+    def window(self, within_s: float | None = None) -> Iterator[trio.CancelScope]:
+        """A cancel scope, entered, for one wait on a client (as ``trio.move_on_after``): it
+        ends ``within_s`` from now (default :attr:`within_s`) or when :meth:`end_all` is
+        called, at once if it has been. Also what ``--workers`` routing waits for a whole
+        request head in."""
+        scope = trio.CancelScope(deadline=trio.current_time() + (self.within_s if within_s is None else within_s))
+        if self._ended:
+            scope.cancel()
+        self._waiting.add(scope)
+        try:
+            with scope:
+                yield scope
+        finally:
+            self._waiting.discard(scope)
+
     async def arrived(self, stream: trio.SocketStream) -> bool:
         """Whether bytes came on ``stream`` in time (at once when they are there already);
         ``False`` too when its peer hung up first."""
         data = peek_now(stream.socket)
-        if data is not None:
-            return bool(data)
-        if self._ended:
-            return False
-        scope = trio.CancelScope(deadline=trio.current_time() + self.within_s)
-        self._waiting.add(scope)
-        try:
-            with scope:
-                while data is None:
-                    await trio.lowlevel.wait_readable(stream.socket)
-                    data = peek_now(stream.socket)
-            return bool(data)
-        finally:
-            self._waiting.discard(scope)
+        with self.window():
+            while data is None:
+                await trio.lowlevel.wait_readable(stream.socket)
+                data = peek_now(stream.socket)
+        return bool(data)
 
     def end_all(self) -> None:
         """Every wait, now and later, ends without bytes (the server stops)."""
@@ -88,18 +98,18 @@ class FirstBytes:
         return serve
 
 
-def awaiting_first_bytes(handler: Handler, handler_nursery: trio.Nursery | None) -> Handler:
-    """Hypercorn's connection handler for ``trio.serve_listeners`` (``TCPServer`` with its app,
-    config, context and state bound) behind a :class:`FirstBytes` with the config's
-    ``keep_alive_timeout``, ended when the server's context says it terminated (a task in
-    ``handler_nursery``, where the connections run). Any other handler is returned as it is."""
+def first_bytes_for(handler: Handler, handler_nursery: trio.Nursery | None) -> FirstBytes | None:
+    """The waits for Hypercorn's connection handler of ``trio.serve_listeners`` (``TCPServer``
+    with its app, config, context and state bound): the config's ``keep_alive_timeout``, all
+    ended when the server's context says it terminated (a task in ``handler_nursery``, where
+    the connections run). ``None`` for any other handler."""
     if not (
         isinstance(handler, functools.partial)
         and handler.func is TCPServer
         and len(handler.args) >= 3
         and handler_nursery is not None
     ):
-        return handler
+        return None
     config, context = handler.args[1], handler.args[2]
     waits = FirstBytes(float(config.keep_alive_timeout))
 
@@ -108,4 +118,4 @@ def awaiting_first_bytes(handler: Handler, handler_nursery: trio.Nursery | None)
         waits.end_all()
 
     handler_nursery.start_soon(end_when_terminated)
-    return waits.wrap(handler)
+    return waits

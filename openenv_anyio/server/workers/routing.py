@@ -52,8 +52,8 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 
 from ...core import ResumeToken
-from ..hypercorn_adapter.accept_bursts import BURST
-from ..request_head import HEAD_LIMIT, Head, read_head
+from ..hypercorn_adapter.accept_bursts import BURST, HeadWindow
+from ..request_head import HEAD_LIMIT, Head, discard_now, read_head
 from .table import WorkerTable
 
 __all__ = [
@@ -126,11 +126,9 @@ class Placement(enum.Enum):
 
 
 async def _close_unserved(stream: trio.SocketStream) -> None:
-    """Close a connection whose request head never arrived whole: its bytes read first (a
-    socket closed with unread bytes resets the connection instead of ending it)."""
-    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-        with trio.move_on_after(1.0):  # the bytes peeked are there: no wait
-            await stream.receive_some(HEAD_LIMIT)
+    """Close a connection whose request head never arrived whole (in time, or before the
+    server began to stop): the bytes there read first, without waiting for more."""
+    discard_now(stream.socket)
     await trio.aclose_forcefully(stream)
 
 
@@ -202,6 +200,7 @@ class OwnerRouter:
             peer.setblocking(False)
         self._locks = [trio.Lock() for _ in self.peers]
         self._arriving = 0  # connections between accept and placement
+        self._window: HeadWindow = trio.move_on_after  # until wrap() is given the server's
         #: told of every connection handed to another worker (the server's metrics)
         self.on_hand_off: Callable[[Placement], None] = _ignore
         #: set when a replacement serves this worker's slot (see the module docstring)
@@ -212,10 +211,12 @@ class OwnerRouter:
         go to it (call before the worker drains)."""
         self.retired.set()
 
-    def wrap(self, handler: Handler, listeners: list[Any]) -> tuple[Handler, list[Any]]:
-        """Hypercorn's connection handler and listeners, routed (see ``accept_bursts``)."""
+    def wrap(self, handler: Handler, listeners: list[Any], window: HeadWindow) -> tuple[Handler, list[Any]]:
+        """Hypercorn's connection handler and listeners, routed (see ``accept_bursts``); a
+        request head is waited for in ``window`` (ended early when the server stops)."""
 
         inbox = InboxListener(self.inbox, self.retired)
+        self._window = window
 
         async def routed(stream: Any) -> None:
             if stream in inbox.arrived:  # moved here once: served here (no ping-pong)
@@ -229,14 +230,15 @@ class OwnerRouter:
     async def _peek_head(self, stream: trio.SocketStream) -> Head | None | _NoHead:
         """The connection's request head, peeked (its bytes stay in the socket for whichever
         worker serves it); ``None`` when the peer hung up or sent no HTTP head (served here),
-        :data:`NO_HEAD` when a whole one did not arrive within ``head_timeout_s``.
+        :data:`NO_HEAD` when a whole one did not arrive within ``head_timeout_s`` (or before
+        the server began to stop).
 
         Read on readiness: while the head is incomplete, the socket's receive low-water mark
         (``SO_RCVLOWAT``) is set above the bytes already peeked, so the wait ends when more
         arrive (or the peer hangs up), not at once; it is put back before the socket is served."""
         sock = stream.socket
         try:
-            with trio.move_on_after(self.head_timeout_s):
+            with self._window(self.head_timeout_s):
                 while True:
                     try:
                         data = await sock.recv(HEAD_LIMIT, socket.MSG_PEEK)
