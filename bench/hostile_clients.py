@@ -25,8 +25,6 @@ two ratios is our server's share.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import selectors
 import signal
@@ -39,6 +37,7 @@ import anyio
 
 from bench.procs import kill_group, raise_fd_limit, spawn, start_server
 from bench.sessions import percentile
+from openenv_anyio.ws import generate_accept_token
 
 #: each kind of bad client and how many connections it opens by default
 COUNTS = {"silent": 1000, "nonreader": 16, "flood": 10_000}
@@ -58,14 +57,9 @@ def _masked_text(payload: bytes) -> bytes:
     return head + b"\0\0\0\0" + payload
 
 
-def _accept_value(key: bytes) -> bytes:
-    digest = hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest()
-    return base64.b64encode(digest)
-
-
 SINK_ANSWER = (
     b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-    b"Sec-WebSocket-Accept: " + _accept_value(b"dGhlIHNhbXBsZSBub25jZQ==") + b"\r\n\r\n"
+    b"Sec-WebSocket-Accept: " + generate_accept_token(b"dGhlIHNhbXBsZSBub25jZQ==") + b"\r\n\r\n"
 )
 
 
