@@ -4,9 +4,12 @@ names it uses, and a check of both before anything is patched.
 Hypercorn serves our ASGI application as it serves any other; these patches make it serve
 ours better (each module says why; bench/README.md, "Server CPU per step" and "Server CPU per connection"):
 
-- ``direct_ws``: ``/ws`` sessions run in the connection's own task; after Hypercorn's
-  handshake the connection is :mod:`openenv_anyio.ws`'s, on its socket (less server CPU per
-  step);
+- ``direct_upgrade``: a ``/ws`` upgrade whose head is whole at accept is answered without
+  Hypercorn, and its session runs on the connection's socket (``direct_io``; less server CPU
+  per connection);
+- ``direct_ws``: the other ``/ws`` sessions run in the connection's own task too; after
+  Hypercorn's handshake the connection is :mod:`openenv_anyio.ws`'s, on its socket (less
+  server CPU per step);
 - ``liveness``: pings whose pongs the session sees (``WS-PING-1``), the peer's close as it
   arrives (``WS-CAP-2``), close frames for bytes that break RFC 6455 (``WS-CLOSE-3``);
 - ``connection_guards``: a write to a peer that stopped reading gives up; one connection's

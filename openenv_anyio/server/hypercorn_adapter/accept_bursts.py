@@ -8,7 +8,8 @@ each wait, every connection already pending (up to :data:`BURST`) and hands them
 without further checkpoints. :data:`PATCHES` makes Hypercorn's trio worker wrap its plain
 TCP listeners in it (those of any Hypercorn server started while one of ours runs; TLS
 listeners are left as they are), and its connection handler behind the handshake queue
-(:mod:`.handshake_queue`) and the wait for a connection's first bytes (:mod:`.first_bytes`).
+(:mod:`.handshake_queue`), the wait for a connection's first bytes (:mod:`.first_bytes`)
+and the ``/ws`` upgrades answered without it (:mod:`.direct_upgrade`).
 
 The same seam lets a server route connections before Hypercorn sees them
 (:func:`routed_connections`, used by the worker processes of ``--workers``): a routing
@@ -28,6 +29,7 @@ from typing import Any
 
 import trio
 
+from .direct_upgrade import direct_upgrades
 from .first_bytes import first_bytes_for
 from .handshake_queue import first_come_first_served
 from .inventory import Patch
@@ -104,7 +106,7 @@ class _TrioForHypercorn:
         waits = first_bytes_for(handler, kwargs.get("handler_nursery"))
         window: HeadWindow = trio.move_on_after
         if waits is not None:
-            handler, window = waits.wrap(handler), waits.window
+            handler, window = waits.wrap(direct_upgrades(handler)), waits.window
         handler = first_come_first_served(handler)
         routing = _ROUTING.get()
         if routing is not None:
@@ -117,7 +119,7 @@ PATCHES = (
         "hypercorn.trio.run:trio",
         lambda original: _TrioForHypercorn(),
         "listeners that accept every pending connection after one wait (bursts of sessions), connections that "
-        "reach Hypercorn once their first bytes arrive, WebSocket handshakes answered in arrival order, and routing "
-        "for --workers",
+        "reach Hypercorn once their first bytes arrive (/ws upgrades whole by then answered without it), WebSocket "
+        "handshakes answered in arrival order, and routing for --workers",
     ),
 )

@@ -36,7 +36,7 @@ from hypercorn.trio.tcp_server import TCPServer
 from .events import SEND_TIMEOUT_ATTR
 from .inventory import Patch
 
-__all__ = ["PATCHES", "current_connection", "write_now"]
+__all__ = ["PATCHES", "current_connection", "send_with_progress_timeout", "socket_write_now", "write_now"]
 
 log = logging.getLogger("openenv_anyio.server")
 
@@ -55,12 +55,12 @@ def _only_exceptions(error: BaseException) -> bool:
     return isinstance(error, Exception)
 
 
-async def _send_with_progress_timeout(server: TCPServer, data: bytes, timeout: float) -> bool:
+async def send_with_progress_timeout(stream: trio.abc.SendStream, data: bytes, timeout: float) -> bool:
     """Write ``data``; ``False`` when a chunk made no progress within ``timeout``."""
     view = memoryview(data)
     for start in range(0, len(view), _CHUNK):
         with trio.move_on_after(timeout) as progress:
-            await server.stream.send_all(view[start : start + _CHUNK])
+            await stream.send_all(view[start : start + _CHUNK])
         if progress.cancelled_caught:
             return False
     return True
@@ -70,9 +70,14 @@ def write_now(server: TCPServer, data: bytes) -> int:
     """How many bytes of ``data`` the connection's socket took at once, without waiting:
     0 while another task holds the send lock, or when the socket is full or broken (the
     guarded path then decides). The cheap way out for a small frame, the usual case."""
-    if server.send_lock.locked():
+    return socket_write_now(server.stream.socket, server.send_lock, data)
+
+
+def socket_write_now(sock: trio.socket.SocketType, lock: trio.Lock, data: bytes) -> int:
+    """:func:`write_now` on any socket whose guarded writes hold ``lock``."""
+    if lock.locked():
         return 0
-    fd = server.stream.socket.fileno()
+    fd = sock.fileno()
     if fd < 0:
         return 0
     try:
@@ -101,7 +106,7 @@ def _guarded_send(original_send: Any) -> Any:
         async with self.send_lock:
             with trio.CancelScope(shield=True):
                 try:
-                    if not await _send_with_progress_timeout(self, data[written:], timeout):
+                    if not await send_with_progress_timeout(self.stream, data[written:], timeout):
                         log.info("peer took no data for %g s; dropping the connection", timeout)
                         await self.stream.aclose()
                 except (trio.BusyResourceError, trio.BrokenResourceError, trio.ClosedResourceError):

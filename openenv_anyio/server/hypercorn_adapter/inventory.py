@@ -58,11 +58,18 @@ READ: Final[tuple[str, ...]] = (
     "hypercorn.protocol.ws_stream:WSStream.state",
     "hypercorn.protocol.ws_stream:WSStream.stream_id",
     "hypercorn.protocol.ws_stream:WSStream.task_group",
-    "hypercorn.trio.tcp_server:MAX_RECV",
     "hypercorn.trio.tcp_server:TCPServer.config",
     "hypercorn.trio.tcp_server:TCPServer.protocol",
     "hypercorn.trio.tcp_server:TCPServer.send_lock",
     "hypercorn.trio.tcp_server:TCPServer.stream",
+    # direct_upgrade: the connection handler Hypercorn's worker serves its listeners with
+    # (``TCPServer`` with app, config, context and state bound), the headers and the access
+    # log line Hypercorn gives a response
+    "hypercorn.trio.tcp_server:TCPServer.app",
+    "hypercorn.trio.tcp_server:TCPServer.state",
+    "hypercorn.config:Config.response_headers",
+    "hypercorn.config:Config.log",
+    "hypercorn.logging:Logger.access",
     # liveness: Hypercorn's own streams (HTTP/2, and the routes that are not direct: /ws/ui,
     # /mcp) tap the wsproto connection they build at accept
     "hypercorn.protocol.ws_stream:WSStream.connection",
