@@ -57,10 +57,11 @@ def routed_connections(routing: ConnectionRouting) -> Iterator[None]:
 
 
 #: Most connections taken from the backlog after one wait. Each one's first step runs in the
-#: next pass of the scheduler, beside every session's: a flood of connections lengthens a
-#: pass by at most this many, and a backlog of thousands still drains this many a pass
+#: next pass of the scheduler, beside every session's, and for an upgrade answered from its
+#: first bytes that step is the whole handshake: a flood of connections lengthens a pass by
+#: at most this many handshakes, and a backlog of thousands still drains this many a pass
 #: (bench/README.md, "Scale": bad clients, and the bursts).
-BURST = 16
+BURST = 8
 
 
 class BurstListener(trio.abc.Listener[trio.SocketStream]):
