@@ -10,7 +10,11 @@ request is waiting in the socket (peeked at accept, :mod:`~openenv_anyio.server.
 are between their accept and their answer; the others wait, parked, in arrival order. A
 connection without a whole request head yet (a slow or silent client) or with a plain HTTP
 request is not held back and holds no place. The place is given up when the handshake is
-answered (:func:`handshake_answered`, called by ``direct_ws``) or the connection ends.
+answered (:func:`handshake_answered`, called by ``direct_ws`` and ``direct_upgrade``) or
+the connection ends. An upgrade ``direct_upgrade`` answers from its first bytes holds its
+place for no longer than its first pass of the scheduler (the handshake has no wait in it):
+there the bound on a pass's handshakes is the listener's burst of accepts
+(:data:`~.accept_bursts.BURST`); the queue orders the handshakes Hypercorn answers.
 
 A client that gave up closes its socket; the connection then waits, its request read, for
 a server that can no longer answer anyone. :func:`peer_gone` tells such a connection (its
