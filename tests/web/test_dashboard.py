@@ -126,16 +126,23 @@ def test_a_bad_action_shows_the_validation_error_and_its_pointer(dashboard: Watc
     page.click("#pg-reset")
     page.fill('#pg-fields [name="add"]', "99")  # above the schema's maximum
     page.click("#pg-step")
-    error = page.locator("#pg-log li.error").first
-    expect(error).to_contain_text("VALIDATION_ERROR", timeout=TIMEOUT_MS)
-    expect(error).to_contain_text("(at /data/add)")
+    # Each answer is waited for by the count of errors shown (the newest is first): a check
+    # of the first one's text alone would pass on the previous answer, and a later step's
+    # own error could then land above the server's late answer to this one.
+    errors = page.locator("#pg-log li.error")
+    expect(errors).to_have_count(1, timeout=TIMEOUT_MS)
+    expect(errors.first).to_contain_text("VALIDATION_ERROR")
+    expect(errors.first).to_contain_text("(at /data/add)")
     page.check("#pg-use-json")
     page.fill("#pg-json", '{"add": 1, "extra": true}')
     page.click("#pg-step")
-    expect(page.locator("#pg-log li.error").first).to_contain_text("(at /data", timeout=TIMEOUT_MS)
+    expect(errors).to_have_count(2, timeout=TIMEOUT_MS)
+    expect(errors.first).to_contain_text("VALIDATION_ERROR")
+    expect(errors.first).to_contain_text("(at /data")
     page.fill("#pg-json", "{not json")
     page.click("#pg-step")
-    expect(page.locator("#pg-log li.error").first).to_contain_text("the action is not JSON")
+    expect(errors).to_have_count(3, timeout=TIMEOUT_MS)
+    expect(errors.first).to_contain_text("the action is not JSON")
 
 
 def test_the_page_is_served_with_a_same_origin_policy(server: RunningServer) -> None:
