@@ -75,7 +75,9 @@ def test_hypothesis_jsonschema_frames_of_the_whole_entry_point_are_valid(entry: 
     codec = FrameCodec(entry)
     types_seen: set[str] = set()
 
-    @settings(PROPERTY_SETTINGS, max_examples=80)
+    # Enough examples that every frame type shows up whatever else ran before in the process
+    # (80 once left out the server's 'observation', 4-13 of 80 in isolated runs).
+    @settings(PROPERTY_SETTINGS, max_examples=200)
     @given(frame=jsonschema_frames(entry))
     def check(frame: dict[str, Any]) -> None:
         assert validator.is_valid(frame) and validator.reference_is_valid(frame), frame

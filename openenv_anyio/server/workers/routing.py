@@ -29,7 +29,10 @@ A worker being replaced (a rolling restart, :meth:`OwnerRouter.retire`) stops ta
 connections from its inbox (its replacement, which serves the same slot, reads that inbox
 now) and hands every connection it accepts that it would have served itself to its own
 slot, that is to the replacement: resumes of the sessions it hands over, new sessions and
-everything else reach the new process while the old one drains.
+everything else reach the new process while the old one drains. A connection whose request
+head has not come when the old one stops goes to the replacement too, which waits for it
+(a client that connected just then would otherwise see its connection closed during the
+handshake).
 
 The request-head parsing (:func:`~openenv_anyio.server.request_head.read_head`) and the
 session-id format (:func:`session_prefix`, :func:`session_owner`) are plain functions
@@ -300,8 +303,12 @@ class OwnerRouter:
         self._arriving += 1
         try:
             head = await self._peek_head(stream)
-            if head is NO_HEAD:  # closed, as a single process closes it after keep_alive_timeout
-                await _close_unserved(stream)
+            if head is NO_HEAD:
+                if self.retired.is_set() and await self._hand_off(stream, self.slot):
+                    # a replaced worker stopping: its replacement waits for the head instead
+                    self.on_hand_off(Placement.OWNER)
+                    return True
+                await _close_unserved(stream)  # as a single process closes it after keep_alive_timeout
                 return True
             placement, slot = self.place(head, burst=self._arriving > BALANCE_WHILE_ARRIVING)
         finally:
