@@ -36,7 +36,7 @@ from hypercorn.trio.tcp_server import TCPServer
 from .events import SEND_TIMEOUT_ATTR
 from .inventory import Patch
 
-__all__ = ["PATCHES", "current_connection", "send_with_progress_timeout", "socket_write_now", "write_now"]
+__all__ = ["PATCHES", "current_connection", "socket_write_now", "write_guarded", "write_now"]
 
 log = logging.getLogger("openenv_anyio.server")
 
@@ -55,7 +55,7 @@ def _only_exceptions(error: BaseException) -> bool:
     return isinstance(error, Exception)
 
 
-async def send_with_progress_timeout(stream: trio.abc.SendStream, data: bytes, timeout: float) -> bool:
+async def _send_with_progress_timeout(stream: trio.abc.SendStream, data: bytes, timeout: float) -> bool:
     """Write ``data``; ``False`` when a chunk made no progress within ``timeout``."""
     view = memoryview(data)
     for start in range(0, len(view), _CHUNK):
@@ -86,6 +86,25 @@ def socket_write_now(sock: trio.socket.SocketType, lock: trio.Lock, data: bytes)
         return 0
 
 
+async def write_guarded(stream: trio.abc.SendStream, lock: trio.Lock, data: bytes, timeout: float | None) -> bool:
+    """Write ``data`` holding ``lock``, shielded from cancellation (a frame is never cut);
+    with a ``timeout``, a write that makes no progress for that long closes ``stream``.
+    ``False`` when it did (the peer stopped reading); a connection already closing drops
+    the bytes."""
+    async with lock:
+        with trio.CancelScope(shield=True):
+            try:
+                if timeout is None:
+                    await stream.send_all(data)
+                elif not await _send_with_progress_timeout(stream, data, timeout):
+                    log.info("peer took no data for %g s; dropping the connection", timeout)
+                    await stream.aclose()
+                    return False
+            except (trio.BusyResourceError, trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+    return True
+
+
 def _guarded_send(original_send: Any) -> Any:
     @functools.wraps(original_send)
     async def protocol_send(self: TCPServer, event: Any) -> None:
@@ -103,14 +122,7 @@ def _guarded_send(original_send: Any) -> Any:
         written = write_now(self, data)
         if written == len(data):
             return
-        async with self.send_lock:
-            with trio.CancelScope(shield=True):
-                try:
-                    if not await send_with_progress_timeout(self.stream, data[written:], timeout):
-                        log.info("peer took no data for %g s; dropping the connection", timeout)
-                        await self.stream.aclose()
-                except (trio.BusyResourceError, trio.BrokenResourceError, trio.ClosedResourceError):
-                    pass
+        await write_guarded(self.stream, self.send_lock, data[written:], timeout)
         # No ``protocol.handle(Closed())`` here (Hypercorn's own path does it): this runs in the
         # application's send, and Closed queues a disconnect for the application, which waits
         # forever when its queue is full. The reader task sees the closed socket and reports it

@@ -33,6 +33,7 @@ bench.connection_cpu`` (bench/README.md, "Server CPU per connection").
 from __future__ import annotations
 
 import collections
+import enum
 import functools
 import logging
 import os
@@ -40,7 +41,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Final
 from urllib.parse import unquote
 
 import trio
@@ -49,13 +50,13 @@ from hypercorn.trio.tcp_server import TCPServer
 from ...core import CloseCode
 from ...ws import generate_accept_token
 from ..request_head import Upgrade, discard_now, peek_now, read_upgrade
-from .connection_guards import send_with_progress_timeout, socket_write_now
+from .connection_guards import socket_write_now, write_guarded
 from .direct_io import DirectIO
 from .events import INFLIGHT_BUDGET_ATTR, SEND_TIMEOUT_ATTR, DirectHandler
 from .handshake_queue import handshake_answered, peer_gone
 from .reason_phrases import phrase
 
-__all__ = ["direct_upgrades"]
+__all__ = ["ANSWER_TRANSITIONS", "Answer", "direct_upgrades"]
 
 log = logging.getLogger("openenv_anyio.server")
 
@@ -151,6 +152,32 @@ async def _serve(
         await trio.aclose_forcefully(stream)
 
 
+class Answer(enum.Enum):
+    """How far a taken-over connection's handshake has been answered; the only transitions
+    are :data:`ANSWER_TRANSITIONS`.
+
+    - ``PENDING``: nothing sent yet;
+    - ``RESPONSE``: an HTTP response's head is out (the application's ``http.response``, or
+      a refusal: 403, 500, 400), its body may follow;
+    - ``OPEN``: the ``101`` is out, the WebSocket is the session's;
+    - ``CLOSED``: the response is out whole, or the application sent its close (the
+      disconnect it sees later is a normal one).
+    """
+
+    PENDING = "pending"
+    RESPONSE = "response"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+ANSWER_TRANSITIONS: Final[dict[Answer, frozenset[Answer]]] = {
+    Answer.PENDING: frozenset({Answer.RESPONSE, Answer.OPEN}),
+    Answer.RESPONSE: frozenset({Answer.CLOSED}),
+    Answer.OPEN: frozenset({Answer.CLOSED}),
+    Answer.CLOSED: frozenset(),
+}
+
+
 class _UpgradeLink:
     """A :class:`~.direct_io.Link` on a connection this module took over."""
 
@@ -182,9 +209,7 @@ class _UpgradeLink:
         self._inbox = inbox
         self._lock = trio.Lock()  # held by a write that waits for room
         self._started = time.time()
-        #: "handshake", "response" (a refusal's head is out), "open" (accepted), "closed" (the
-        #: application closed, or its refusal is out whole)
-        self._state = "handshake"
+        self._state = Answer.PENDING
         self._status = 0
         self.ended = False
 
@@ -199,50 +224,45 @@ class _UpgradeLink:
         return socket_write_now(self._stream.socket, self._lock, data)
 
     async def write_rest(self, data: bytes) -> None:
-        timeout: float | None = getattr(self._config, SEND_TIMEOUT_ATTR)
-        async with self._lock:
-            with trio.CancelScope(shield=True):
-                try:
-                    if timeout is None:
-                        await self._stream.send_all(data)
-                    elif not await send_with_progress_timeout(self._stream, data, timeout):
-                        log.info("peer took no data for %g s; dropping the connection", timeout)
-                        await self._stream.aclose()
-                        self._end_stream()
-                except (trio.BusyResourceError, trio.BrokenResourceError, trio.ClosedResourceError):
-                    pass
+        if not await write_guarded(self._stream, self._lock, data, getattr(self._config, SEND_TIMEOUT_ATTR)):
+            self._end_stream()
 
     async def _write(self, data: bytes) -> None:
         written = self.write_now(data)
         if written < len(data):
             await self.write_rest(data[written:])
 
+    def _to(self, state: Answer) -> None:
+        if state is not self._state:
+            assert state in ANSWER_TRANSITIONS[self._state], f"{self._state} -> {state}"
+            self._state = state
+
     async def handshake(self, message: dict[str, Any] | None) -> bool:
         kind = None if message is None else message["type"]
-        if self._state == "handshake":
+        if self._state is Answer.PENDING:
             self._take_head()
             handshake_answered()  # the next handshake may start: this one is answered now
         match kind, self._state:
-            case "websocket.accept", "handshake":
+            case "websocket.accept", Answer.PENDING:
                 assert message is not None
                 await self._accept(message)
                 return True
-            case "websocket.http.response.start", "handshake":
+            case "websocket.http.response.start", Answer.PENDING:
                 assert message is not None
-                self._state = "response"
+                self._to(Answer.RESPONSE)
                 self._status = int(message["status"])
                 headers = [(bytes(name).lower(), bytes(value)) for name, value in message.get("headers", ())]
                 if not any(name == b"connection" for name, _ in headers):
                     headers.append((b"connection", b"close"))  # the connection ends with the response
                 await self._write(self._head(self._status, headers))
-            case "websocket.http.response.body", "response":
+            case "websocket.http.response.body", Answer.RESPONSE:
                 assert message is not None
                 await self._write(bytes(message.get("body", b"")))
                 if not message.get("more_body", False):
                     await self._answered(self._status)
-            case "websocket.close", "handshake":
+            case "websocket.close", Answer.PENDING:
                 await self._refuse(HTTPStatus.FORBIDDEN)
-            case None, "handshake":
+            case None, Answer.PENDING:
                 await self._refuse(HTTPStatus.INTERNAL_SERVER_ERROR)
             case None, _:
                 pass
@@ -278,19 +298,19 @@ class _UpgradeLink:
         if subprotocol is not None:
             headers.append((b"sec-websocket-protocol", subprotocol.encode("latin-1")))
         headers += [(bytes(name).lower(), bytes(value)) for name, value in message.get("headers", ())]
-        self._state = "open"
+        self._to(Answer.OPEN)
         await self._write(self._head(HTTPStatus.SWITCHING_PROTOCOLS, headers))
         await self._log(HTTPStatus.SWITCHING_PROTOCOLS)
 
     async def _refuse(self, status: int) -> None:
-        self._state = "response"
+        self._to(Answer.RESPONSE)
         await self._write(self._head(status, [(b"content-length", b"0"), (b"connection", b"close")]))
         await self._answered(status)
 
     async def _answered(self, status: int) -> None:
         """A refusal went out whole: log it, end the stream."""
         await self._log(status)
-        self._state = "closed"
+        self._to(Answer.CLOSED)
         self._end_stream()
 
     async def _log(self, status: int) -> None:
@@ -308,11 +328,11 @@ class _UpgradeLink:
     def _end_stream(self) -> None:
         if not self.ended:
             self.ended = True
-            code = CloseCode.NORMAL if self._state == "closed" else CloseCode.ABNORMAL
+            code = CloseCode.NORMAL if self._state is Answer.CLOSED else CloseCode.ABNORMAL
             self._inbox.append({"type": "websocket.disconnect", "code": int(code)})
 
     def closing(self) -> None:
-        self._state = "closed"
+        self._to(Answer.CLOSED)
 
     async def refused_send(self, message: dict[str, Any]) -> None:
         raise RuntimeError(f"unexpected ASGI message {message.get('type')!r} on this WebSocket now")
