@@ -181,3 +181,73 @@ async def test_starter_blocks_ending_out_of_order_leave_runners_working() -> Non
             assert await runner.run(threading.get_ident) == runner.thread.ident
             await runner.aclose()
             assert await ends(runner.thread)
+
+
+_NO_THREADS_LEFT = """
+import resource, threading
+import trio
+from openenv_anyio.server.execution.bound_env import InProcessEnv
+from openenv_anyio.server.execution.runner import ThreadNotStarted, ThreadRunner, thread_starter
+
+def vm_size() -> int:
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmSize:"))
+    return int(line.split()[1]) * 1024
+
+class Env:
+    def reset(self) -> dict[str, int]:
+        return {}
+
+    def step(self, action: object) -> dict[str, int]:
+        return {}
+
+async def main() -> None:
+    async with thread_starter():
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        threading.stack_size(1 << 30)  # a new thread's stack cannot be mapped under the limit below
+        resource.setrlimit(resource.RLIMIT_AS, (vm_size() + (256 << 20), hard))
+        runner = await ThreadRunner.open()
+        queued = trio.Event()
+        async def call_queued_before_the_failure() -> None:
+            queued.set()
+            try:
+                await runner.run(lambda: 1)
+            except ThreadNotStarted as exc:
+                print("queued call:", exc)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call_queued_before_the_failure)
+            await queued.wait()
+        try:
+            await runner.run(lambda: 2)
+        except ThreadNotStarted:
+            print("later call: not started")
+        print("alive:", runner.alive)
+        await runner.aclose(final=lambda: 3)
+        try:
+            await InProcessEnv.create(Env)
+        except ThreadNotStarted:
+            print("create: not started")
+        threading.stack_size(0)
+        resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+        env = await InProcessEnv.create(Env)
+        print("after:", (await env.reset({}))[0].observation)
+        await env.aclose()
+
+trio.run(main)
+"""
+
+
+async def test_a_thread_that_cannot_be_started_fails_the_calls_queued_for_it() -> None:
+    """Out of address space for a new thread's stack (a real limit, in a process of its own):
+    the calls queued for the session's thread, and any made later, raise ThreadNotStarted
+    instead of waiting for ever; closing the runner returns; the process goes on."""
+    import sys
+
+    with trio.fail_after(60):
+        done = await trio.run_process(
+            [sys.executable, "-c", _NO_THREADS_LEFT], capture_stdout=True, capture_stderr=True, check=False
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    lines = done.stdout.decode().splitlines()
+    assert lines[0].startswith("queued call: the session's thread could not be started: can't start new thread")
+    assert lines[1:] == ["later call: not started", "alive: False", "create: not started", "after: {}"]

@@ -39,7 +39,7 @@ from ...restoration import (
 from .action_check import ActionCheck, action_check_for
 from .error_text import exception_text
 from .faults import EnvironmentAborted, EnvironmentLost, await_env_code, call_env_code
-from .runner import EnvRunner, InlineRunner, ThreadRunner
+from .runner import EnvRunner, InlineRunner, ThreadNotStarted, ThreadRunner
 
 __all__ = [
     "BoundEnv",
@@ -213,7 +213,8 @@ class InProcessEnv:
         """Build an environment with ``factory`` on the runner chosen for it.
 
         ``inline=None`` follows the environment's ``NON_BLOCKING`` declaration.
-        Raises :class:`FactoryFailure` when the factory raises.
+        Raises :class:`FactoryFailure` when the factory raises, :class:`ThreadNotStarted` when
+        the session's thread cannot be started.
         """
         declared = declared_non_blocking(factory)
         runner: EnvRunner = (
@@ -221,6 +222,9 @@ class InProcessEnv:
         )
         try:
             env = await runner.run(factory)
+        except ThreadNotStarted:
+            await runner.aclose()
+            raise
         except Exception as exc:
             await runner.aclose()
             raise FactoryFailure(factory, exc) from exc
@@ -320,7 +324,7 @@ class InProcessEnv:
     def still_closing(self) -> bool:
         """Whether a ``close()`` that :meth:`aclose` stopped waiting for still runs (on the
         session's thread: a thread cannot be stopped from outside)."""
-        return isinstance(self.runner, ThreadRunner) and self.runner.thread.is_alive()
+        return isinstance(self.runner, ThreadRunner) and self.runner.alive
 
     async def aclose(self) -> None:
         """Call the environment's ``close()`` (once, errors swallowed) and stop the runner.

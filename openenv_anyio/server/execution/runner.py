@@ -3,7 +3,9 @@
 Every session owns one runner. :class:`ThreadRunner` gives the session a dedicated OS
 thread fed by a queue, so every call of that session runs on the same thread (thread
 affinity, ``SRV-EXEC-1``: libraries such as Playwright require it) and no thread is spawned
-per call. Finished calls go back to the loop through one :class:`CompletionInbox` per trio
+per call. Within a :func:`thread_starter` block the thread is started by the block's starter
+thread while the session's first calls already wait in its queue: the loop never waits for
+a thread to start. Finished calls go back to the loop through one :class:`CompletionInbox` per trio
 run: the first completion after a drain wakes the loop (``TrioToken.run_sync_soon``), later
 ones join the same wake-up, so sessions finishing together cost one wake-up, not one each.
 :class:`InlineRunner` calls directly, for environments that declare ``NON_BLOCKING``.
@@ -27,7 +29,7 @@ import trio
 
 from .faults import await_env_code, call_env_code, env_outcome
 
-__all__ = ["CompletionInbox", "EnvRunner", "InlineRunner", "ThreadRunner", "thread_starter"]
+__all__ = ["CompletionInbox", "EnvRunner", "InlineRunner", "ThreadNotStarted", "ThreadRunner", "thread_starter"]
 
 _thread_numbers = itertools.count(1)
 
@@ -66,6 +68,11 @@ class InlineRunner:
     async def aclose(self, final: Callable[[], Any] | None = None) -> None:
         if final is not None:
             await self.run(final)
+
+
+class ThreadNotStarted(RuntimeError):
+    """A session's thread could not be started (the process is out of threads or memory):
+    the calls queued for it never ran."""
 
 
 class _Pending:
@@ -144,9 +151,12 @@ class ThreadRunner:
 
     def __init__(self, name: str | None = None, *, start: bool = True) -> None:
         self._inbox = CompletionInbox.current()
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], _Pending, bool]] = queue.SimpleQueue()
+        # A job without a _Pending is the starter's own (a thread to start): nobody waits for it.
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], _Pending | None, bool]] = queue.SimpleQueue()
         self._abandoned = False
         self._closed = False
+        self._starting = False  # handed to a starter thread, which has not started it yet
+        self._not_started: ThreadNotStarted | None = None
         self._thread = threading.Thread(
             target=self._work, name=name or f"openenv-env-{next(_thread_numbers)}", daemon=True
         )
@@ -159,28 +169,55 @@ class ThreadRunner:
 
         ``Thread.start()`` waits until the new thread runs; with thousands of busy threads
         that wait stalls the loop for every other connection (handshakes included), so it
-        happens elsewhere: on the starter thread of an enclosing :func:`thread_starter`
-        block (the cheap hand-off of this module), else on one of trio's cached worker
-        threads.
+        happens elsewhere. Within a :func:`thread_starter` block the block's starter thread
+        starts it and nobody waits: calls made meanwhile queue up for the thread, and if it
+        cannot be started they raise :class:`ThreadNotStarted`. Outside one, it is started
+        on one of trio's cached worker threads before this returns.
         """
         runner = cls(name, start=False)
-        # Shielded: a thread that started always reaches its runner, which the caller closes.
-        with trio.CancelScope(shield=True):
-            starter = _starter.get(None)
-            if starter is None or starter._closed:  # no block, or one that ended out of order
+        starter = _starter.get(None)
+        if starter is None or starter._closed:  # no block, or one that ended out of order
+            # Shielded: a thread that started always reaches its runner, which the caller closes.
+            with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(runner._thread.start)
-            else:
-                await starter.run(runner._thread.start)
+        else:
+            runner._starting = True
+            starter._jobs.put((runner._start, None, False))
         return runner
 
     @property
     def thread(self) -> threading.Thread:
         return self._thread
 
+    @property
+    def alive(self) -> bool:
+        """Whether the runner's thread runs or is still to be started by a starter thread."""
+        return self._starting or self._thread.is_alive()
+
+    def _start(self) -> None:
+        """On a starter thread: start this runner's thread; if that fails, fail the calls
+        queued for it (a call queued later sees ``_not_started`` itself, see :meth:`_submit`)."""
+        try:
+            self._thread.start()
+        except Exception as exc:
+            self._not_started = ThreadNotStarted(f"the session's thread could not be started: {exc}")
+            self._not_started.__cause__ = exc
+            failure: outcome.Outcome[Any] = outcome.Error(self._not_started)
+            with contextlib.suppress(queue.Empty, trio.RunFinishedError):
+                while True:
+                    _, pending, _ = self._jobs.get_nowait()
+                    if pending is not None:
+                        self._inbox.post(pending, failure)
+        finally:
+            self._starting = False
+
     def _work(self) -> None:
         jobs, post = self._jobs, self._inbox.post
         while True:
             fn, pending, last = jobs.get()
+            if pending is None:
+                fn()  # a starter's job: it handles its own failure
+                continue
             try:
                 post(pending, env_outcome(fn))
             except trio.RunFinishedError:
@@ -191,6 +228,11 @@ class ThreadRunner:
     async def _submit(self, fn: Callable[[], Any], *, last: bool = False) -> Any:
         pending = _Pending(trio.lowlevel.current_task())
         self._jobs.put((fn, pending, last))
+        if self._not_started is not None:
+            # The starter may have failed this job already or not: the completion, if any,
+            # finds it abandoned (completions are delivered on this thread, see _drain).
+            pending.abandoned = True
+            raise self._not_started
 
         def abort(_: Any) -> trio.lowlevel.Abort:
             pending.abandoned = True
@@ -219,12 +261,17 @@ class ThreadRunner:
         if self._closed:
             return
         self._closed = True
+        if self._not_started is not None:  # nothing ever ran: nothing to stop or close
+            return
         if self._abandoned:  # a call still runs: let the thread stop after it, unwaited
             orphan = _Pending(trio.lowlevel.current_task())
             orphan.abandoned = True
             self._jobs.put((final or _STOP, orphan, True))
             return
-        result = await self._submit(final or _STOP, last=True)
+        try:
+            result = await self._submit(final or _STOP, last=True)
+        except ThreadNotStarted:
+            return
         if final is not None and inspect.isawaitable(result):
             await await_env_code(result)
         # The thread returns right after delivering _STOP. It is not joined here: joining
