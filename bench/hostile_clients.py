@@ -31,6 +31,7 @@ import signal
 import socket
 import sys
 import time
+import urllib.request
 from typing import Any
 
 import anyio
@@ -201,7 +202,26 @@ async def _beside(sessions: _Probes, url: str, target: str, kind: str, count: in
         return found
     finally:
         kill_group(proc, grace_s=1.0)
-        await anyio.sleep(1.0)  # the server lets the bad connections go
+        if target == url:
+            await _let_go(url, len(sessions.envs))
+        await anyio.sleep(1.0)  # the kernel lets the bad connections go
+
+
+def _sessions_active(url: str) -> float:
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith("openenv_sessions_active "):
+                return float(line.split()[-1])
+    raise RuntimeError("the server's /metrics has no openenv_sessions_active")
+
+
+async def _let_go(url: str, probes: int, bound_s: float = 120.0) -> None:
+    """Wait until our server holds only the probes' sessions again: the next measurement
+    (the control above all) must not run beside the teardown of the bad client's sessions,
+    which for a flood of 10,000 takes the server seconds."""
+    with anyio.fail_after(bound_s):
+        while await anyio.to_thread.run_sync(_sessions_active, url) > probes:
+            await anyio.sleep(0.2)
 
 
 async def _measure(url: str, sink_url: str, probes: int, steps: int, counts: dict[str, int]) -> dict[str, Any]:
