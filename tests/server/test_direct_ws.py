@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Callable
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
@@ -228,3 +229,43 @@ def test_permessage_deflate_is_declined_and_sessions_work(serve) -> None:
             assert ask(ws, {"type": "reset", "data": {}})["type"] == "observation"
             answer = ask(ws, {"type": "step", "data": {"message": "plain"}})
             assert answer["data"]["observation"]["echo"] == "plain"
+
+
+class StepOrder(EchoText):
+    """Records the message of every step, across sessions, in the order the env sees them,
+    and calls ``then`` (once) at the second step whose message is ``busy``."""
+
+    seen: ClassVar[list[str]] = []
+    then: ClassVar[Callable[[], object] | None] = None
+
+    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        message = action.get("message", "")
+        StepOrder.seen.append(message)
+        if message == "busy" and StepOrder.then is not None and len(StepOrder.seen) == 2:
+            StepOrder.then()
+            StepOrder.then = None
+        return super().step(action)
+
+
+def test_frames_sent_together_do_not_hold_the_loop_until_all_are_answered(serve) -> None:
+    """A peer that writes 5,000 steps at once gets them answered one per pass of the
+    scheduler, like every other session's next frame: another session's step, in its socket
+    from the second of them on, is answered among the first few, not after all the ones read
+    with them (one read takes hundreds of these 47-byte frames)."""
+    StepOrder.seen.clear()
+    with serve(StepOrder) as server:
+        busy, other = RawClient(server.url), RawClient(server.url)
+        try:
+            for raw in (busy, other):
+                raw.sock.sendall(RESET)
+                raw.answer()
+            StepOrder.then = lambda: other.sock.sendall(step_frame("other"))
+            busy.sock.sendall(client_frame(b'{"type":"step","data":{"message":"busy"}}') * 5000)
+            assert other.answer()["data"]["observation"]["echo"] == "other"
+            assert StepOrder.seen.index("other") < 100, StepOrder.seen.index("other")
+            assert all(busy.answer()["data"]["observation"]["echo"] == "busy" for _ in range(5000))
+        finally:
+            StepOrder.then = None
+            busy.close()
+            other.close()
+    assert StepOrder.seen.count("busy") == 5000
