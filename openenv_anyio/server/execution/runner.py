@@ -200,9 +200,10 @@ class ThreadRunner:
         try:
             self._thread.start()
         except Exception as exc:
-            self._not_started = ThreadNotStarted(f"the session's thread could not be started: {exc}")
-            self._not_started.__cause__ = exc
-            failure: outcome.Outcome[Any] = outcome.Error(self._not_started)
+            not_started = ThreadNotStarted(f"the session's thread could not be started: {exc}")
+            not_started.__cause__ = exc
+            self._not_started = not_started  # set before the drain below (see _submit)
+            failure: outcome.Outcome[Any] = outcome.Error(not_started)
             with contextlib.suppress(queue.Empty, trio.RunFinishedError):
                 while True:
                     _, pending, _ = self._jobs.get_nowait()
