@@ -18,8 +18,9 @@ processes, ``bench.loadgen --phased``), one fresh server per burst:
 The sessions pass each phase (connect, reset, steps, close) together: when the last one is
 through, the harness reads the server's CPU time and RSS, then lets them all go on. The load
 processes share the machine's cores with the server. Variants: ``ours``, ``ours-x2``
-(``--workers 2``), ``upstream`` (OpenEnv 0.10's server and client, run by the peer venv's
-Python). Figures are reported, never asserted.
+(``--workers 2``), ``ours-x2-switch`` (the same with ``--switch-interval 0.05``),
+``upstream`` (OpenEnv 0.10's server and client, run by the peer venv's Python). Figures are
+reported, never asserted.
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ class Variant:
 VARIANTS = {
     "ours": Variant("ours", ("ours",), "ours"),
     "ours-x2": Variant("ours-x2", ("ours", "--workers", "2"), "ours", workers=2),
+    "ours-x2-switch": Variant(
+        "ours-x2-switch", ("ours", "--workers", "2", "--switch-interval", "0.05"), "ours", workers=2
+    ),
     "upstream": Variant("upstream", ("openenv",), "openenv", python=str(UPSTREAM_PYTHON)),
 }
 

@@ -69,7 +69,13 @@ def serve_openenv(kind: str, port: int, max_concurrent_envs: int, workers: int =
 
 
 def serve_ours(
-    kind: str, port: int, max_concurrent_envs: int | None, workers: int = 1, *, metrics: bool = True
+    kind: str,
+    port: int,
+    max_concurrent_envs: int | None,
+    workers: int = 1,
+    *,
+    metrics: bool = True,
+    switch_interval_s: float | None = None,
 ) -> None:
     import signal
 
@@ -82,7 +88,12 @@ def serve_ours(
     isolate = "process" if kind in ISOLATED_KINDS else "thread"
     kind = ISOLATED_KINDS.get(kind, kind)
     config = ServerConfig(
-        host=HOST, port=port, max_concurrent_envs=max_concurrent_envs, metrics=metrics, isolate=isolate
+        host=HOST,
+        port=port,
+        max_concurrent_envs=max_concurrent_envs,
+        metrics=metrics,
+        isolate=isolate,
+        switch_interval_s=switch_interval_s,
     )
     if kind in ADAPTED_KINDS:  # the OpenEnv side's environment class, served through our adapter
         from bench.stacks.openenv_core_envs import OPENENV_KINDS
@@ -152,13 +163,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workers", type=int, default=1, help="server processes (ours: --workers; openenv: uvicorn's workers)"
     )
+    parser.add_argument(
+        "--switch-interval", type=float, default=None, help="ours: ServerConfig.switch_interval_s (seconds)"
+    )
     args = parser.parse_args(argv)
     raise_fd_limit()
     try:
         if args.stack == "openenv":
             serve_openenv(args.kind, args.port, args.max_concurrent_envs, args.workers)
         elif args.stack == "ours":
-            serve_ours(args.kind, args.port, args.max_concurrent_envs, args.workers)
+            serve_ours(
+                args.kind, args.port, args.max_concurrent_envs, args.workers, switch_interval_s=args.switch_interval
+            )
         elif args.stack == "ours-nometrics":
             serve_ours(args.kind, args.port, args.max_concurrent_envs, args.workers, metrics=False)
         elif args.stack == "ours-mpmetrics":

@@ -72,6 +72,13 @@ class ServerConfig:
       threshold is at least this (``gc.set_threshold``'s third value; Python's default is
       10): full collections walk every object of every session, and with thousands of
       sessions they dominated the server's CPU. ``None`` leaves the ``gc`` settings alone.
+    - ``switch_interval_s``: while serving, the interpreter's thread switch interval
+      (``sys.setswitchinterval``; Python's default is 0.005). Thousands of session threads
+      of a blocking environment waking together take the GIL from the event loop's thread
+      at every hand-over; 0.05 kept 8,192 sessions' 1 s steps at a third of the server's CPU
+      in ``bench.scale`` (bench/README.md, "Scale"). A session thread running pure Python
+      longer than the interval holds every other session up to the interval: for
+      environments that compute, leave it. ``None`` (default) leaves the interpreter's.
     - ``listen_backlog``: connections the listening socket queues before they are accepted
       (the kernel caps it at ``net.core.somaxconn``; :mod:`.os_limits`); ``None``: the session
       limit, at least 4,096, so a burst of every allowed session at once is queued, not dropped.
@@ -131,6 +138,7 @@ class ServerConfig:
     hosted_session_idle_s: float | None = 600.0
     resume_grace_s: float = 60.0
     full_gc_threshold: int | None = 100
+    switch_interval_s: float | None = None
     listen_backlog: int | None = None
     web: bool | None = None
     hypercorn_patches: bool = True
@@ -187,6 +195,8 @@ class ServerConfig:
                 raise ValueError("a step timeout needs process isolation (a thread running a step cannot be stopped)")
         if self.full_gc_threshold is not None and self.full_gc_threshold < 1:
             raise ValueError("full_gc_threshold must be at least 1 (or None to leave gc alone)")
+        if self.switch_interval_s is not None and not self.switch_interval_s > 0:
+            raise ValueError("switch_interval_s must be positive (leave it unset for the interpreter's)")
         if self.session_store is not None and not self.session_store.strip():
             raise ValueError("session_store is empty: give a file path, sqlite:///PATH or redis://HOST:PORT/N")
         if self.durable and self.session_store is None:

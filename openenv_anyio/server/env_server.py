@@ -43,6 +43,7 @@ from .sessions.base import serve_ws
 from .sessions.handover import Handover, HandoverPolicy
 from .sessions.kept import KeptSessions
 from .sessions.resumable import negotiated, serve_resumable
+from .switch_interval import switch_interval
 from .ui.endpoint import OtherWorkers, serve_ui
 from .validation import validation_handlers
 
@@ -238,6 +239,7 @@ class EnvServer:
         with (
             hypercorn_adapter.install(plain=not self.config.hypercorn_patches) as engaged,
             rare_full_collections(self.config.full_gc_threshold),
+            switch_interval(self.config.switch_interval_s),
         ):
             self.asgi.direct = engaged
             await self._serve(task_status, engaged)

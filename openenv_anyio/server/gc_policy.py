@@ -7,22 +7,23 @@ thread waits behind it): in ``bench`` scenario 9's largest bursts a large share 
 server's CPU went to ``gc_collect_main`` (bench/README.md, "Server CPU per connection"). Young-generation
 collections are left as they are.
 
-The setting is process-wide, so several servers in one process share it: the first to
-start raises the threshold, the last to stop puts the previous one back.
+The setting is process-wide, so several servers in one process share it
+(:class:`~.shared_setting.SharedSetting`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import threading
 from collections.abc import Iterator
+
+from .shared_setting import SharedSetting
 
 __all__ = ["rare_full_collections"]
 
-_lock = threading.Lock()
-_holders = 0
-_saved: tuple[int, int, int] | None = None
+_thresholds: SharedSetting[tuple[int, int, int]] = SharedSetting(
+    gc.get_threshold, lambda value: gc.set_threshold(*value)
+)
 
 
 @contextlib.contextmanager
@@ -32,19 +33,5 @@ def rare_full_collections(threshold: int | None) -> Iterator[None]:
     if threshold is None:
         yield
         return
-    global _holders, _saved
-    with _lock:
-        if _holders == 0:
-            _saved = gc.get_threshold()
-            young, middle, oldest = _saved
-            if oldest < threshold:
-                gc.set_threshold(young, middle, threshold)
-        _holders += 1
-    try:
+    with _thresholds.held(lambda value: (value[0], value[1], max(value[2], threshold))):
         yield
-    finally:
-        with _lock:
-            _holders -= 1
-            if _holders == 0 and _saved is not None:
-                gc.set_threshold(*_saved)
-                _saved = None

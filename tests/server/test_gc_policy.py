@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -46,14 +47,18 @@ def test_restored_when_the_block_raises() -> None:
 
 
 @pytest.mark.trio
-async def test_a_serving_server_holds_the_threshold_until_it_stops() -> None:
-    server = EnvServer(GuessNumberEnv, ServerConfig(full_gc_threshold=250))
+async def test_a_serving_server_holds_its_process_settings_until_it_stops() -> None:
+    """The gc threshold, and the thread switch interval (``server/switch_interval.py``)."""
+    interval = sys.getswitchinterval()
+    server = EnvServer(GuessNumberEnv, ServerConfig(full_gc_threshold=250, switch_interval_s=0.04))
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
             await nursery.start(server.serve)
             assert gc.get_threshold()[2] == 250
+            assert sys.getswitchinterval() == pytest.approx(0.04)
             server.shutdown()
     assert gc.get_threshold() == (700, 10, 10)
+    assert sys.getswitchinterval() == interval
 
 
 def test_config_refuses_a_threshold_below_one() -> None:
