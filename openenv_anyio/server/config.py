@@ -75,9 +75,9 @@ class ServerConfig:
     - ``switch_interval_s``: while serving, the interpreter's thread switch interval
       (``sys.setswitchinterval``; Python's default is 0.005). Thousands of session threads
       of a blocking environment waking together take the GIL from the event loop's thread
-      at every hand-over; 0.05 kept 8,192 sessions' 1 s steps at a third of the server's CPU
-      in ``bench.scale`` (bench/README.md, "Scale"). A session thread running pure Python
-      longer than the interval holds every other session up to the interval: for
+      at every hand-over; a longer interval (such as 0.05) lets the loop keep up
+      (docs/operating.md, "Thousands of blocking sessions"). A session thread running pure
+      Python longer than the interval holds every other session up to the interval: for
       environments that compute, leave it. ``None`` (default) leaves the interpreter's.
     - ``listen_backlog``: connections the listening socket queues before they are accepted
       (the kernel caps it at ``net.core.somaxconn``; :mod:`.os_limits`); ``None``: the session
