@@ -262,8 +262,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="while serving, the interpreter's thread switch interval (default: Python's, 0.005); "
         "0.05 serves thousands of blocking sessions with less CPU, but an env computing in "
-        "Python holds the other sessions up to that long, and a burst of new sessions starts "
-        "their threads more slowly",
+        "Python holds the other sessions up to that long, and bursts of thousands of new "
+        "sessions connected less often in time in our runs",
     )
     parser.add_argument(
         "--full-gc-threshold",

@@ -78,7 +78,7 @@ class ServerConfig:
       at every hand-over; a longer interval (such as 0.05) lets the loop keep up
       (docs/operating.md, "Thousands of blocking sessions"). A session thread running pure
       Python longer than the interval holds every other session up to the interval, and in
-      a burst of new sessions their threads start more slowly: for environments that
+      bursts of thousands of new sessions fewer connected in time: for environments that
       compute, leave it. ``None`` (default) leaves the interpreter's.
     - ``listen_backlog``: connections the listening socket queues before they are accepted
       (the kernel caps it at ``net.core.somaxconn``; :mod:`.os_limits`); ``None``: the session

@@ -6,8 +6,8 @@ at scale), each forced hand-over costs the event loop's thread its turn, and eve
 call it makes gives the GIL up to them again: a longer interval lets the loop finish more
 of its work per hold (bench/README.md, "Scale"). The prices: a session thread running pure
 Python code for longer than the interval keeps the loop, and every other session, waiting
-up to the interval; and a new session thread's start, which waits until that thread holds
-the lock once, waits longer in a burst. It is a setting to choose, not a default.
+up to the interval; and in bursts of thousands of new sessions fewer connected in time
+(bench/README.md, "Scale"). It is a setting to choose, not a default.
 
 The setting is process-wide, so several servers in one process share it
 (:class:`~.shared_setting.SharedSetting`).
