@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 
 from bench.measure import Context, Profile
-from bench.procs import raise_fd_limit, running_server, wait_healthy
+from bench.procs import raise_fd_limit, running_server, server_metric, wait_healthy
 from bench.results import Measurement
 from bench.scenario_scaling import _scaling_run
 
@@ -121,17 +121,7 @@ def throughput(ctx: Context) -> dict[str, Any]:
 
 def _handed_to_owner(base_url: str) -> float:
     """The server's ``openenv_connections_handed_over_total{to="owner"}`` (every worker's)."""
-    import urllib.request
-
-    from prometheus_client.parser import text_string_to_metric_families
-
-    with urllib.request.urlopen(base_url + "/metrics", timeout=10) as response:
-        text = response.read().decode()
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == "openenv_connections_handed_over_total" and sample.labels.get("to") == "owner":
-                return sample.value
-    raise RuntimeError("the server's /metrics has no openenv_connections_handed_over_total")
+    return server_metric(base_url, "openenv_connections_handed_over_total", to="owner")
 
 
 async def _resume_latencies(url: str, classify: bool) -> dict[str, list[float]]:

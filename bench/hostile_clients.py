@@ -31,12 +31,11 @@ import signal
 import socket
 import sys
 import time
-import urllib.request
 from typing import Any
 
 import anyio
 
-from bench.procs import kill_group, raise_fd_limit, spawn, start_server
+from bench.procs import kill_group, raise_fd_limit, server_metric, spawn, start_server
 from bench.sessions import percentile
 from openenv_anyio.ws import generate_accept_token
 
@@ -207,20 +206,12 @@ async def _beside(sessions: _Probes, url: str, target: str, kind: str, count: in
         await anyio.sleep(1.0)  # the kernel lets the bad connections go
 
 
-def _sessions_active(url: str) -> float:
-    with urllib.request.urlopen(url + "/metrics", timeout=10) as response:
-        for line in response.read().decode().splitlines():
-            if line.startswith("openenv_sessions_active "):
-                return float(line.split()[-1])
-    raise RuntimeError("the server's /metrics has no openenv_sessions_active")
-
-
 async def _let_go(url: str, probes: int, bound_s: float = 120.0) -> None:
     """Wait until our server holds only the probes' sessions again: the next measurement
     (the control above all) must not run beside the teardown of the bad client's sessions,
     which for a flood of 10,000 takes the server seconds."""
     with anyio.fail_after(bound_s):
-        while await anyio.to_thread.run_sync(_sessions_active, url) > probes:
+        while await anyio.to_thread.run_sync(server_metric, url, "openenv_sessions_active") > probes:
             await anyio.sleep(0.2)
 
 

@@ -155,6 +155,22 @@ def tree_cpu_seconds(pid: int) -> float:
     return total
 
 
+def server_metric(base_url: str, name: str, **labels: str) -> float:
+    """The value of sample ``name`` with ``labels`` on the server's ``/metrics`` (every
+    worker's, under ``--workers``)."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(base_url + "/metrics", timeout=10) as response:
+        text = response.read().decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(key) == value for key, value in labels.items()):
+                return sample.value
+    raise RuntimeError(f"the server's /metrics has no {name}")
+
+
 def wait_healthy(server: ServerProcess, workers: int, timeout_s: float = 60.0) -> None:
     """Until ``GET /health`` answers 200 ``workers`` times in a row (a multi-process server
     binds its port before its workers serve; each answer may come from another worker)."""
