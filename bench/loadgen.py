@@ -13,7 +13,10 @@ with episode ids ``PREFIX-0``, ``PREFIX-1``, ...: after each phase the worker cr
 ``D/at-<phase>-<pid>`` and waits for ``D/go-<phase>``, and FILE's ``sessions`` are
 ``SessionRecord`` objects; with ``--free`` the sessions do not wait for each other (a
 phase's files then mark when the worker's last session passed it). ``fd_limit`` in FILE is
-the open-file limit it ran with (raised to the hard limit).
+the open-file limit it ran with (raised to the hard limit), ``gc_threshold`` the collection
+thresholds (the oldest generation's raised to :data:`FULL_GC_THRESHOLD`: a load process holds
+a thousand sessions or more, and full collections walking them all cost it a sixth to a
+third of its CPU, bench/README.md "Client CPU per session").
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import argparse
 import contextlib
 import dataclasses
 import functools
+import gc
 import json
 import os
 import sys
@@ -36,6 +40,9 @@ from bench import sessions
 from bench.procs import raise_fd_limit
 from bench.stacks import StackUnavailable
 from bench.stacks.registry import client_stack
+
+#: the oldest generation's threshold in a load process (``ServerConfig.full_gc_threshold``'s default)
+FULL_GC_THRESHOLD = 100
 
 
 def _wait_for_go(path: Path, timeout_s: float) -> float | None:
@@ -77,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--free", action="store_true", help="phased: the sessions do not wait for each other")
     args = parser.parse_args(argv)
     fd_limit = raise_fd_limit()
+    young, middle, oldest = gc.get_threshold()
+    gc.set_threshold(young, middle, max(oldest, FULL_GC_THRESHOLD))
     try:
         stack = client_stack(args.stack)
     except StackUnavailable as exc:
@@ -118,7 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     cpu_before = time.process_time()
     outcomes = anyio.run(burst, backend=args.backend or stack.BACKEND)
     cpu_s = time.process_time() - cpu_before
-    found = {"sessions": [dataclasses.asdict(o) for o in outcomes], "cpu_s": cpu_s, "fd_limit": fd_limit}
+    found = {
+        "sessions": [dataclasses.asdict(o) for o in outcomes],
+        "cpu_s": cpu_s,
+        "fd_limit": fd_limit,
+        "gc_threshold": gc.get_threshold(),
+    }
     args.out.write_text(json.dumps(found))
     return 0
 

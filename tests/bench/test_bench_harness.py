@@ -90,26 +90,18 @@ def test_measure_throughput_row_reports_missing_side_and_ratio_base() -> None:
 def test_cli_rejects_unknown_scenario_and_runs_validation_row() -> None:
     with pytest.raises(ValueError, match="unknown scenario"):
         select(["nope"])
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    done = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--only", "validation"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _python_m(["bench", "--quick", "--only", "validation"], timeout=120)
     assert done.returncode == 0, done.stderr
     assert "[8] validation: step frame" in done.stdout
-    bad = subprocess.run(
-        [sys.executable, "-m", "bench", "--only", "nope"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    bad = _python_m(["bench", "--only", "nope"], timeout=60)
     assert bad.returncode == 2 and "unknown scenario" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def _python_m(argv: list[str], *, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``python -m ARGV`` in the repository, its output captured as text."""
+    environ = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    argv = [sys.executable, "-m", *argv]
+    return subprocess.run(argv, cwd=REPO_ROOT, env=environ, capture_output=True, text=True, timeout=timeout)
 
 
 def _require_ours() -> None:
@@ -159,26 +151,13 @@ def test_client_cpu_measures_every_variant_and_rejects_bad_ones() -> None:
     """bench.client_cpu: a tiny interleaved run prints one line per variant; a bad variant is
     a one-line error with exit status 2."""
     _require_ours()
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.client_cpu", "--runs", "1", "--steps", "5", "--warmup", "1", "--sessions", "2"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = _python_m(
+        ["bench.client_cpu", "--runs", "1", "--steps", "5", "--warmup", "1", "--sessions", "2"], timeout=120
     )
     assert done.returncode == 0, done.stderr
     rows = [line.split()[0] for line in done.stdout.splitlines()[2:]]
     assert rows == ["openenv", "ours-asyncio", "ours-trio"]
-    bad = subprocess.run(
-        [sys.executable, "-m", "bench.client_cpu", "--variant", "x=openenv:trio"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    bad = _python_m(["bench.client_cpu", "--variant", "x=openenv:trio"], timeout=60)
     assert bad.returncode == 2 and "asyncio only" in bad.stderr and "Traceback" not in bad.stderr
 
 
@@ -186,11 +165,8 @@ def test_connection_cpu_measures_each_server_and_rejects_bad_input() -> None:
     """bench.connection_cpu: a tiny run prints one line per variant with no failed
     connections; an unknown server or a connection count below one is a usage error."""
     _require_ours()
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    done = subprocess.run(
+    done = _python_m(
         [
-            sys.executable,
-            "-m",
             "bench.connection_cpu",
             "--connections",
             "20",
@@ -199,10 +175,6 @@ def test_connection_cpu_measures_each_server_and_rejects_bad_input() -> None:
             "ours:echo",
             "echo-hypercorn",
         ],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
@@ -210,15 +182,31 @@ def test_connection_cpu_measures_each_server_and_rejects_bad_input() -> None:
     assert [line.split()[0] for line in lines] == ["ours:echo", "echo-hypercorn"]
     assert all("ms server CPU/connection" in line and "failed" not in line for line in lines)
     for bad in (["nginx"], ["ours:nope"], ["--connections", "0", "ours"]):
-        refused = subprocess.run(
-            [sys.executable, "-m", "bench.connection_cpu", *bad],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        refused = _python_m(["bench.connection_cpu", *bad], timeout=60)
         assert refused.returncode == 2 and "Traceback" not in refused.stderr, (bad, refused.stderr)
+
+
+def test_client_sessions_measures_both_variants_and_rejects_bad_input() -> None:
+    """bench.client_sessions: each variant's child runs with its own collection thresholds,
+    a tiny run prints a row per size and variant; a size below one is a usage error."""
+    _require_ours()
+    from bench import client_sessions
+    from bench.stacks import ours
+
+    server = ours.start_server("echo_inline")
+    try:
+        found = {v: client_sessions._run_child(v, server.url, 4, 1, "asyncio") for v in client_sessions.VARIANTS}
+    finally:
+        server.stop()
+    assert found["default"]["oldest_threshold"] == 10  # Python's own
+    assert found["rare-full-gc"]["oldest_threshold"] == client_sessions.RARE_FULL_GC
+    assert all(figures["total"] > 0 for figures in found.values())
+    done = _python_m(["bench.client_sessions", "--sessions", "3", "--runs", "1", "--steps", "1"], timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split()[:2] for line in done.stdout.splitlines()[2:]]
+    assert rows == [["3", "default"], ["3", "rare-full-gc"]]
+    refused = _python_m(["bench.client_sessions", "--sessions", "0"], timeout=60)
+    assert refused.returncode == 2 and "at least 1" in refused.stderr and "Traceback" not in refused.stderr
 
 
 def test_loadgen_connect_timeout_reaches_our_client_and_only_ours() -> None:
@@ -231,17 +219,14 @@ def test_loadgen_connect_timeout_reaches_our_client_and_only_ours() -> None:
     from pathlib import Path
 
     _require_ours()
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     with socket.socket() as silent, tempfile.TemporaryDirectory() as tmp:
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)  # accepts (in the kernel) and never answers
         url = f"http://127.0.0.1:{silent.getsockname()[1]}"
         (Path(tmp) / "go").write_text(repr(time.time()))
         out = Path(tmp) / "out.json"
-        done = subprocess.run(
+        done = _python_m(
             [
-                sys.executable,
-                "-m",
                 "bench.loadgen",
                 "ours",
                 url,
@@ -258,10 +243,6 @@ def test_loadgen_connect_timeout_reaches_our_client_and_only_ours() -> None:
                 "--out",
                 str(out),
             ],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
             timeout=120,
         )
         assert done.returncode == 0, done.stderr
@@ -269,10 +250,8 @@ def test_loadgen_connect_timeout_reaches_our_client_and_only_ours() -> None:
         [outcome] = written["sessions"]
         assert written["cpu_s"] > 0
         assert not outcome["ok"] and "connect_timeout_s=0.25 s" in outcome["error"], outcome
-        refused = subprocess.run(
+        refused = _python_m(
             [
-                sys.executable,
-                "-m",
                 "bench.loadgen",
                 "openenv",
                 url,
@@ -287,10 +266,6 @@ def test_loadgen_connect_timeout_reaches_our_client_and_only_ours() -> None:
                 "--out",
                 str(out),
             ],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
             timeout=120,
         )
         assert refused.returncode == 2 and "our client only" in refused.stderr, refused.stderr
