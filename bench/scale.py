@@ -311,6 +311,7 @@ def summarise(
             name: run.kernel["close"][name] - run.kernel["start"].get(name, 0) for name in run.kernel["close"]
         },
         "client_fd_limit": min((o["fd_limit"] for o in outputs), default=None),
+        "client_gc_thresholds": sorted({tuple(o["gc_threshold"]) for o in outputs}),
         "load_processes": len(outputs),
     }
 
@@ -327,10 +328,22 @@ def _line(figures: dict[str, Any]) -> str:
         f"close {cpu['close']})  RSS/session {figures['server_rss_kb_per_session']} kB "
         f"(idle {figures['server_rss_kb_per_idle_session']} kB)  steps/s {figures['steps_per_s']} "
         f"({figures['steps_per_server_cpu_s']} per server CPU s)  env-side exact "
-        f"{figures['env_side']['exact_steps']}/{figures['env_side']['sessions_ok']}"
+        f"{_env_side(figures['env_side'])}  load processes {figures['load_processes']}"
         + (f"  failures {figures['failures']}" if figures["failures"] else "")
         + (f"  kernel {figures['kernel_listen_drops']}" if any(figures["kernel_listen_drops"].values()) else "")
     )
+
+
+def _env_side(found: dict[str, Any]) -> str:
+    """``exact/ok``, and why the others are not exact when some are not."""
+    text = f"{found['exact_steps']}/{found['sessions_ok']}"
+    if found["not_recorded"]:
+        text += f" ({found['not_recorded']} not recorded within {LEDGER_WAIT_S:.0f} s)"
+    if found["wrong_steps"]:
+        text += f" (wrong: {found['wrong_steps']})"
+    if found["closed_more_than_once"]:
+        text += f" ({found['closed_more_than_once']} closed more than once)"
+    return text
 
 
 def repeated(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -389,10 +402,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--free", action="store_true", help="burst: sessions run straight through, not held at each phase (wall time)"
     )
+    parser.add_argument(
+        "--load-processes",
+        type=int,
+        default=None,
+        help=f"burst: load processes sharing the sessions (default: one per {SESSIONS_PER_WORKER:,} sessions)",
+    )
     parser.add_argument("--repeats", type=int, default=1, help="runs of each size and env, interleaved")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--probes", type=int, default=16, help="hostile: well-behaved sessions stepping")
     args = parser.parse_args(argv)
+    if args.load_processes is not None and args.load_processes < 1:
+        parser.error("--load-processes must be at least 1")
     if args.mode == "hostile":
         found = hostile_clients.run(probes=args.probes, steps=args.steps or 200, counts=hostile_clients.COUNTS)
         found["load_average"] = os.getloadavg()
@@ -422,6 +443,7 @@ def main(argv: list[str] | None = None) -> int:
                         steps=steps,
                         cap_s=args.cap,
                         connect_timeout_s=args.connect_timeout,
+                        loaders=args.load_processes,
                         gated=not args.free,
                     )
                     found["load_average"] = os.getloadavg()

@@ -13,7 +13,7 @@ import time
 import anyio
 import pytest
 
-from bench import hostile_clients, scale, sessions
+from bench import hostile_clients, loadgen, scale, sessions
 from bench.procs import free_port, kill_group, spawn
 from bench.stacks import ours
 
@@ -49,6 +49,25 @@ def test_ours_burst_of_64_sessions_gets_every_step_on_the_env_side() -> None:
     _check_complete(figures, 64, 2)
     assert figures["load_processes"] == 2
     assert figures["steps_per_s"] is not None and figures["steps_per_s"] > 0
+    thresholds = figures["client_gc_thresholds"]
+    assert isinstance(thresholds, list) and len(thresholds) == 1, thresholds  # both load processes alike
+    assert thresholds[0][2] >= loadgen.FULL_GC_THRESHOLD
+    assert "load processes 2" in scale._line(figures)
+
+
+def test_the_line_says_why_sessions_are_not_exact_on_the_env_side() -> None:
+    found = {"sessions_ok": 10, "exact_steps": 7, "not_recorded": 2, "closed_more_than_once": 0}
+    found["wrong_steps"] = [{"episode": "s0-3", "env_counted": (1, 2)}]
+    text = scale._env_side(found)
+    assert text.startswith("7/10") and "2 not recorded within" in text and "s0-3" in text
+    assert scale._env_side(found | {"exact_steps": 10, "not_recorded": 0, "wrong_steps": []}) == "10/10"
+
+
+def test_load_processes_below_one_is_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        scale.main(["burst", "--load-processes", "0"])
+    assert exited.value.code == 2
+    assert "--load-processes must be at least 1" in capsys.readouterr().err
 
 
 def test_free_burst_runs_straight_through_and_reports_cpu_in_all_only() -> None:
