@@ -271,7 +271,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=100,
         metavar="N",
         help="while serving, run full garbage collections at most every N middle-generation ones "
-        "(default 100; Python's is 10; 0 leaves gc settings alone)",
+        "(default 100; Python's is 10; 0 leaves it alone)",
+    )
+    parser.add_argument(
+        "--young-gc-threshold",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="while serving, collect the young generation every N net allocations "
+        "(default 10000; Python's is 700; 0 leaves it alone)",
     )
     parser.add_argument(
         "--drain-timeout",
@@ -492,6 +500,7 @@ _FLAGS = {
     "max_inflight_bytes": "--max-inflight-bytes",
     "step_timeout_s": "--step-timeout",
     "full_gc_threshold": "--full-gc-threshold",
+    "young_gc_threshold": "--young-gc-threshold",
     "switch_interval_s": "--switch-interval",
     "session_store": "--session-store",
     "durable": "--durable",
@@ -501,7 +510,7 @@ _FLAGS = {
 _PYTHON_ONLY = {
     "(or None for no limit)": "(leave the flag out for no limit)",
     "(or None for no timeout)": "(leave the flag out for no timeout)",
-    "(or None to leave gc alone)": "(0 leaves gc alone)",
+    "(or None to leave it alone)": "(0 leaves it alone)",
     "(or None for the session limit, at least 4096)": "(leave the flag out for the session limit, at least 4096)",
     ", or None for twice it": ", or leave the flag out for twice it",
 }
@@ -565,6 +574,7 @@ def run(args: argparse.Namespace) -> int:
             step_timeout_s=args.step_timeout,
             resume_grace_s=args.resume_grace,
             full_gc_threshold=args.full_gc_threshold or None,
+            young_gc_threshold=args.young_gc_threshold or None,
             switch_interval_s=args.switch_interval,
             listen_backlog=args.listen_backlog,
             shutdown_grace_s=args.shutdown_grace,

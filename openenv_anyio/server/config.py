@@ -71,7 +71,12 @@ class ServerConfig:
     - ``full_gc_threshold``: while serving, the process's oldest-generation collection
       threshold is at least this (``gc.set_threshold``'s third value; Python's default is
       10): full collections walk every object of every session, and with thousands of
-      sessions they dominated the server's CPU. ``None`` leaves the ``gc`` settings alone.
+      sessions they dominated the server's CPU. ``None`` leaves it alone.
+    - ``young_gc_threshold``: while serving, the young generation's collection threshold
+      is at least this (``gc.set_threshold``'s first value; Python's default is 700): in
+      a burst of thousands of sessions each middle-generation pass walks the objects of
+      the sessions just opened, and with fewer of them more short-lived objects die
+      unwalked (``gc_policy``). ``None`` leaves it alone.
     - ``switch_interval_s``: while serving, the interpreter's thread switch interval
       (``sys.setswitchinterval``; Python's default is 0.005). Thousands of session threads
       of a blocking environment waking together take the GIL from the event loop's thread
@@ -139,6 +144,7 @@ class ServerConfig:
     hosted_session_idle_s: float | None = 600.0
     resume_grace_s: float = 60.0
     full_gc_threshold: int | None = 100
+    young_gc_threshold: int | None = 10_000
     switch_interval_s: float | None = None
     listen_backlog: int | None = None
     web: bool | None = None
@@ -195,7 +201,9 @@ class ServerConfig:
             if self.isolate != "process":
                 raise ValueError("a step timeout needs process isolation (a thread running a step cannot be stopped)")
         if self.full_gc_threshold is not None and self.full_gc_threshold < 1:
-            raise ValueError("full_gc_threshold must be at least 1 (or None to leave gc alone)")
+            raise ValueError("full_gc_threshold must be at least 1 (or None to leave it alone)")
+        if self.young_gc_threshold is not None and self.young_gc_threshold < 1:
+            raise ValueError("young_gc_threshold must be at least 1 (or None to leave it alone)")
         if self.switch_interval_s is not None and not self.switch_interval_s > 0:
             raise ValueError("switch_interval_s must be positive (leave it unset for the interpreter's)")
         if self.session_store is not None and not self.session_store.strip():

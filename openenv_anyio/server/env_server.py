@@ -29,7 +29,7 @@ from .asgi import AsgiReceive, AsgiSend
 from .config import ServerConfig
 from .context import ServerContext
 from .execution.runner import thread_starter
-from .gc_policy import rare_full_collections
+from .gc_policy import rarer_collections
 from .http.app import create_app
 from .lifecycle import ServerPhase
 from .mcp.dispatch import session_rpc
@@ -238,7 +238,7 @@ class EnvServer:
         reserve_descriptor_table()
         with (
             hypercorn_adapter.install(plain=not self.config.hypercorn_patches) as engaged,
-            rare_full_collections(self.config.full_gc_threshold),
+            rarer_collections(self.config.young_gc_threshold, self.config.full_gc_threshold),
             switch_interval(self.config.switch_interval_s),
         ):
             self.asgi.direct = engaged

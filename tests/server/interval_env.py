@@ -1,7 +1,8 @@
-"""An env that reports the thread switch interval its server process runs with."""
+"""An env that reports the thread switch interval and the gc thresholds its server process runs with."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import Any, ClassVar
@@ -11,7 +12,7 @@ class SwitchIntervalEnv:
     NON_BLOCKING: ClassVar[bool] = True
 
     def reset(self, **_: Any) -> dict[str, Any]:
-        return {"switch_interval": sys.getswitchinterval(), "pid": os.getpid()}
+        return {"switch_interval": sys.getswitchinterval(), "gc_threshold": gc.get_threshold(), "pid": os.getpid()}
 
     def step(self, action: dict[str, Any]) -> dict[str, Any]:
         return self.reset()
