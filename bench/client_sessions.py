@@ -10,8 +10,10 @@ pass connect, reset, ``--steps`` steps and close together) and reports its CPU t
 session in each phase. Variants, interleaved ``--runs`` times, medians printed:
 
 - ``default``: Python's collection thresholds;
-- ``rare-full-gc``: the oldest generation's threshold raised to :data:`RARE_FULL_GC`, the
-  recipe docs/client.md gives (what ``ServerConfig.full_gc_threshold`` does for a server).
+- ``rare-full-gc``: the oldest generation's threshold raised to :data:`RARE_FULL_GC`;
+- ``rarer-gc``: that, and the young generation's raised to :data:`RARER_YOUNG_GC`, the
+  recipe docs/client.md gives (what ``ServerConfig.full_gc_threshold`` and
+  ``young_gc_threshold`` do for a server).
 
 Figures are reported, never asserted (bench/README.md, "Client CPU per session").
 """
@@ -31,14 +33,16 @@ from typing import Any
 from bench.procs import REPO_ROOT, raise_fd_limit
 from bench.sessions import PHASES
 
-VARIANTS = ("default", "rare-full-gc")
-#: the oldest generation's threshold of the ``rare-full-gc`` variant
+VARIANTS = ("default", "rare-full-gc", "rarer-gc")
+#: the oldest generation's threshold of the ``rare-full-gc`` and ``rarer-gc`` variants
 RARE_FULL_GC = 100
+#: the young generation's threshold of the ``rarer-gc`` variant
+RARER_YOUNG_GC = 10_000
 
 
 def measure_once(url: str, sessions: int, steps: int, backend: str) -> dict[str, Any]:
     """In the child: one phased burst of ``sessions``; CPU ms per session by phase (and the
-    oldest generation's threshold it ran with)."""
+    young and oldest generations' thresholds it ran with)."""
     import anyio
 
     from bench.sessions import run_phased_burst
@@ -67,7 +71,8 @@ def measure_once(url: str, sessions: int, steps: int, backend: str) -> dict[str,
         raise RuntimeError(f"{len(failed)} of {sessions} sessions failed, first: {failed[0].error}")
     marks = ("start", *PHASES)
     cpu_ms = {phase: (cpu_at[phase] - cpu_at[before]) * 1000 / sessions for before, phase in zip(marks, PHASES)}
-    return cpu_ms | {"total": sum(cpu_ms.values()), "oldest_threshold": gc.get_threshold()[2]}
+    young, _, oldest = gc.get_threshold()
+    return cpu_ms | {"total": sum(cpu_ms.values()), "young_threshold": young, "oldest_threshold": oldest}
 
 
 def _run_child(variant: str, url: str, sessions: int, steps: int, backend: str) -> dict[str, float]:
@@ -95,9 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         variant, url = args.child
         raise_fd_limit()
+        young, middle, oldest = gc.get_threshold()
         if variant == "rare-full-gc":
-            young, middle, oldest = gc.get_threshold()
             gc.set_threshold(young, middle, max(oldest, RARE_FULL_GC))
+        elif variant == "rarer-gc":
+            gc.set_threshold(max(young, RARER_YOUNG_GC), middle, max(oldest, RARE_FULL_GC))
         print(json.dumps(measure_once(url, args.sessions[0], args.steps, args.backend)))
         return 0
     from bench.stacks import ours

@@ -198,13 +198,17 @@ def test_client_sessions_measures_both_variants_and_rejects_bad_input() -> None:
         found = {v: client_sessions._run_child(v, server.url, 4, 1, "asyncio") for v in client_sessions.VARIANTS}
     finally:
         server.stop()
-    assert found["default"]["oldest_threshold"] == 10  # Python's own
-    assert found["rare-full-gc"]["oldest_threshold"] == client_sessions.RARE_FULL_GC
+    thresholds = {v: (f["young_threshold"], f["oldest_threshold"]) for v, f in found.items()}
+    assert thresholds == {
+        "default": (700, 10),  # Python's own
+        "rare-full-gc": (700, client_sessions.RARE_FULL_GC),
+        "rarer-gc": (client_sessions.RARER_YOUNG_GC, client_sessions.RARE_FULL_GC),
+    }
     assert all(figures["total"] > 0 for figures in found.values())
     done = _python_m(["bench.client_sessions", "--sessions", "3", "--runs", "1", "--steps", "1"], timeout=120)
     assert done.returncode == 0, done.stderr
     rows = [line.split()[:2] for line in done.stdout.splitlines()[2:]]
-    assert rows == [["3", "default"], ["3", "rare-full-gc"]]
+    assert rows == [["3", "default"], ["3", "rare-full-gc"], ["3", "rarer-gc"]]
     refused = _python_m(["bench.client_sessions", "--sessions", "0"], timeout=60)
     assert refused.returncode == 2 and "at least 1" in refused.stderr and "Traceback" not in refused.stderr
 
