@@ -30,14 +30,20 @@ import sys
 import time
 from typing import Any
 
-from bench.procs import REPO_ROOT, raise_fd_limit
+from bench.procs import REPO_ROOT, raise_fd_limit, raise_gc_thresholds
 from bench.sessions import PHASES
 
-VARIANTS = ("default", "rare-full-gc", "rarer-gc")
 #: the oldest generation's threshold of the ``rare-full-gc`` and ``rarer-gc`` variants
 RARE_FULL_GC = 100
 #: the young generation's threshold of the ``rarer-gc`` variant
 RARER_YOUNG_GC = 10_000
+#: each variant's thresholds (``raise_gc_thresholds``'s arguments)
+THRESHOLDS: dict[str, dict[str, int]] = {
+    "default": {},
+    "rare-full-gc": {"oldest": RARE_FULL_GC},
+    "rarer-gc": {"young": RARER_YOUNG_GC, "oldest": RARE_FULL_GC},
+}
+VARIANTS = tuple(THRESHOLDS)
 
 
 def measure_once(url: str, sessions: int, steps: int, backend: str) -> dict[str, Any]:
@@ -100,11 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         variant, url = args.child
         raise_fd_limit()
-        young, middle, oldest = gc.get_threshold()
-        if variant == "rare-full-gc":
-            gc.set_threshold(young, middle, max(oldest, RARE_FULL_GC))
-        elif variant == "rarer-gc":
-            gc.set_threshold(max(young, RARER_YOUNG_GC), middle, max(oldest, RARE_FULL_GC))
+        raise_gc_thresholds(**THRESHOLDS[variant])
         print(json.dumps(measure_once(url, args.sessions[0], args.steps, args.backend)))
         return 0
     from bench.stacks import ours

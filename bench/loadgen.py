@@ -37,7 +37,7 @@ from typing import Any
 import anyio
 
 from bench import sessions
-from bench.procs import raise_fd_limit
+from bench.procs import raise_fd_limit, raise_gc_thresholds
 from bench.stacks import StackUnavailable
 from bench.stacks.registry import client_stack
 
@@ -84,8 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--free", action="store_true", help="phased: the sessions do not wait for each other")
     args = parser.parse_args(argv)
     fd_limit = raise_fd_limit()
-    young, middle, oldest = gc.get_threshold()
-    gc.set_threshold(young, middle, max(oldest, FULL_GC_THRESHOLD))
+    raise_gc_thresholds(oldest=FULL_GC_THRESHOLD)
     try:
         stack = client_stack(args.stack)
     except StackUnavailable as exc:

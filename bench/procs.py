@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import os
 import re
 import resource
@@ -41,6 +42,14 @@ def raise_fd_limit() -> int:
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def raise_gc_thresholds(young: int | None = None, oldest: int | None = None) -> tuple[int, int, int]:
+    """Raise this process's young and oldest collection thresholds to at least these (``None``
+    leaves one as it is; neither is lowered); the thresholds now."""
+    current = gc.get_threshold()
+    gc.set_threshold(max(current[0], young or 0), current[1], max(current[2], oldest or 0))
+    return gc.get_threshold()
 
 
 def free_port() -> int:
