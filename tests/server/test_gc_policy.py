@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -11,11 +10,11 @@ from collections.abc import Iterator
 import pytest
 import trio
 from serve_process import serve_process
-from websockets.sync.client import connect
 
 from openenv_anyio.envs.guess import GuessNumberEnv
 from openenv_anyio.server import EnvServer, ServerConfig
 from openenv_anyio.server.gc_policy import rarer_collections
+from tests.server.interval_env import every_workers_report
 
 
 @pytest.fixture(autouse=True)
@@ -91,14 +90,8 @@ def test_config_refuses_a_threshold_below_one() -> None:
 
 def test_every_worker_serves_with_the_default_thresholds() -> None:
     with serve_process("tests.server.interval_env:SwitchIntervalEnv", "--workers", "2") as served:
-        seen: dict[int, list[int]] = {}
-        for _ in range(40):  # sessions spread over both workers
-            with connect("ws" + served.url.removeprefix("http") + "/ws", open_timeout=20) as ws:
-                ws.send(json.dumps({"type": "reset", "data": {}}))
-                observation = json.loads(ws.recv(timeout=20))["data"]["observation"]
-                seen[observation["pid"]] = observation["gc_threshold"]
-            if len(seen) == 2:
-                break
+        reports = every_workers_report(served.url, served.pids)
+        seen = {pid: report["gc_threshold"] for pid, report in reports.items()}
         assert sorted(seen) == sorted(served.pids)
         assert all(value == [10_000, 10, 100] for value in seen.values()), seen
 

@@ -4,17 +4,16 @@ switch interval while a server runs, in every worker process, and the previous o
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
 from serve_process import serve_process
-from websockets.sync.client import connect
 
 from openenv_anyio.server import ServerConfig
 from openenv_anyio.server.switch_interval import switch_interval
+from tests.server.interval_env import every_workers_report
 
 TIMEOUT = 20.0
 
@@ -77,13 +76,7 @@ def test_every_worker_serves_with_the_interval() -> None:
     with serve_process(
         "tests.server.interval_env:SwitchIntervalEnv", "--workers", "2", "--switch-interval", "0.05"
     ) as served:
-        seen: dict[int, float] = {}
-        for _ in range(40):  # sessions spread over both workers
-            with connect("ws" + served.url.removeprefix("http") + "/ws", open_timeout=TIMEOUT) as ws:
-                ws.send(json.dumps({"type": "reset", "data": {}}))
-                observation = json.loads(ws.recv(timeout=TIMEOUT))["data"]["observation"]
-                seen[observation["pid"]] = observation["switch_interval"]
-            if len(seen) == 2:
-                break
+        reports = every_workers_report(served.url, served.pids, TIMEOUT)
+        seen = {pid: report["switch_interval"] for pid, report in reports.items()}
         assert sorted(seen) == sorted(served.pids)
         assert all(value == pytest.approx(0.05) for value in seen.values())
