@@ -145,18 +145,22 @@ def burst(
     connect_timeout_s: float | None = None,
     loaders: int | None = None,
     gated: bool = True,
-) -> dict[str, Any]:
-    """One phased burst of ``n`` sessions against a fresh server of ``variant``: the figures
-    (``summarise``), or ``{"unavailable": why}`` when the server or the load never started.
+    rounds: int = 1,
+) -> list[dict[str, Any]]:
+    """Phased bursts of ``n`` sessions against a fresh server of ``variant``, ``rounds`` of
+    them one after another on the same server (each round's load processes start once the
+    round before has closed its sessions): the figures of each round (``summarise``,
+    numbered ``round``), or, from the round that could not run on, ``{"unavailable": why}``
+    when the server or the load never started.
     ``gated=False``: the sessions run straight through (the wall time of a free burst, as
     scenario 9 has it); the CPU and RSS by phase are then not reported."""
     if variant.python is not None and not Path(variant.python).exists():
-        return {"variant": variant.name, "sessions": n, "unavailable": f"{variant.python} is missing"}
+        return [{"variant": variant.name, "sessions": n, "unavailable": f"{variant.python} is missing"}]
     count = loaders or max(1, math.ceil(n / SESSIONS_PER_WORKER))
     shares = [n // count + (1 if i < n % count else 0) for i in range(count)]
+    found: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
-        folder = Path(tmp)
-        ledger = folder / "ledger"
+        ledger = Path(tmp) / "ledger"
         ledger.mkdir()
         server = start_server(
             f"{variant.name}[{kind}]",
@@ -165,51 +169,78 @@ def burst(
             python=variant.python,
             environ={STEP_LEDGER_ENV: str(ledger)},
         )
-        run = _Run(server)
-        procs = []
-        outputs: list[dict[str, Any]] = []
         try:
-            for i, share in enumerate(shares):
-                argv = ["-m", "bench.loadgen", variant.client, server.url, "--sessions", str(share)]
-                argv += ["--steps", str(steps), "--dir", tmp, "--cap", repr(cap_s), "--phased", f"s{i}"]
-                argv += ["--out", str(folder / f"out-{i}.json")] + ([] if gated else ["--free"])
-                if connect_timeout_s is not None:
-                    argv += ["--connect-timeout", repr(connect_timeout_s)]
-                procs.append(spawn(argv, python=variant.python)[0])
-            server.wait_ready(timeout_s=START_TIMEOUT_S if variant.workers == 1 else 180.0)
-            wait_healthy(server, variant.workers)
-            _wait_for_files(folder, "ready-", procs, timeout_s=120.0)
-            time.sleep(1.0)  # the server settles after the health checks
-            run.mark("start")
-            start_at = time.time() + 0.2
-            (folder / "go.tmp").write_text(repr(start_at))
-            (folder / "go.tmp").rename(folder / "go")
-            deadline = start_at + cap_s + 30.0
-            for phase in PHASES:
-                while len(list(folder.glob(f"at-{phase}-*"))) < len(procs):
-                    if time.time() > deadline or all(p.poll() is not None for p in procs):
-                        raise TimeoutError(f"the load processes never all finished phase {phase}")
-                    run.sample()
-                    time.sleep(0.02)
-                run.mark(phase)
-                (folder / f"go-{phase}").touch()
-            for proc in procs:
-                proc.wait(timeout=60.0)
-            for path in sorted(folder.glob("out-*.json")):
-                outputs.append(json.loads(path.read_text()))
-            counted = _read_ledger(ledger, {s["episode"] for o in outputs for s in o["sessions"] if s["ok"]})
-        except (RuntimeError, TimeoutError, OSError) as exc:
-            return {"variant": variant.name, "sessions": n, "unavailable": str(exc)[:300]}
+            for number in range(1, rounds + 1):
+                folder = Path(tmp) / f"round-{number}"
+                folder.mkdir()
+                try:
+                    run, outputs = _round(
+                        variant, server, shares, folder, number, steps, cap_s, connect_timeout_s, gated
+                    )
+                    counted = _read_ledger(ledger, {s["episode"] for o in outputs for s in o["sessions"] if s["ok"]})
+                except (RuntimeError, TimeoutError, OSError) as exc:
+                    found.append({"variant": variant.name, "sessions": n, "unavailable": str(exc)[:300]})
+                    break
+                figures = summarise(variant, n, kind, steps, run, outputs, counted, gated=gated)
+                found.append(figures | ({"round": number} if rounds > 1 else {}))
+                if server.proc.poll() is not None:
+                    break
         finally:
-            for proc in procs:
-                kill_group(proc, grace_s=2.0)
             alive = server.proc.poll() is None
             tail = server.stderr_tail(5)
             server.stop()
-    figures = summarise(variant, n, kind, steps, run, outputs, counted, gated=gated)
-    if not alive:
-        figures["server_died"] = tail
-    return figures
+    if not alive and "unavailable" not in found[-1]:
+        found[-1]["server_died"] = tail
+    return found
+
+
+def _round(
+    variant: Variant,
+    server: ServerProcess,
+    shares: list[int],
+    folder: Path,
+    number: int,
+    steps: int,
+    cap_s: float,
+    connect_timeout_s: float | None,
+    gated: bool,
+) -> tuple[_Run, list[dict[str, Any]]]:
+    """One burst on ``server`` (waited for before the first): its gate readings and the load
+    processes' outputs. Episode ids name the round, so the env side's ledger tells rounds apart."""
+    run = _Run(server)
+    procs = []
+    try:
+        for i, share in enumerate(shares):
+            argv = ["-m", "bench.loadgen", variant.client, server.url, "--sessions", str(share)]
+            argv += ["--steps", str(steps), "--dir", str(folder), "--cap", repr(cap_s), "--phased", f"r{number}s{i}"]
+            argv += ["--out", str(folder / f"out-{i}.json")] + ([] if gated else ["--free"])
+            if connect_timeout_s is not None:
+                argv += ["--connect-timeout", repr(connect_timeout_s)]
+            procs.append(spawn(argv, python=variant.python)[0])
+        if number == 1:
+            server.wait_ready(timeout_s=START_TIMEOUT_S if variant.workers == 1 else 180.0)
+            wait_healthy(server, variant.workers)
+        _wait_for_files(folder, "ready-", procs, timeout_s=120.0)
+        time.sleep(1.0)  # the server settles after the health checks
+        run.mark("start")
+        start_at = time.time() + 0.2
+        (folder / "go.tmp").write_text(repr(start_at))
+        (folder / "go.tmp").rename(folder / "go")
+        deadline = start_at + cap_s + 30.0
+        for phase in PHASES:
+            while len(list(folder.glob(f"at-{phase}-*"))) < len(procs):
+                if time.time() > deadline or all(p.poll() is not None for p in procs):
+                    raise TimeoutError(f"the load processes never all finished phase {phase}")
+                run.sample()
+                time.sleep(0.02)
+            run.mark(phase)
+            (folder / f"go-{phase}").touch()
+        for proc in procs:
+            proc.wait(timeout=60.0)
+        return run, [json.loads(path.read_text()) for path in sorted(folder.glob("out-*.json"))]
+    finally:
+        for proc in procs:
+            kill_group(proc, grace_s=2.0)
 
 
 def _read_ledger(folder: Path, expected: set[str]) -> dict[str, tuple[int, int]]:
@@ -321,7 +352,9 @@ def _line(figures: dict[str, Any]) -> str:
         return f"{figures['variant']:<9} {figures['sessions']:>6}  n/a: {figures['unavailable']}"
     cpu, connect = figures["server_cpu_ms_per_session"], figures["connect_ms"]
     return (
-        f"{figures['variant']:<9} {figures['sessions']:>6} {figures['env']:<11} ok {figures['success_pct']:6.2f} %  "
+        f"{figures['variant']:<9} {figures['sessions']:>6} {figures['env']:<11} "
+        + (f"round {figures['round']}  " if "round" in figures else "")
+        + f"ok {figures['success_pct']:6.2f} %  "
         f"wall {figures['wall_s']:6.1f} s  connect p50/p99 {connect['p50']}/{connect['p99']} ms  "
         f"step p50/p99/p99.9 {figures['step_ms']['p50']}/{figures['step_ms']['p99']}/{figures['step_ms']['p99.9']} ms  "
         f"server CPU/session {cpu['total']} ms (connect {cpu['connect']}, reset {cpu['reset']}, steps {cpu['steps']}, "
@@ -347,19 +380,22 @@ def _env_side(found: dict[str, Any]) -> str:
 
 
 def repeated(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per variant, size and env: the median and range over its runs of steps/s, steps per
-    server CPU second and step p99, and the 1-minute load average before and after them."""
-    groups: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+    """Per variant, size, env and round: the median and range over its runs of steps/s, steps
+    per server CPU second and step p99, and the 1-minute load average before and after them."""
+    groups: dict[tuple[str, int, str, int | None], list[dict[str, Any]]] = {}
     for run in runs:
         if "unavailable" not in run:
-            groups.setdefault((run["variant"], run["sessions"], run["env"]), []).append(run)
+            groups.setdefault((run["variant"], run["sessions"], run["env"], run.get("round")), []).append(run)
     rows = []
-    for (variant, n, kind), found in groups.items():
+    for (variant, n, kind, number), found in groups.items():
         row: dict[str, Any] = {"variant": variant, "sessions": n, "env": kind, "runs": len(found)}
+        if number is not None:
+            row["round"] = number
         for key, values in (
             ("steps_per_s", [r["steps_per_s"] for r in found]),
             ("steps_per_server_cpu_s", [r["steps_per_server_cpu_s"] for r in found]),
             ("step_p99_ms", [r["step_ms"]["p99"] for r in found]),
+            ("server_cpu_ms_per_session", [r["server_cpu_ms_per_session"]["total"] for r in found]),
         ):
             values = [v for v in values if v is not None]
             row[key] = {"median": statistics.median(values), "min": min(values), "max": max(values)} if values else None
@@ -378,9 +414,12 @@ def _repeated_line(row: dict[str, Any]) -> str:
         return f"{found['median']:,.{digits}f} ({found['min']:,.{digits}f}-{found['max']:,.{digits}f})"
 
     return (
-        f"{row['variant']:<9} {row['sessions']:>6} {row['env']:<11} {row['runs']} runs: steps/s "
+        f"{row['variant']:<9} {row['sessions']:>6} {row['env']:<11} "
+        + (f"round {row['round']}  " if "round" in row else "")
+        + f"{row['runs']} runs: steps/s "
         f"{spread('steps_per_s')}  per server CPU s {spread('steps_per_server_cpu_s')}  step p99 "
-        f"{spread('step_p99_ms', 1)} ms  load {row['load_1min']['min']:.1f}-{row['load_1min']['max']:.1f}  "
+        f"{spread('step_p99_ms', 1)} ms  server CPU/session {spread('server_cpu_ms_per_session', 3)} ms  "
+        f"load {row['load_1min']['min']:.1f}-{row['load_1min']['max']:.1f}  "
         f"ok >= {row['success_pct_min']} %"
     )
 
@@ -408,12 +447,20 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help=f"burst: load processes sharing the sessions (default: one per {SESSIONS_PER_WORKER:,} sessions)",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="bursts one after another on each server, as a trainer's rounds of episodes (default 1)",
+    )
     parser.add_argument("--repeats", type=int, default=1, help="runs of each size and env, interleaved")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--probes", type=int, default=16, help="hostile: well-behaved sessions stepping")
     args = parser.parse_args(argv)
     if args.load_processes is not None and args.load_processes < 1:
         parser.error("--load-processes must be at least 1")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     if args.mode == "hostile":
         found = hostile_clients.run(probes=args.probes, steps=args.steps or 200, counts=hostile_clients.COUNTS)
         found["load_average"] = os.getloadavg()
@@ -436,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
                 steps = args.steps or (3 if args.mode == "burst" else zero_sleep_steps(n))
                 for name in names:
                     load_before = os.getloadavg()[0]
-                    found = burst(
+                    rounds = burst(
                         VARIANTS[name],
                         n,
                         kind=kind,
@@ -445,11 +492,13 @@ def main(argv: list[str] | None = None) -> int:
                         connect_timeout_s=args.connect_timeout,
                         loaders=args.load_processes,
                         gated=not args.free,
+                        rounds=args.rounds,
                     )
-                    found["load_average"] = os.getloadavg()
-                    found["load_1min_before_after"] = (load_before, found["load_average"][0])
-                    figures["runs"].append(found)
-                    _log(_line(found))
+                    for found in rounds:
+                        found["load_average"] = os.getloadavg()
+                        found["load_1min_before_after"] = (load_before, found["load_average"][0])
+                        figures["runs"].append(found)
+                        _log(_line(found))
     if args.repeats > 1:
         figures["medians"] = repeated(figures["runs"])
         for row in figures["medians"]:

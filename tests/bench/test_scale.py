@@ -45,7 +45,7 @@ def _check_complete(figures: dict[str, object], n: int, steps: int) -> None:
 
 def test_ours_burst_of_64_sessions_gets_every_step_on_the_env_side() -> None:
     ours.check_available()
-    figures = scale.burst(scale.VARIANTS["ours"], 64, kind="echo", steps=2, cap_s=60.0, loaders=2)
+    [figures] = scale.burst(scale.VARIANTS["ours"], 64, kind="echo", steps=2, cap_s=60.0, loaders=2)
     _check_complete(figures, 64, 2)
     assert figures["load_processes"] == 2
     assert figures["steps_per_s"] is not None and figures["steps_per_s"] > 0
@@ -53,6 +53,20 @@ def test_ours_burst_of_64_sessions_gets_every_step_on_the_env_side() -> None:
     assert isinstance(thresholds, list) and len(thresholds) == 1, thresholds  # both load processes alike
     assert thresholds[0][2] >= loadgen.FULL_GC_THRESHOLD
     assert "load processes 2" in scale._line(figures)
+
+
+def test_rounds_run_one_after_another_on_one_server_and_each_gets_every_step() -> None:
+    """A trainer's rounds of episodes: the second round's sessions are new episodes on the
+    same server (the env side's ledger tells them apart: nothing counted twice)."""
+    ours.check_available()
+    rounds = scale.burst(scale.VARIANTS["ours"], 32, kind="echo", steps=2, cap_s=60.0, rounds=2)
+    assert [figures.get("round") for figures in rounds] == [1, 2]
+    for figures in rounds:
+        _check_complete(figures, 32, 2)
+    assert "round 2" in scale._line(rounds[1])
+    medians = scale.repeated([figures | {"load_1min_before_after": (0.0, 0.0)} for figures in rounds])
+    assert [row["round"] for row in medians] == [1, 2]
+    assert all(row["server_cpu_ms_per_session"]["median"] > 0 for row in medians)
 
 
 def test_the_line_says_why_sessions_are_not_exact_on_the_env_side() -> None:
@@ -63,16 +77,17 @@ def test_the_line_says_why_sessions_are_not_exact_on_the_env_side() -> None:
     assert scale._env_side(found | {"exact_steps": 10, "not_recorded": 0, "wrong_steps": []}) == "10/10"
 
 
-def test_load_processes_below_one_is_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("flag", ["--load-processes", "--rounds"])
+def test_counts_below_one_are_refused_in_one_line(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
-        scale.main(["burst", "--load-processes", "0"])
+        scale.main(["burst", flag, "0"])
     assert exited.value.code == 2
-    assert "--load-processes must be at least 1" in capsys.readouterr().err
+    assert f"{flag} must be at least 1" in capsys.readouterr().err
 
 
 def test_free_burst_runs_straight_through_and_reports_cpu_in_all_only() -> None:
     ours.check_available()
-    figures = scale.burst(scale.VARIANTS["ours"], 32, kind="echo", steps=2, cap_s=60.0, gated=False)
+    [figures] = scale.burst(scale.VARIANTS["ours"], 32, kind="echo", steps=2, cap_s=60.0, gated=False)
     _check_complete(figures, 32, 2)
     assert figures["gated"] is False
     cpu = figures["server_cpu_ms_per_session"]
@@ -83,7 +98,7 @@ def test_free_burst_runs_straight_through_and_reports_cpu_in_all_only() -> None:
 def test_upstream_burst_of_16_sessions_gets_every_step_on_the_env_side() -> None:
     if not scale.UPSTREAM_PYTHON.exists():
         pytest.skip(f"upstream OpenEnv 0.10's peer venv is not installed ({scale.UPSTREAM_PYTHON})")
-    figures = scale.burst(scale.VARIANTS["upstream"], 16, kind="echo", steps=2, cap_s=60.0)
+    [figures] = scale.burst(scale.VARIANTS["upstream"], 16, kind="echo", steps=2, cap_s=60.0)
     _check_complete(figures, 16, 2)
 
 
@@ -159,6 +174,7 @@ def test_repeated_runs_are_summed_up_as_medians_and_ranges() -> None:
             "steps_per_s": steps_per_s,
             "steps_per_server_cpu_s": steps_per_s * 2,
             "step_ms": {"p50": 1.0, "p99": p99, "p99.9": p99},
+            "server_cpu_ms_per_session": {"total": p99 / 10},
             "load_1min_before_after": load,
         }
 
@@ -172,6 +188,7 @@ def test_repeated_runs_are_summed_up_as_medians_and_ranges() -> None:
             "steps_per_s": {"median": 200.0, "min": 100.0, "max": 300.0},
             "steps_per_server_cpu_s": {"median": 400.0, "min": 200.0, "max": 600.0},
             "step_p99_ms": {"median": 5.0, "min": 3.0, "max": 9.0},
+            "server_cpu_ms_per_session": {"median": 0.5, "min": 0.3, "max": 0.9},
             "load_1min": {"min": 0.5, "max": 4.0},
             "success_pct_min": 100.0,
         }

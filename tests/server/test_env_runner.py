@@ -135,7 +135,8 @@ async def test_thread_starter_starts_session_threads_and_stops_its_own() -> None
 
 async def test_cancelled_while_the_factory_runs_the_session_thread_still_ends() -> None:
     """A session cancelled during creation (client gone, server shutting down) leaves no
-    thread behind: it ends once the factory returns."""
+    thread behind: once the factory returns it waits for the next session, and ends with
+    the block."""
     from openenv_anyio.server.execution.bound_env import InProcessEnv
     from openenv_anyio.server.execution.runner import thread_starter
 
@@ -159,7 +160,97 @@ async def test_cancelled_while_the_factory_runs_the_session_thread_still_ends() 
                 await InProcessEnv.create(Slow)
             assert waited.cancelled_caught and len(threads) == 1
             release.set()
-            assert await ends(threads[0])
+            assert await waits_for_a_session(threads[0])
+        assert await ends(threads[0])
+
+
+async def waits_for_a_session(thread: threading.Thread) -> bool:
+    """Whether ``thread`` is among the block's threads waiting for a session within 5 s."""
+    from openenv_anyio.server.execution.runner import _threads
+
+    threads = _threads.get()
+    assert threads is not None
+    with trio.move_on_after(5):
+        while thread not in threads.idle._waiting.values():
+            await trio.sleep(0.01)
+        return True
+    return False
+
+
+async def test_sessions_one_after_another_reuse_one_thread() -> None:
+    """SRV-EXEC-1 holds across reuse: a thread serves one session at a time, every call of
+    that session; a session opening while another runs gets a thread of its own."""
+    from openenv_anyio.server.execution.runner import thread_starter
+
+    with trio.fail_after(10):
+        async with thread_starter():
+            first = await ThreadRunner.open()
+            first_ident = await first.run(threading.get_ident)
+            beside = await ThreadRunner.open()
+            assert await beside.run(threading.get_ident) != first_ident
+            await first.aclose(final=lambda: None)
+            assert not first.alive
+            assert await waits_for_a_session(first.thread)
+            idents = set()
+            for _ in range(20):
+                runner = await ThreadRunner.open()
+                idents |= {await runner.run(threading.get_ident) for _ in range(3)}
+                await runner.aclose()
+            assert idents == {first_ident}
+            assert [await beside.run(threading.get_ident) for _ in range(3)] == [beside.thread.ident] * 3
+            await beside.aclose()
+        assert await ends(first.thread) and await ends(beside.thread)
+
+
+async def test_a_thread_waits_for_a_session_at_most_idle_s_then_ends() -> None:
+    from openenv_anyio.server.execution.runner import thread_starter
+
+    with trio.fail_after(10):
+        async with thread_starter(idle_s=0.2):
+            runner = await ThreadRunner.open()
+            await runner.run(lambda: None)
+            await runner.aclose()
+            started = trio.current_time()
+            assert await ends(runner.thread)
+            assert trio.current_time() - started >= 0.15
+            again = await ThreadRunner.open()  # none waits: a new thread
+            assert await again.run(threading.current_thread) is not runner.thread
+            await again.aclose()
+
+
+async def test_a_thread_is_not_handed_on_before_its_sessions_last_call_returns() -> None:
+    """A close() still running after its session stopped waiting (SRV-FAULT-3) keeps the
+    thread: the runner reads as alive, and a new session gets another thread."""
+    from openenv_anyio.server.execution.runner import thread_starter
+
+    release = threading.Event()
+    with trio.fail_after(10):
+        async with thread_starter():
+            hung = await ThreadRunner.open()
+            hung_ident = await hung.run(threading.get_ident)
+            with trio.move_on_after(0.05):
+                await hung.aclose(final=release.wait)
+            assert hung.alive
+            other = await ThreadRunner.open()
+            assert await other.run(threading.get_ident) != hung_ident
+            await other.aclose()
+            release.set()
+            assert await waits_for_a_session(hung.thread)
+            assert not hung.alive
+
+
+async def test_threads_leaving_as_sessions_take_them_lose_no_call() -> None:
+    """A waiting thread that gives up at the moment a session takes it: the thread or the
+    session has it, never neither (a call would wait for ever) and never both."""
+    from openenv_anyio.server.execution.runner import thread_starter
+
+    with trio.fail_after(30):
+        async with thread_starter(idle_s=0.0005):
+            for _ in range(300):
+                runner = await ThreadRunner.open()
+                assert await runner.run(lambda: 7) == 7
+                await runner.aclose()
+                await trio.sleep(0.0005 * (_ % 3))
 
 
 async def test_starter_blocks_ending_out_of_order_leave_runners_working() -> None:

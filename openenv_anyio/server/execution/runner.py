@@ -1,13 +1,17 @@
 """Where an environment's sync calls run: inline on the event loop, or on one worker thread.
 
-Every session owns one runner. :class:`ThreadRunner` gives the session a dedicated OS
-thread fed by a queue, so every call of that session runs on the same thread (thread
+Every session owns one runner. :class:`ThreadRunner` gives the session an OS thread of its
+own, fed by a queue, so every call of that session runs on the same thread (thread
 affinity, ``SRV-EXEC-1``: libraries such as Playwright require it) and no thread is spawned
-per call. Within a :func:`thread_starter` block the thread is started by the block's starter
-thread while the session's first calls already wait in its queue: the loop never waits for
-a thread to start. Finished calls go back to the loop through one :class:`CompletionInbox` per trio
-run: the first completion after a drain wakes the loop (``TrioToken.run_sync_soon``), later
-ones join the same wake-up, so sessions finishing together cost one wake-up, not one each.
+per call. Within a :func:`thread_starter` block a new thread is started by the block's
+starter thread while the session's first calls already wait in its queue (the loop never
+waits for a thread to start), and a thread whose session has closed waits
+:data:`IDLE_THREAD_S` for the next session to open before it ends (:class:`IdleThreads`):
+sessions that come and go reuse threads instead of starting one each. A thread serves one
+session at a time, from its first call to its last. Finished calls go back to the loop
+through one :class:`CompletionInbox` per trio run: the first completion after a drain wakes
+the loop (``TrioToken.run_sync_soon``), later ones join the same wake-up, so sessions
+finishing together cost one wake-up, not one each.
 :class:`InlineRunner` calls directly, for environments that declare ``NON_BLOCKING``.
 
 Coroutine results are awaited on the event loop in both cases (async environments).
@@ -29,9 +33,22 @@ import trio
 
 from .faults import await_env_code, call_env_code, env_outcome
 
-__all__ = ["CompletionInbox", "EnvRunner", "InlineRunner", "ThreadNotStarted", "ThreadRunner", "thread_starter"]
+__all__ = [
+    "IDLE_THREAD_S",
+    "CompletionInbox",
+    "EnvRunner",
+    "IdleThreads",
+    "InlineRunner",
+    "ThreadNotStarted",
+    "ThreadRunner",
+    "thread_starter",
+]
 
 _thread_numbers = itertools.count(1)
+
+#: how long a session's thread waits for the next session before it ends (as trio's own
+#: thread cache)
+IDLE_THREAD_S = 10.0
 
 
 class EnvRunner(Protocol):
@@ -136,63 +153,187 @@ class CompletionInbox:
 
 
 _inbox: trio.lowlevel.RunVar[CompletionInbox] = trio.lowlevel.RunVar("openenv_anyio_completion_inbox")
-_starter: trio.lowlevel.RunVar[ThreadRunner | None] = trio.lowlevel.RunVar("openenv_anyio_thread_starter", None)
+
+# A job: the call; who waits for it (None: the starter's own job, nobody waits); the runner
+# whose last call it is (None for every other call).
+_Job = tuple[Callable[[], Any], "_Pending | None", "ThreadRunner | None"]
+_Jobs = queue.SimpleQueue[_Job]
+
+_END: Callable[[], Any] = lambda: None  # noqa: E731 - tells a thread waiting for a session to end
+
+
+class IdleThreads:
+    """Session threads whose session has closed, each waiting on its own queue for the next
+    session's first call; the newest is handed out first, so the ones left over are the ones
+    that end.
+
+    The loop (handing a thread a session) and a thread (ending after :attr:`idle_s` without
+    one) each claim a waiting thread by removing it from one dict, an atomic step under the
+    interpreter lock: whoever removes it first has it.
+    """
+
+    __slots__ = ("idle_s", "_waiting", "_closed")
+
+    def __init__(self, idle_s: float = IDLE_THREAD_S) -> None:
+        self.idle_s = idle_s
+        self._waiting: dict[_Jobs, threading.Thread] = {}
+        self._closed = False
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def take(self) -> tuple[_Jobs, threading.Thread] | None:
+        """A waiting thread's queue and thread, newest first; ``None`` when none waits."""
+        try:
+            return self._waiting.popitem()
+        except KeyError:
+            return None
+
+    def wait_here(self, jobs: _Jobs, thread: threading.Thread) -> bool:
+        """From a thread whose session has closed: whether to wait for the next session
+        (``False`` once these threads are closed: the thread ends)."""
+        self._waiting[jobs] = thread
+        if self._closed:  # unless close() took it already and an _END is on its way
+            return self._waiting.pop(jobs, None) is None
+        return True
+
+    def leave(self, jobs: _Jobs) -> bool:
+        """From a thread that waited :attr:`idle_s`: whether it left (``False``: a session
+        took it meanwhile, and that session's first call is on its way)."""
+        return self._waiting.pop(jobs, None) is not None
+
+    def close(self) -> None:
+        """End every waiting thread; a thread whose session closes later ends then."""
+        self._closed = True
+        while (waiting := self.take()) is not None:
+            waiting[0].put((_END, None, None))
+
+
+def _serve(jobs: _Jobs, inbox: CompletionInbox, idle: IdleThreads | None) -> None:
+    """A session thread: runs each job and posts its outcome; after a session's last call it
+    waits in ``idle`` for the next session (without ``idle``, or once it is closed, it ends)."""
+    post, thread = inbox.post, threading.current_thread()
+    idle_s: float | None = None  # set while waiting for the next session
+    while True:
+        try:
+            fn, pending, ending = jobs.get() if idle_s is None else jobs.get(timeout=idle_s)
+        except queue.Empty:  # waited idle_s for a session
+            if idle is None or idle.leave(jobs):
+                return
+            continue
+        idle_s = None
+        if pending is None:
+            if fn is _END:
+                return
+            fn()  # a starter's job: it handles its own failure
+            continue
+        result = env_outcome(fn)
+        waits = False
+        if ending is not None:
+            ending._finished = True
+            # Waiting before the answer goes: a session opened as this one closes finds it.
+            waits = idle is not None and idle.wait_here(jobs, thread)
+        try:
+            post(pending, result)
+        except trio.RunFinishedError:
+            return
+        if ending is not None:
+            if idle is None or not waits:
+                return
+            idle_s = idle.idle_s
+
+
+class _SessionThreads:
+    """What a :func:`thread_starter` block holds: its starter thread and its waiting threads."""
+
+    __slots__ = ("starter", "idle")
+
+    def __init__(self, starter: ThreadRunner, idle: IdleThreads) -> None:
+        self.starter = starter
+        self.idle = idle
+
+
+_threads: trio.lowlevel.RunVar[_SessionThreads | None] = trio.lowlevel.RunVar("openenv_anyio_session_threads", None)
 
 
 class ThreadRunner:
-    """A dedicated worker thread for one session's sync calls.
+    """An OS thread for one session's sync calls, the same thread for every call.
 
     If the waiting task is cancelled while a call runs, the runner stops waiting for that
     call (the thread finishes it in the background); later calls queue behind it.
-    :meth:`aclose` lets the thread run out: once it returns, the thread has run its last
-    call and is ending (a daemon; it is not joined, see there). If a call was abandoned, the
-    thread ends by itself once the environment returns.
+    :meth:`aclose` lets the thread run out: once it returns, the thread has run this
+    session's last call (a daemon; it is not joined, see there). If a call was abandoned,
+    the last call runs once the environment returns. Then the thread ends, or, for a runner
+    of :meth:`open` within a :func:`thread_starter` block, waits for the next session.
     """
 
-    def __init__(self, name: str | None = None, *, start: bool = True) -> None:
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        start: bool = True,
+        idle: IdleThreads | None = None,
+        waiting: tuple[_Jobs, threading.Thread] | None = None,
+    ) -> None:
+        """A runner on a new thread (started unless ``start`` is false; it waits in ``idle``
+        for another session after this one), or on a ``waiting`` thread taken from one."""
         self._inbox = CompletionInbox.current()
-        # A job without a _Pending is the starter's own (a thread to start): nobody waits for it.
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], _Pending | None, bool]] = queue.SimpleQueue()
         self._abandoned = False
         self._closed = False
         self._starting = False  # handed to a starter thread, which has not started it yet
+        self._finished = False  # the thread has run this session's last call
         self._not_started: ThreadNotStarted | None = None
+        if waiting is not None:
+            self._jobs, self._thread = waiting
+            return
+        self._jobs = queue.SimpleQueue()
         self._thread = threading.Thread(
-            target=self._work, name=name or f"openenv-env-{next(_thread_numbers)}", daemon=True
+            target=_serve,
+            args=(self._jobs, self._inbox, idle),
+            name=name or f"openenv-env-{next(_thread_numbers)}",
+            daemon=True,
         )
         if start:
             self._thread.start()
 
     @classmethod
     async def open(cls, name: str | None = None) -> ThreadRunner:
-        """A runner whose thread is started without blocking the event loop.
+        """A runner whose thread is ready without blocking the event loop.
 
-        ``Thread.start()`` waits until the new thread runs; with thousands of busy threads
-        that wait stalls the loop for every other connection (handshakes included), so it
-        happens elsewhere. Within a :func:`thread_starter` block the block's starter thread
-        starts it and nobody waits: calls made meanwhile queue up for the thread, and if it
-        cannot be started they raise :class:`ThreadNotStarted`. Outside one, it is started
-        on one of trio's cached worker threads before this returns.
+        Within a :func:`thread_starter` block it is a thread waiting for a session if there
+        is one (it keeps its own name), else a new one: ``Thread.start()`` waits until the
+        new thread runs, and with thousands of busy threads that wait stalls the loop for
+        every other connection (handshakes included), so the block's starter thread starts
+        it and nobody waits: calls made meanwhile queue up for the thread, and if it cannot
+        be started they raise :class:`ThreadNotStarted`. Outside one, a new thread is
+        started on one of trio's cached worker threads before this returns, and ends with
+        the session.
         """
-        runner = cls(name, start=False)
-        starter = _starter.get(None)
-        if starter is None or starter._closed:  # no block, or one that ended out of order
+        threads = _threads.get(None)
+        if threads is None or threads.starter._closed:  # no block, or one that ended out of order
+            runner = cls(name, start=False)
             # Shielded: a thread that started always reaches its runner, which the caller closes.
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(runner._thread.start)
-        else:
-            runner._starting = True
-            starter._jobs.put((runner._start, None, False))
+            return runner
+        waiting = threads.idle.take()
+        if waiting is not None:
+            return cls(waiting=waiting)
+        runner = cls(name, start=False, idle=threads.idle)
+        runner._starting = True
+        threads.starter._jobs.put((runner._start, None, None))
         return runner
 
     @property
     def thread(self) -> threading.Thread:
+        """The thread that runs this session's calls (it may run another session's later)."""
         return self._thread
 
     @property
     def alive(self) -> bool:
-        """Whether the runner's thread runs or is still to be started by a starter thread."""
-        return self._starting or self._thread.is_alive()
+        """Whether this session's calls still run (or wait for a starter thread to start
+        theirs): the last one has not returned."""
+        return self._starting or (not self._finished and self._thread.is_alive())
 
     def _start(self) -> None:
         """On a starter thread: start this runner's thread; if that fails, fail the calls
@@ -212,23 +353,9 @@ class ThreadRunner:
         finally:
             self._starting = False
 
-    def _work(self) -> None:
-        jobs, post = self._jobs, self._inbox.post
-        while True:
-            fn, pending, last = jobs.get()
-            if pending is None:
-                fn()  # a starter's job: it handles its own failure
-                continue
-            try:
-                post(pending, env_outcome(fn))
-            except trio.RunFinishedError:
-                return
-            if last:
-                return
-
     async def _submit(self, fn: Callable[[], Any], *, last: bool = False) -> Any:
         pending = _Pending(trio.lowlevel.current_task())
-        self._jobs.put((fn, pending, last))
+        self._jobs.put((fn, pending, self if last else None))
         if self._not_started is not None:
             # The starter may have failed this job already or not: the completion, if any,
             # finds it abandoned (completions are delivered on this thread, see _drain).
@@ -251,23 +378,23 @@ class ThreadRunner:
         return result
 
     async def aclose(self, final: Callable[[], Any] | None = None) -> None:
-        """Stop the thread; ``final``, if given, is its last call, in the same hand-off
-        (its error is raised here; a coroutine it returns is awaited on the loop). Once
-        closed, closing again does nothing.
+        """Stop this session's calls; ``final``, if given, is its last call, in the same
+        hand-off (its error is raised here; a coroutine it returns is awaited on the loop).
+        Once closed, closing again does nothing.
 
         Cancellable: a caller's time bound on a ``final`` that hangs holds (``SRV-FAULT-3``).
-        The final call stays queued as the thread's last, so the thread still ends after
-        it, whenever that is; :attr:`thread` tells whether it has.
+        The final call stays queued as the session's last, so the thread still runs it,
+        whenever that is; :attr:`alive` tells whether it has.
         """
         if self._closed:
             return
         self._closed = True
         if self._not_started is not None:  # nothing ever ran: nothing to stop or close
             return
-        if self._abandoned:  # a call still runs: let the thread stop after it, unwaited
+        if self._abandoned:  # a call still runs: the session's last call follows it, unwaited
             orphan = _Pending(trio.lowlevel.current_task())
             orphan.abandoned = True
-            self._jobs.put((final or _STOP, orphan, True))
+            self._jobs.put((final or _STOP, orphan, self))
             return
         try:
             result = await self._submit(final or _STOP, last=True)
@@ -275,24 +402,27 @@ class ThreadRunner:
             return
         if final is not None and inspect.isawaitable(result):
             await await_env_code(result)
-        # The thread returns right after delivering _STOP. It is not joined here: joining
-        # blocks the loop until that thread gets the GIL once more, which with thousands of
-        # busy threads stalls every other connection (for seconds, in bench scenario 9).
+        # A thread that ends is not joined here: joining blocks the loop until that thread
+        # gets the GIL once more, which with thousands of busy threads stalls every other
+        # connection (for seconds, in bench scenario 9).
 
 
 @contextlib.asynccontextmanager
-async def thread_starter() -> AsyncIterator[None]:
-    """Within the block, :meth:`ThreadRunner.open` starts session threads from one
-    dedicated thread, owned by the block and stopped when it ends.
+async def thread_starter(idle_s: float = IDLE_THREAD_S) -> AsyncIterator[None]:
+    """Within the block, :meth:`ThreadRunner.open` hands a session a thread whose session
+    has closed, if one waits (for ``idle_s`` at most), else starts a new one from one
+    dedicated thread, owned by the block. When the block ends, the starter and the waiting
+    threads end; threads still serving a session end after it.
 
-    A session opening costs one hand-off to that thread instead of a trip through trio's
-    thread cache (bench/README.md, "Server CPU per connection").
+    A session opening costs one hand-off to the starter instead of a trip through trio's
+    thread cache (bench/README.md, "Server CPU per connection"), or no start at all.
     """
-    starter = ThreadRunner("openenv-thread-starter")
-    token = _starter.set(starter)
+    threads = _SessionThreads(ThreadRunner("openenv-thread-starter"), IdleThreads(idle_s))
+    token = _threads.set(threads)
     try:
         yield
     finally:
-        _starter.reset(token)
+        _threads.reset(token)
+        threads.idle.close()
         with trio.CancelScope(shield=True):
-            await starter.aclose()
+            await threads.starter.aclose()
