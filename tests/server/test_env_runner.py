@@ -239,6 +239,29 @@ async def test_a_thread_is_not_handed_on_before_its_sessions_last_call_returns()
             assert not hung.alive
 
 
+async def test_a_thread_taken_as_it_gives_up_waiting_still_serves_the_session() -> None:
+    """The loop took the waiting thread, and the session's first call comes only after the
+    thread's wait ran out: the thread stays for it (it lost the claim) and serves it."""
+    from openenv_anyio.server.execution.runner import _threads, thread_starter
+
+    with trio.fail_after(10):
+        async with thread_starter(idle_s=0.05):
+            first = await ThreadRunner.open()
+            await first.aclose(final=lambda: None)
+            assert await waits_for_a_session(first.thread)
+            threads = _threads.get()
+            assert threads is not None
+            taken = threads.idle.take()
+            assert taken is not None and taken[1] is first.thread
+            await trio.sleep(0.3)  # six times its wait
+            assert first.thread.is_alive()
+            runner = ThreadRunner(waiting=taken)
+            assert await runner.run(threading.current_thread) is first.thread
+            await runner.aclose()
+            assert await waits_for_a_session(first.thread)
+        assert await ends(first.thread)
+
+
 async def test_threads_leaving_as_sessions_take_them_lose_no_call() -> None:
     """A waiting thread that gives up at the moment a session takes it: the thread or the
     session has it, never neither (a call would wait for ever) and never both."""

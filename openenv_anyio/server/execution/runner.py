@@ -220,6 +220,7 @@ def _serve(jobs: _Jobs, inbox: CompletionInbox, idle: IdleThreads | None) -> Non
         except queue.Empty:  # waited idle_s for a session
             if idle is None or idle.leave(jobs):
                 return
+            idle_s = None  # a session took it meanwhile: its first call is on its way
             continue
         idle_s = None
         if pending is None:
