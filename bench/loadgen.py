@@ -14,9 +14,10 @@ with episode ids ``PREFIX-0``, ``PREFIX-1``, ...: after each phase the worker cr
 ``SessionRecord`` objects; with ``--free`` the sessions do not wait for each other (a
 phase's files then mark when the worker's last session passed it). ``fd_limit`` in FILE is
 the open-file limit it ran with (raised to the hard limit), ``gc_threshold`` the collection
-thresholds (the oldest generation's raised to :data:`FULL_GC_THRESHOLD`: a load process holds
-a thousand sessions or more, and full collections walking them all cost it a sixth to a
-third of its CPU, bench/README.md "Client CPU per session").
+thresholds: the young generation's raised to :data:`YOUNG_GC_THRESHOLD` and the oldest's to
+:data:`FULL_GC_THRESHOLD`, the recipe docs/client.md gives a trainer (a load process holds a
+thousand sessions or more, and collections walking them cost it a third or more of its CPU,
+bench/README.md "Client CPU per session").
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ from bench.stacks.registry import client_stack
 
 #: the oldest generation's threshold in a load process (``ServerConfig.full_gc_threshold``'s default)
 FULL_GC_THRESHOLD = 100
+#: the young generation's threshold in a load process (``ServerConfig.young_gc_threshold``'s default)
+YOUNG_GC_THRESHOLD = 10_000
 
 
 def _wait_for_go(path: Path, timeout_s: float) -> float | None:
@@ -84,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--free", action="store_true", help="phased: the sessions do not wait for each other")
     args = parser.parse_args(argv)
     fd_limit = raise_fd_limit()
-    raise_gc_thresholds(oldest=FULL_GC_THRESHOLD)
+    raise_gc_thresholds(young=YOUNG_GC_THRESHOLD, oldest=FULL_GC_THRESHOLD)
     try:
         stack = client_stack(args.stack)
     except StackUnavailable as exc:

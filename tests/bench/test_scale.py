@@ -51,7 +51,7 @@ def test_ours_burst_of_64_sessions_gets_every_step_on_the_env_side() -> None:
     assert figures["steps_per_s"] is not None and figures["steps_per_s"] > 0
     thresholds = figures["client_gc_thresholds"]
     assert isinstance(thresholds, list) and len(thresholds) == 1, thresholds  # both load processes alike
-    assert thresholds[0][2] >= loadgen.FULL_GC_THRESHOLD
+    assert thresholds[0][0] >= loadgen.YOUNG_GC_THRESHOLD and thresholds[0][2] >= loadgen.FULL_GC_THRESHOLD
     assert "load processes 2" in scale._line(figures)
 
 
