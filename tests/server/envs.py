@@ -19,10 +19,13 @@ class Tracked(Environment):
     live: ClassVar[int] = 0
     lock: ClassVar[threading.Lock] = threading.Lock()
     closed: ClassVar[int] = 0
+    #: the name of every thread an instance was made on (a new session thread has a new name)
+    made_on: ClassVar[set[str]] = set()
 
     def __init__(self) -> None:
         with Tracked.lock:
             Tracked.live += 1
+            Tracked.made_on.add(threading.current_thread().name)
         self.threads: list[int] = [threading.get_ident()]
         self.steps = 0
         self.episode_id: str | None = None
