@@ -179,9 +179,6 @@ class IdleThreads:
         self._waiting: dict[_Jobs, threading.Thread] = {}
         self._closed = False
 
-    def __len__(self) -> int:
-        return len(self._waiting)
-
     def take(self) -> tuple[_Jobs, threading.Thread] | None:
         """A waiting thread's queue and thread, newest first; ``None`` when none waits."""
         try:
