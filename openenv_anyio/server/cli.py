@@ -266,6 +266,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "sessions connected less often in time in our runs",
     )
     parser.add_argument(
+        "--session-thread-idle",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long a session's thread, once its session has closed, waits to serve the next session "
+        "instead of ending (default 10; 0: each session's thread ends with it)",
+    )
+    parser.add_argument(
         "--full-gc-threshold",
         type=int,
         default=100,
@@ -502,6 +510,7 @@ _FLAGS = {
     "full_gc_threshold": "--full-gc-threshold",
     "young_gc_threshold": "--young-gc-threshold",
     "switch_interval_s": "--switch-interval",
+    "session_thread_idle_s": "--session-thread-idle",
     "session_store": "--session-store",
     "durable": "--durable",
     "snapshot_limit_bytes": "--snapshot-limit-mb",
@@ -576,6 +585,7 @@ def run(args: argparse.Namespace) -> int:
             full_gc_threshold=args.full_gc_threshold or None,
             young_gc_threshold=args.young_gc_threshold or None,
             switch_interval_s=args.switch_interval,
+            session_thread_idle_s=args.session_thread_idle,
             listen_backlog=args.listen_backlog,
             shutdown_grace_s=args.shutdown_grace,
             max_stuck_closes=args.max_stuck_closes,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from ..core.addresses import is_loopback_host
 from ..restoration import MAX_SNAPSHOT_BYTES
 from .access.policy import AccessPolicy
+from .execution.runner import IDLE_THREAD_S
 
 __all__ = ["ISOLATION_MODES", "SERVER_MODES", "ServerConfig"]
 
@@ -85,6 +86,10 @@ class ServerConfig:
       Python longer than the interval holds every other session up to the interval, and in
       bursts of thousands of new sessions fewer connected in time: for environments that
       compute, leave it. ``None`` (default) leaves the interpreter's.
+    - ``session_thread_idle_s``: how long a session's thread, once its session has closed,
+      waits for the next session to open and serve it (sessions opened one after another,
+      or a trainer's next round, then start no thread); ``0``: a session's thread ends with
+      it (thread-local state an environment leaves behind then never meets another session).
     - ``listen_backlog``: connections the listening socket queues before they are accepted
       (the kernel caps it at ``net.core.somaxconn``; :mod:`.os_limits`); ``None``: the session
       limit, at least 4,096, so a burst of every allowed session at once is queued, not dropped.
@@ -146,6 +151,7 @@ class ServerConfig:
     full_gc_threshold: int | None = 100
     young_gc_threshold: int | None = 10_000
     switch_interval_s: float | None = None
+    session_thread_idle_s: float = IDLE_THREAD_S
     listen_backlog: int | None = None
     web: bool | None = None
     hypercorn_patches: bool = True
@@ -206,6 +212,8 @@ class ServerConfig:
             raise ValueError("young_gc_threshold must be at least 1 (or None to leave it alone)")
         if self.switch_interval_s is not None and not self.switch_interval_s > 0:
             raise ValueError("switch_interval_s must be positive (leave it unset for the interpreter's)")
+        if not self.session_thread_idle_s >= 0:
+            raise ValueError("session_thread_idle_s must be 0 or more (0: a session's thread ends with it)")
         if self.session_store is not None and not self.session_store.strip():
             raise ValueError("session_store is empty: give a file path, sqlite:///PATH or redis://HOST:PORT/N")
         if self.durable and self.session_store is None:

@@ -256,7 +256,11 @@ class EnvServer:
             await self._serve_routed(task_status)
 
     async def _serve_routed(self, task_status: trio.TaskStatus[str]) -> None:
-        async with thread_starter(), self._session_store(), trio.open_nursery() as nursery:
+        async with (
+            thread_starter(self.config.session_thread_idle_s),
+            self._session_store(),
+            trio.open_nursery() as nursery,
+        ):
             binds = await nursery.start(self._serve_http)
             self.url = binds[0]
             self.ctx.registry.move_to(ServerPhase.SERVING)

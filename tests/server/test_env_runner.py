@@ -218,6 +218,20 @@ async def test_a_thread_waits_for_a_session_at_most_idle_s_then_ends() -> None:
             await again.aclose()
 
 
+async def test_with_idle_s_zero_a_sessions_thread_ends_with_it() -> None:
+    from openenv_anyio.server.execution.runner import thread_starter
+
+    with trio.fail_after(10):
+        async with thread_starter(idle_s=0):
+            first = await ThreadRunner.open()
+            await first.aclose(final=lambda: None)
+            assert await ends(first.thread)
+            second = await ThreadRunner.open()
+            assert await second.run(threading.current_thread) is not first.thread
+            await second.aclose()
+            assert await ends(second.thread)
+
+
 async def test_a_thread_is_not_handed_on_before_its_sessions_last_call_returns() -> None:
     """A close() still running after its session stopped waiting (SRV-FAULT-3) keeps the
     thread: the runner reads as alive, and a new session gets another thread."""

@@ -198,6 +198,41 @@ def test_connect_reset_close_cycles_leave_nothing_behind() -> None:
     wait_for(lambda: threading.active_count() <= threads_outside)
 
 
+def test_session_threads_end_with_their_sessions_when_none_may_wait() -> None:
+    """``session_thread_idle_s=0``: every session gets a thread of its own, which ends with
+    it (for environments whose thread-local state must never meet another session)."""
+    names_before = set(Tracked.made_on)
+    with running(Tracked, session_thread_idle_s=0) as server:
+        for _ in range(20):
+            with ws_connect(server) as ws:
+                ask(ws, {"type": "reset"})
+        wait_for(lambda: server.stats()["live_envs"] == 0)
+        assert len(Tracked.made_on - names_before) == 20
+        wait_for(lambda: not [t for t in threading.enumerate() if t.name in Tracked.made_on - names_before])
+
+
+def test_session_thread_idle_below_zero_is_refused() -> None:
+    from openenv_anyio.server.config import ServerConfig
+
+    with pytest.raises(ValueError, match="session_thread_idle_s must be 0 or more"):
+        ServerConfig(session_thread_idle_s=-1)
+    assert ServerConfig().session_thread_idle_s == 10.0
+
+
+def test_the_cli_refuses_a_negative_session_thread_idle_in_one_line() -> None:
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "openenv_anyio", "serve", "openenv_anyio.envs.guess:GuessNumberEnv"]
+    done = subprocess.run(
+        [*argv, "--session-thread-idle", "-1"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        "openenv-anyio serve: --session-thread-idle must be 0 or more (0: a session's thread ends with it)"
+    )
+
+
 def test_shutdown_lets_a_running_step_finish_first() -> None:
     """WS-SHUT-1 with WS-ORDER-1: the executing step is answered, then close 1001."""
     with contextlib.ExitStack() as clients:

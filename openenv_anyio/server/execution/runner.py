@@ -5,8 +5,8 @@ own, fed by a queue, so every call of that session runs on the same thread (thre
 affinity, ``SRV-EXEC-1``: libraries such as Playwright require it) and no thread is spawned
 per call. Within a :func:`thread_starter` block a new thread is started by the block's
 starter thread while the session's first calls already wait in its queue (the loop never
-waits for a thread to start), and a thread whose session has closed waits
-:data:`IDLE_THREAD_S` for the next session to open before it ends (:class:`IdleThreads`):
+waits for a thread to start), and a thread whose session has closed waits for the next
+session to open, the block's ``idle_s`` at most, before it ends (:class:`IdleThreads`):
 sessions that come and go reuse threads instead of starting one each. A thread serves one
 session at a time, from its first call to its last. Finished calls go back to the loop
 through one :class:`CompletionInbox` per trio run: the first completion after a drain wakes
@@ -46,8 +46,8 @@ __all__ = [
 
 _thread_numbers = itertools.count(1)
 
-#: how long a session's thread waits for the next session before it ends (as trio's own
-#: thread cache)
+#: how long a session's thread waits for the next session before it ends, by default (as
+#: trio's own thread cache; ``ServerConfig.session_thread_idle_s``)
 IDLE_THREAD_S = 10.0
 
 
@@ -188,7 +188,9 @@ class IdleThreads:
 
     def wait_here(self, jobs: _Jobs, thread: threading.Thread) -> bool:
         """From a thread whose session has closed: whether to wait for the next session
-        (``False`` once these threads are closed: the thread ends)."""
+        (``False`` once these threads are closed, or when none may wait: the thread ends)."""
+        if self.idle_s <= 0:
+            return False
         self._waiting[jobs] = thread
         if self._closed:  # unless close() took it already and an _END is on its way
             return self._waiting.pop(jobs, None) is None
@@ -408,9 +410,9 @@ class ThreadRunner:
 @contextlib.asynccontextmanager
 async def thread_starter(idle_s: float = IDLE_THREAD_S) -> AsyncIterator[None]:
     """Within the block, :meth:`ThreadRunner.open` hands a session a thread whose session
-    has closed, if one waits (for ``idle_s`` at most), else starts a new one from one
-    dedicated thread, owned by the block. When the block ends, the starter and the waiting
-    threads end; threads still serving a session end after it.
+    has closed, if one waits (for ``idle_s`` at most; ``0``: none waits), else starts a new
+    one from one dedicated thread, owned by the block. When the block ends, the starter and
+    the waiting threads end; threads still serving a session end after it.
 
     A session opening costs one hand-off to the starter instead of a trip through trio's
     thread cache (bench/README.md, "Server CPU per connection"), or no start at all.
