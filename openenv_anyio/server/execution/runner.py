@@ -228,19 +228,16 @@ def _serve(jobs: _Jobs, inbox: CompletionInbox, idle: IdleThreads | None) -> Non
             fn()  # a starter's job: it handles its own failure
             continue
         result = env_outcome(fn)
-        waits = False
         if ending is not None:
             ending._finished = True
             # Waiting before the answer goes: a session opened as this one closes finds it.
-            waits = idle is not None and idle.wait_here(jobs, thread)
+            idle_s = idle.idle_s if idle is not None and idle.wait_here(jobs, thread) else None
         try:
             post(pending, result)
         except trio.RunFinishedError:
             return
-        if ending is not None:
-            if idle is None or not waits:
-                return
-            idle_s = idle.idle_s
+        if ending is not None and idle_s is None:
+            return  # the session's last call, and no waiting for another
 
 
 class _SessionThreads:
